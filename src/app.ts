@@ -1,0 +1,31 @@
+import { OpenAPIHono } from "@hono/zod-openapi";
+import { Scalar } from "@scalar/hono-api-reference";
+import { Hono } from "hono";
+import type { AppEnv } from "./env";
+import { allowedMethods, registerPath, unmatched } from "./lib/routing";
+import { validationHook } from "./lib/validation";
+import { errorResponse, handleError, httpsOnly, requestId } from "./lib/wire";
+import { publicDocument } from "./openapi";
+import { internalApi } from "./internal";
+import { usersApi } from "./routes/users";
+
+export const publicApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook }).route("/", usersApi);
+
+let publicDoc: ReturnType<typeof publicDocument> | undefined;
+publicApi.get("/api/v1/openapi.json", (c) => c.json((publicDoc ??= publicDocument(publicApi, new URL(c.req.url).origin))));
+registerPath("get", "/api/v1/openapi.json");
+registerPath("get", "/api/v1/docs");
+publicApi.get("/api/v1/docs", Scalar({ url: "/api/v1/openapi.json", pageTitle: "Agency Listing and Media Service API" }));
+
+export const app = new Hono<AppEnv>()
+  .use(requestId())
+  .use(httpsOnly())
+  .options("*", (c) => {
+    const allowed = allowedMethods(c.req.path);
+    if (!allowed.length || c.req.path.startsWith("/internal/")) return errorResponse(c, unmatched(c));
+    return c.body(null, 204, { Allow: allowed.join(", ") });
+  })
+  .route("/", publicApi)
+  .route("/", internalApi)
+  .notFound((c) => errorResponse(c, unmatched(c)))
+  .onError(handleError);

@@ -1,0 +1,65 @@
+import { ApiError } from "../lib/errors";
+import { randomToken, sha256Hex } from "../lib/ids";
+
+export const KEY_PREFIXES = ["sk_live_", "sk_test_", "ma_live_"] as const;
+export type KeyPrefix = (typeof KEY_PREFIXES)[number];
+export type KeyMode = "test" | "live";
+
+/** Secrets are a prefix and a 43-character base64url token (32 random bytes). */
+export const KEY_TOKEN_LENGTH = 43;
+export const ROTATION_GRACE_MS = 30 * 24 * 60 * 60 * 1000;
+
+export const modeOfPrefix = (prefix: KeyPrefix): KeyMode => (prefix === "sk_test_" ? "test" : "live");
+export const prefixForMode = (mode: KeyMode): KeyPrefix => (mode === "test" ? "sk_test_" : "sk_live_");
+
+export function mintSecret(mode: KeyMode, prefix: KeyPrefix = prefixForMode(mode)): string {
+  return prefix + randomToken(32);
+}
+
+export const hashSecret = (secret: string) => sha256Hex(secret);
+
+/**
+ * The checks that need no storage: prefix, length and mode. A failing key is refused
+ * here, before anything is looked up.
+ */
+export function checkKeyFormat(secret: string, environmentMode: KeyMode): KeyPrefix {
+  const prefix = KEY_PREFIXES.find((p) => secret.startsWith(p));
+  if (!prefix) {
+    const detected = /^[A-Za-z0-9]{1,12}_(?:[A-Za-z0-9]{1,12}_)?/.exec(secret)?.[0] ?? secret.slice(0, Math.min(3, secret.length));
+    throw new ApiError("api_key_malformed_prefix", { details: { detected_prefix: detected } });
+  }
+  const expected = prefix.length + KEY_TOKEN_LENGTH;
+  if (secret.length !== expected) {
+    throw new ApiError("api_key_malformed_length", { details: { expected_length: expected, received_length: secret.length } });
+  }
+  if (modeOfPrefix(prefix) !== environmentMode) {
+    throw new ApiError("api_key_wrong_mode", {
+      message: environmentMode === "test" ? "A live key was sent to the sandbox; use an sk_test_ key." : "A sandbox key was sent to production; use an sk_live_ key.",
+      details: { key_mode: modeOfPrefix(prefix), environment_mode: environmentMode },
+    });
+  }
+  return prefix;
+}
+
+/** The parts of a key and of the presented secret that decide whether it authenticates. */
+export interface KeyState {
+  isActive: boolean;
+  revokedAt: string | null;
+  expiresAt: string | null;
+  mode: KeyMode;
+  secret: { supersededAt: string | null; deactivatedAt: string | null };
+}
+
+export function checkKeyState(key: KeyState, nowMs: number, environmentMode: KeyMode): void {
+  if (key.mode !== environmentMode) throw new ApiError("api_key_wrong_mode", { details: { key_mode: key.mode, environment_mode: environmentMode } });
+  if (key.revokedAt) throw new ApiError("api_key_revoked");
+  if (!key.isActive) throw new ApiError("api_key_disabled");
+  if (key.expiresAt && Date.parse(key.expiresAt) <= nowMs) {
+    throw new ApiError("api_key_expired", { details: { expired_at: key.expiresAt } });
+  }
+  const { supersededAt, deactivatedAt } = key.secret;
+  if (deactivatedAt) throw new ApiError("api_key_invalid", { message: "This secret was replaced by a rotation and its grace window has ended." });
+  if (supersededAt && Date.parse(supersededAt) + ROTATION_GRACE_MS <= nowMs) {
+    throw new ApiError("api_key_invalid", { message: "This secret was replaced by a rotation and its grace window has ended." });
+  }
+}

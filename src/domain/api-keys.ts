@@ -1,0 +1,114 @@
+import { and, eq, isNotNull, isNull, lte } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { apiKeys, apiKeySecrets, type ApiKey } from "../db/schema";
+import { AGENCY_OWNER_ROLES, DEFAULT_SCOPES, isPlatformRole, type Scope } from "../auth/caller";
+import { hashSecret, mintSecret, ROTATION_GRACE_MS, type KeyMode, type KeyPrefix } from "../auth/keys";
+import { ApiError } from "../lib/errors";
+import { newId, nowIso } from "../lib/ids";
+import { getAgency, getUserById } from "./hierarchy";
+
+export interface MintInput {
+  agencyId: string;
+  mintedByUserId: string;
+  mode: KeyMode;
+  /** `ma_live_` is the legacy live prefix; it is accepted in live mode only. */
+  prefix?: KeyPrefix;
+  name?: string;
+  scopes?: Scope[];
+  expiresAt?: string | null;
+}
+
+/**
+ * Mints a key bound to one agency. Agency owners (media_agency, broker) mint for their
+ * own agency; platform admins for any agency. Only the hash of the secret is stored.
+ */
+export async function mintKey(db: Db, input: MintInput): Promise<{ key: ApiKey; secret: string }> {
+  const agency = await getAgency(db, input.agencyId);
+  const minter = await getUserById(db, input.mintedByUserId);
+  const platform = isPlatformRole(minter.role);
+  const owner = (AGENCY_OWNER_ROLES as readonly string[]).includes(minter.role) && minter.agencyId === agency.id;
+  if (!minter.isActive || (!platform && !owner) || agency.kind === "platform") {
+    throw new ApiError("key_mint_forbidden", { details: { minted_by_user_id: minter.id, role: minter.role } });
+  }
+  const scopes = input.scopes ?? DEFAULT_SCOPES;
+  if (scopes.includes("admin") && !platform) throw new ApiError("scope_not_grantable");
+  const prefix = input.prefix ?? (input.mode === "test" ? "sk_test_" : "sk_live_");
+  if ((prefix === "sk_test_") !== (input.mode === "test")) throw new ApiError("key_mint_forbidden", { message: `The prefix ${prefix} does not belong to ${input.mode} mode.` });
+  const secret = mintSecret(input.mode, prefix);
+  const id = newId("key");
+  const [[key]] = await db.batch([
+    db
+      .insert(apiKeys)
+      .values({ id, agencyId: agency.id, mintedByUserId: minter.id, role: minter.role, mode: input.mode, name: input.name ?? "", scopes, expiresAt: input.expiresAt ?? null })
+      .returning(),
+    db.insert(apiKeySecrets).values({ hash: await hashSecret(secret), keyId: id, prefix, last4: secret.slice(-4) }),
+  ]);
+  return { key: key!, secret };
+}
+
+export async function getKey(db: Db, keyId: string): Promise<ApiKey> {
+  const key = await db.select().from(apiKeys).where(eq(apiKeys.id, keyId)).get();
+  if (!key) throw new ApiError("api_key_not_found");
+  return key;
+}
+
+/** The secret currently shown for display (last four characters), and a superseded one still in its grace window. */
+export async function keySecrets(db: Db, keyId: string) {
+  return db.select().from(apiKeySecrets).where(and(eq(apiKeySecrets.keyId, keyId), isNull(apiKeySecrets.deactivatedAt))).all();
+}
+
+/**
+ * Starts a rotation: a new secret is returned, and the current one keeps working for
+ * 30 days. Only two secrets are ever valid at once: a secret already in its grace
+ * window is deactivated by a second rotation.
+ */
+export async function rotateKey(db: Db, keyId: string): Promise<{ key: ApiKey; secret: string }> {
+  const key = await getKey(db, keyId);
+  if (key.revokedAt || !key.isActive) throw new ApiError("api_key_not_rotatable", { details: { key_id: keyId } });
+  const current = (await keySecrets(db, keyId)).find((s) => !s.supersededAt);
+  const prefix = (current?.prefix as KeyPrefix | undefined) ?? (key.mode === "test" ? "sk_test_" : "sk_live_");
+  const secret = mintSecret(key.mode, prefix);
+  const at = nowIso();
+  const [, , , [rotated]] = await db.batch([
+    db.update(apiKeySecrets).set({ deactivatedAt: at }).where(and(eq(apiKeySecrets.keyId, keyId), isNotNull(apiKeySecrets.supersededAt), isNull(apiKeySecrets.deactivatedAt))),
+    db.update(apiKeySecrets).set({ supersededAt: at }).where(and(eq(apiKeySecrets.keyId, keyId), isNull(apiKeySecrets.supersededAt))),
+    db.insert(apiKeySecrets).values({ hash: await hashSecret(secret), keyId, prefix, last4: secret.slice(-4) }),
+    db.update(apiKeys).set({ rotationStartedAt: at, updatedAt: at }).where(eq(apiKeys.id, keyId)).returning(),
+  ]);
+  return { key: rotated!, secret };
+}
+
+/** Revocation is immediate and final. */
+export async function revokeKey(db: Db, keyId: string): Promise<ApiKey> {
+  const key = await getKey(db, keyId);
+  if (key.revokedAt) throw new ApiError("api_key_already_revoked", { details: { revoked_at: key.revokedAt } });
+  const at = nowIso();
+  const [updated] = await db.update(apiKeys).set({ revokedAt: at, updatedAt: at }).where(eq(apiKeys.id, keyId)).returning();
+  return updated!;
+}
+
+export async function updateKey(
+  db: Db,
+  keyId: string,
+  patch: { isActive?: boolean; expiresAt?: string | null; scopes?: Scope[]; name?: string; rateLimitOverrides?: Record<string, number> },
+): Promise<ApiKey> {
+  const key = await getKey(db, keyId);
+  if (patch.scopes?.includes("admin") && !isPlatformRole(key.role)) throw new ApiError("scope_not_grantable");
+  const [updated] = await db
+    .update(apiKeys)
+    .set({ ...patch, updatedAt: nowIso() })
+    .where(eq(apiKeys.id, keyId))
+    .returning();
+  return updated!;
+}
+
+/** The nightly sweep: secrets whose 30-day rotation grace has ended stop authenticating for good. */
+export async function sweepRotatedSecrets(db: Db, nowMs = Date.now()): Promise<number> {
+  const cutoff = nowIso(nowMs - ROTATION_GRACE_MS);
+  const swept = await db
+    .update(apiKeySecrets)
+    .set({ deactivatedAt: nowIso(nowMs) })
+    .where(and(isNotNull(apiKeySecrets.supersededAt), isNull(apiKeySecrets.deactivatedAt), lte(apiKeySecrets.supersededAt, cutoff)))
+    .returning({ hash: apiKeySecrets.hash });
+  return swept.length;
+}

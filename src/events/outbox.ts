@@ -1,0 +1,36 @@
+import { sql } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { events } from "../db/schema";
+import { newId } from "../lib/ids";
+import { EVENT_TYPES, type EventData, type EventType } from "./catalog";
+
+function row<T extends EventType>(agencyId: string, type: T, data: EventData<T>) {
+  const spec = EVENT_TYPES[type];
+  return {
+    id: newId("evt"),
+    agencyId,
+    eventType: type,
+    apiVersion: spec.apiVersion,
+    timestamp: Math.floor(Date.now() / 1000),
+    data: spec.data.parse(data) as Record<string, unknown>,
+  };
+}
+
+/**
+ * The outbox row of an event, to be written in the same `db.batch` as the change it
+ * describes. The data is parsed through the event's schema, so what is stored is what
+ * the catalog documents.
+ */
+export function outboxInsert<T extends EventType>(db: Db, agencyId: string, type: T, data: EventData<T>) {
+  return db.insert(events).values(row(agencyId, type, data));
+}
+
+/**
+ * Like `outboxInsert`, but written only when the statement just before it in the batch
+ * changed a row: a guarded UPDATE that lost a race emits no event.
+ */
+export function outboxInsertIfChanged<T extends EventType>(db: Db, agencyId: string, type: T, data: EventData<T>) {
+  const r = row(agencyId, type, data);
+  return db.run(sql`INSERT INTO events (id, agency_id, event_type, api_version, timestamp, data)
+    SELECT ${r.id}, ${r.agencyId}, ${r.eventType}, ${r.apiVersion}, ${r.timestamp}, ${JSON.stringify(r.data)} WHERE changes() > 0`);
+}

@@ -1,0 +1,29 @@
+import { OpenAPIHono } from "@hono/zod-openapi";
+import type { AppEnv } from "../env";
+import { registerPath } from "../lib/routing";
+import { validationHook } from "../lib/validation";
+import { agenciesInternal } from "./agencies";
+import { apiKeysInternal } from "./api-keys";
+import { operatorAuth } from "./route";
+import { sessionsInternal } from "./sessions";
+import { usersInternal } from "./users";
+
+/** The operations the dashboard calls: everything the spec leaves to "the dashboard". */
+export const internalApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
+  .route("/", agenciesInternal)
+  .route("/", usersInternal)
+  .route("/", apiKeysInternal)
+  .route("/", sessionsInternal);
+
+internalApi.openAPIRegistry.registerComponent("securitySchemes", "OperatorToken", { type: "http", scheme: "bearer", description: "The operator token (Worker secret OPERATOR_TOKEN)." });
+registerPath("get", "/internal/v1/openapi.json");
+internalApi.get("/internal/v1/openapi.json", operatorAuth(), (c) =>
+  c.json(
+    internalApi.getOpenAPI31Document({
+      openapi: "3.1.0",
+      info: { title: "Agency Listing and Media Service: internal (dashboard) API", version: "1.0.0", description: "Operations the dashboard performs on the shared data. Not part of the public contract." },
+      servers: [{ url: new URL(c.req.url).origin }],
+      security: [{ OperatorToken: [] }],
+    }),
+  ),
+);

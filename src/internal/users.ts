@@ -1,0 +1,82 @@
+import { OpenAPIHono, z } from "@hono/zod-openapi";
+import type { AppEnv } from "../env";
+import { database } from "../db/client";
+import type { User } from "../db/schema";
+import { ROLES } from "../auth/caller";
+import { changeManager, createUser, deactivateUser, getUserById } from "../domain/hierarchy";
+import { validationHook } from "../lib/validation";
+import { UserSchema, presentUser } from "../routes/users/schema";
+import { internalRoute } from "./route";
+
+const InternalUserSchema = UserSchema.extend({ agency_id: z.string().openapi({ example: "agy_0mhx3k2a1q8v2l0c9z7rj4" }) }).openapi("InternalUser");
+const present = (u: User) => ({ ...presentUser(u), agency_id: u.agencyId });
+const userResponse = (description: string, status: 200 | 201 = 200) => ({ [status]: { description, content: { "application/json": { schema: InternalUserSchema } } } }) as const;
+const userParam = z.object({ user_id: z.string() });
+
+const create = internalRoute(["agency_not_found", "manager_not_found", "invalid_role", "user_email_taken"], {
+  method: "post",
+  path: "/internal/v1/users",
+  operationId: "createUser",
+  tags: ["Users"],
+  summary: "Provision a user under a manager, or at the top of an agency",
+  description: "With `manager_id` the user joins the manager's agency. Without it, `agency_id` is required and the role must be media_agency or broker (or a platform role in the platform agency). Emits `user.signed_up`.",
+  request: {
+    body: {
+      content: {
+        "application/json": {
+          schema: z.strictObject({
+            agency_id: z.string().optional(),
+            manager_id: z.string().nullable().optional(),
+            role: z.enum(ROLES),
+            name: z.string().min(1).max(200),
+            email: z.email(),
+            source: z.enum(["admin_create", "invite"]).optional(),
+          }),
+        },
+      },
+    },
+  },
+  responses: { 201: { description: "The user.", content: { "application/json": { schema: InternalUserSchema } } } },
+});
+
+const get = internalRoute(["user_not_found"], {
+  method: "get",
+  path: "/internal/v1/users/{user_id}",
+  operationId: "getUser",
+  tags: ["Users"],
+  summary: "Get any user",
+  request: { params: userParam },
+  responses: userResponse("The user."),
+});
+
+const setManager = internalRoute(["user_not_found", "manager_not_found", "hierarchy_cycle", "invalid_role"], {
+  method: "patch",
+  path: "/internal/v1/users/{user_id}/manager",
+  operationId: "changeManager",
+  tags: ["Users"],
+  summary: "Change a user's manager, inside the agency or across agencies",
+  description: "The user's whole subtree follows it into the manager's agency. Emits `user.hierarchy_changed` to the new owning agency.",
+  request: { params: userParam, body: { content: { "application/json": { schema: z.strictObject({ manager_id: z.string().nullable() }) } } } },
+  responses: userResponse("The moved user."),
+});
+
+const deactivate = internalRoute(["user_not_found"], {
+  method: "post",
+  path: "/internal/v1/users/{user_id}/deactivate",
+  operationId: "deactivateUser",
+  tags: ["Users"],
+  summary: "Deactivate or suspend a user",
+  description: "Emits `user.deactivated` once; deactivating an inactive user changes nothing.",
+  request: { params: userParam, body: { content: { "application/json": { schema: z.strictObject({ reason: z.enum(["deactivated", "suspended"]).optional() }) } } } },
+  responses: userResponse("The deactivated user."),
+});
+
+export const usersInternal = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
+  .openapi(create, async (c) => {
+    const b = c.req.valid("json");
+    const user = await createUser(database(c.env.DB), { agencyId: b.agency_id, managerId: b.manager_id, role: b.role, name: b.name, email: b.email, source: b.source });
+    return c.json(present(user), 201);
+  })
+  .openapi(get, async (c) => c.json(present(await getUserById(database(c.env.DB), c.req.valid("param").user_id)), 200))
+  .openapi(setManager, async (c) => c.json(present(await changeManager(database(c.env.DB), c.req.valid("param").user_id, c.req.valid("json").manager_id)), 200))
+  .openapi(deactivate, async (c) => c.json(present(await deactivateUser(database(c.env.DB), c.req.valid("param").user_id, c.req.valid("json").reason)), 200));

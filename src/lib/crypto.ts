@@ -1,0 +1,50 @@
+import { base64url, fromBase64url } from "./ids";
+
+const enc = new TextEncoder();
+const derived = new Map<string, Promise<CryptoKey>>();
+
+/**
+ * A purpose-bound key derived from the Worker's SECRET_KEY (HKDF-SHA256), so one secret
+ * serves cursors, upload URLs and encryption without any two sharing a key.
+ */
+function deriveKey(secret: string, purpose: string, algorithm: SubtleCryptoImportKeyAlgorithm, usages: string[]): Promise<CryptoKey> {
+  const id = `${purpose}:${secret}`;
+  let key = derived.get(id);
+  if (!key) {
+    key = (async () => {
+      const base = await crypto.subtle.importKey("raw", enc.encode(secret), "HKDF", false, ["deriveKey"]);
+      return crypto.subtle.deriveKey({ name: "HKDF", hash: "SHA-256", salt: new Uint8Array(0), info: enc.encode(purpose) }, base, algorithm, false, usages);
+    })();
+    derived.set(id, key);
+  }
+  return key;
+}
+
+const hmacParams: SubtleCryptoImportKeyAlgorithm = { name: "HMAC", hash: "SHA-256", length: 256 };
+
+export async function sign(secret: string, purpose: string, message: string): Promise<string> {
+  const key = await deriveKey(secret, purpose, hmacParams, ["sign", "verify"]);
+  return base64url(new Uint8Array(await crypto.subtle.sign("HMAC", key, enc.encode(message))));
+}
+
+export function timingSafeEqual(a: string, b: string): boolean {
+  if (a.length !== b.length) return false;
+  let diff = 0;
+  for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i);
+  return diff === 0;
+}
+
+/** AES-256-GCM with a random 96-bit nonce: `v1.<nonce>.<ciphertext>`, all base64url. */
+export async function encrypt(secret: string, purpose: string, plaintext: string): Promise<string> {
+  const key = await deriveKey(secret, purpose, { name: "AES-GCM", length: 256 }, ["encrypt", "decrypt"]);
+  const iv = crypto.getRandomValues(new Uint8Array(12));
+  const ct = new Uint8Array(await crypto.subtle.encrypt({ name: "AES-GCM", iv }, key, enc.encode(plaintext)));
+  return `v1.${base64url(iv)}.${base64url(ct)}`;
+}
+
+export async function decrypt(secret: string, purpose: string, sealed: string): Promise<string> {
+  const [version, iv, ct] = sealed.split(".");
+  if (version !== "v1" || !iv || !ct) throw new Error("unsupported ciphertext");
+  const key = await deriveKey(secret, purpose, { name: "AES-GCM", length: 256 }, ["encrypt", "decrypt"]);
+  return new TextDecoder().decode(await crypto.subtle.decrypt({ name: "AES-GCM", iv: fromBase64url(iv) }, key, fromBase64url(ct)));
+}

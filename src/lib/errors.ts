@@ -1,0 +1,118 @@
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+
+/**
+ * Every error code the service can answer, with its HTTP status and a default message.
+ * This table drives the error responses and their OpenAPI documentation alike.
+ */
+export const ERRORS = {
+  // Authentication
+  api_key_missing: [401, "No X-API-Key header was sent."],
+  api_key_invalid: [401, "The API key is not recognised."],
+  "auth.scope_denied": [403, "The API key lacks the scope this endpoint requires."],
+  auth_required: [401, "Send an X-API-Key header or a dashboard session cookie."],
+  role_forbidden: [403, "The caller's role is not permitted on this endpoint."],
+  agency_resolution_failed: [500, "The session's user cannot be resolved to an agency."],
+  api_key_header_mismatch: [401, "Send the key in the X-API-Key header; Authorization: Bearer is not accepted."],
+  api_key_malformed_prefix: [401, "The API key prefix must be sk_live_, sk_test_ or ma_live_."],
+  api_key_malformed_length: [401, "The API key has the wrong length."],
+  api_key_revoked: [401, "The API key was revoked."],
+  api_key_expired: [401, "The API key has expired."],
+  api_key_disabled: [401, "The API key is disabled."],
+  api_key_wrong_mode: [401, "The API key's mode does not match this environment."],
+  cross_agency: [404, "The resource belongs to another agency."],
+  https_required: [403, "Plain HTTP is refused; call the API over HTTPS."],
+  // Idempotency
+  "idempotency.missing": [400, "Mutating requests must carry an X-Idempotency-Key header."],
+  idempotency_key_invalid: [400, "X-Idempotency-Key must be 1 to 128 printable ASCII characters."],
+  idempotency_key_conflict: [409, "This idempotency key was used with a different request."],
+  idempotency_key_in_progress: [409, "A request with this idempotency key is still being processed."],
+  // Listings
+  listing_not_found: [404, "No such listing."],
+  endpoint_not_in_scope: [404, "This path under /api/v1/listings/ is not a public route."],
+  listing_not_activated: [409, "The listing is not activated yet; activate it in the dashboard first."],
+  no_op_transition: [409, "The listing already has this status."],
+  outside_cancellation_window: [409, "The no-fee cancellation window has passed; cancel through the dashboard."],
+  listing_already_cancelled: [409, "The listing is already cancelled."],
+  section_not_exposed: [404, "Only the matterport and floorplan sections can be changed through the API."],
+  invalid_section_payload: [422, "The section payload breaks a rule of the operation."],
+  listing_number_taken: [409, "A listing with this listing_number already exists in the agency."],
+  agent_not_in_hierarchy: [422, "A referenced user is not inside the agency hierarchy."],
+  // Media, scheduling, users
+  unsupported_mime_type: [422, "The content_type is not accepted for this asset_type."],
+  file_too_large: [422, "size_bytes is above the cap for this asset_type."],
+  queue_unavailable: [503, "The background delivery queue is unavailable; retry later."],
+  calendar_not_connected: [403, "No external calendar is connected in the manager chain."],
+  user_not_found: [404, "No such user."],
+  // Tours and resources of the internal surface
+  tour_not_found: [404, "No such tour."],
+  tour_number_taken: [409, "A tour with this tour_number already exists in the agency."],
+  agency_not_found: [404, "No such agency."],
+  api_key_not_found: [404, "No such API key."],
+  user_email_taken: [409, "A user with this email already exists."],
+  manager_not_found: [422, "The manager does not exist or is inactive."],
+  hierarchy_cycle: [422, "The new manager is inside the user's own subtree."],
+  invalid_role: [422, "This role cannot be used here."],
+  key_mint_forbidden: [422, "This user cannot mint keys for this agency."],
+  scope_not_grantable: [422, "The admin scope can be granted only on keys minted by platform admins."],
+  api_key_not_rotatable: [409, "Only an active key that is not revoked can be rotated."],
+  api_key_already_revoked: [409, "The key is already revoked."],
+  operator_token_invalid: [401, "Send Authorization: Bearer <operator token>."],
+  // Rate limiting
+  rate_limit_exceeded: [429, "The per-key budget for this endpoint is exhausted; retry after Retry-After seconds."],
+  rate_limit_misconfigured: [500, "The caller identity or the endpoint budget could not be resolved."],
+  rate_limit_unavailable: [503, "The rate-limit backend is unreachable; the request was not processed."],
+  // Validation
+  "validation.failed": [422, "The request body failed validation."],
+  validation_type_mismatch: [422, "A field has the wrong JSON type."],
+  validation_missing_required: [422, "A required field is absent."],
+  validation_unknown_field: [422, "An undeclared field was sent."],
+  validation_deprecated_field: [422, "A field was renamed; send it under its new name."],
+  validation_out_of_range: [422, "A value is outside its bounds."],
+  validation_enum_not_allowed: [422, "A value is not one of the allowed values."],
+  validation_string_pattern: [422, "A string does not match its required format."],
+  validation_array_length: [422, "A list is too short or too long."],
+  validation_nested_error: [422, "A nested object failed validation."],
+  request_query_invalid: [422, "A query parameter failed validation."],
+  // Wire and server
+  request_body_not_json: [400, "The body is not valid JSON."],
+  request_body_empty: [400, "This request requires a JSON body; send {} if all fields are optional."],
+  request_body_too_large: [413, "The body is larger than this endpoint accepts."],
+  request_content_type_mismatch: [415, "Send the body as Content-Type: application/json."],
+  request_method_not_allowed: [405, "This method is not allowed on this path."],
+  request_path_not_found: [404, "No such route."],
+  not_implemented: [501, "This route is reserved for a future release."],
+  internal_error: [500, "An unexpected error occurred. Retrying with the same idempotency key is safe."],
+} as const satisfies Record<string, readonly [ContentfulStatusCode, string]>;
+
+export type ErrorCode = keyof typeof ERRORS;
+export type ErrorStatus<C extends ErrorCode> = (typeof ERRORS)[C][0];
+
+export const statusOf = (code: ErrorCode): ContentfulStatusCode => ERRORS[code][0];
+
+/** The one error type of the service. Anything else thrown becomes `internal_error`. */
+export class ApiError extends Error {
+  readonly code: ErrorCode;
+  readonly status: ContentfulStatusCode;
+  readonly details: Record<string, unknown>;
+  readonly headers: Record<string, string>;
+
+  constructor(
+    code: ErrorCode,
+    opts: { message?: string; details?: Record<string, unknown>; headers?: Record<string, string> } = {},
+  ) {
+    super(opts.message ?? ERRORS[code][1]);
+    this.name = "ApiError";
+    this.code = code;
+    this.status = ERRORS[code][0];
+    this.details = opts.details ?? {};
+    this.headers = opts.headers ?? {};
+  }
+}
+
+export interface ErrorEnvelope {
+  error: { code: ErrorCode; message: string; request_id: string; details: Record<string, unknown> };
+}
+
+export function envelope(err: ApiError, requestId: string): ErrorEnvelope {
+  return { error: { code: err.code, message: err.message, request_id: requestId, details: err.details } };
+}

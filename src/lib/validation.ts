@@ -1,0 +1,180 @@
+import type { Context } from "hono";
+import type { ZodError, ZodType } from "zod";
+import { ApiError, type ErrorCode } from "./errors";
+
+type Issue = ZodError["issues"][number];
+type PathKey = PropertyKey;
+
+export interface FieldError {
+  field: string;
+  code: ErrorCode;
+  message: string;
+  did_you_mean?: string[];
+  migration?: { from: string; to: string };
+  ctx?: Record<string, unknown>;
+  children?: FieldError[];
+}
+
+/** Fields renamed within this major version: the old name answers `validation_deprecated_field`. */
+const renames = new WeakMap<object, Record<string, string>>();
+
+export function withRenames<T extends ZodType>(schema: T, map: Record<string, string>): T {
+  renames.set(schema, map);
+  return schema;
+}
+
+/** Validated schemas per route, so that an unknown field can be compared with the declared ones. */
+const routeSchemas = new Map<string, { json?: ZodType; query?: ZodType }>();
+
+export function registerRouteSchemas(method: string, path: string, schemas: { json?: ZodType; query?: ZodType }) {
+  routeSchemas.set(`${method.toUpperCase()} ${path.replaceAll(/\{(\w+)\}/g, ":$1")}`, schemas);
+}
+
+const fieldName = (path: readonly PathKey[]) =>
+  path.reduce<string>((acc, k) => (typeof k === "number" ? `${acc}[${k}]` : acc ? `${acc}.${String(k)}` : String(k)), "");
+
+function def(schema: ZodType): { type: string; [k: string]: unknown } {
+  return (schema as unknown as { _zod: { def: { type: string } } })._zod.def;
+}
+
+/** The object schema found at `path` below `schema`, through optional, default, pipe and array wrappers. */
+function schemaAt(schema: ZodType | undefined, path: readonly PathKey[]): ZodType | undefined {
+  let s = schema;
+  for (let i = 0; s && i <= path.length; ) {
+    const d = def(s);
+    if (["optional", "nullable", "default", "prefault", "readonly", "nonoptional", "catch"].includes(d.type)) s = d.innerType as ZodType;
+    else if (d.type === "pipe") s = d.in as ZodType;
+    else if (i === path.length) return s;
+    else if (d.type === "object") s = (d.shape as Record<string, ZodType>)[String(path[i++])];
+    else if (d.type === "array") (s = d.element as ZodType), i++;
+    else return undefined;
+  }
+  return s;
+}
+
+function valueAt(input: unknown, path: readonly PathKey[]): { present: boolean; value: unknown } {
+  let cur: unknown = input;
+  for (const k of path) {
+    if (cur === null || typeof cur !== "object" || !Object.hasOwn(cur, k as string)) return { present: false, value: undefined };
+    cur = (cur as Record<PropertyKey, unknown>)[k];
+  }
+  return { present: cur !== undefined, value: cur };
+}
+
+const jsonType = (v: unknown) => (v === null ? "null" : Array.isArray(v) ? "array" : typeof v === "number" && Number.isInteger(v) ? "integer" : typeof v);
+
+function levenshtein(a: string, b: string): number {
+  const row = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    let prev = row[0]!;
+    row[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const tmp = row[j]!;
+      row[j] = Math.min(row[j]! + 1, row[j - 1]! + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
+      prev = tmp;
+    }
+  }
+  return row[b.length]!;
+}
+
+function suggestions(key: string, known: string[]): string[] {
+  const k = key.toLowerCase();
+  return known
+    .map((name) => ({ name, d: levenshtein(k, name.toLowerCase()) }))
+    .filter(({ name, d }) => d <= Math.max(2, Math.floor(name.length / 3)) || name.toLowerCase().includes(k) || k.includes(name.toLowerCase()))
+    .sort((a, b) => a.d - b.d)
+    .slice(0, 3)
+    .map(({ name }) => name);
+}
+
+type Located = { path: readonly PathKey[]; error: FieldError };
+
+function issueToErrors(issue: Issue, root: ZodType | undefined, input: unknown): Located[] {
+  const one = (error: FieldError): Located[] => [{ path: issue.path, error }];
+  const field = fieldName(issue.path);
+  switch (issue.code) {
+    case "unrecognized_keys": {
+      const obj = schemaAt(root, issue.path);
+      const known = obj && def(obj).type === "object" ? Object.keys(def(obj).shape as object) : [];
+      const renamed = (obj && renames.get(obj)) ?? {};
+      return issue.keys.map((key) => {
+        const path = [...issue.path, key];
+        const f = fieldName(path);
+        const to = renamed[key];
+        if (to) return { path, error: { field: f, code: "validation_deprecated_field", message: `'${key}' was renamed to '${to}'.`, migration: { from: key, to } } };
+        const did_you_mean = suggestions(key, known);
+        const error: FieldError = { field: f, code: "validation_unknown_field", message: `'${key}' is not a field of this request.`, ...(did_you_mean.length ? { did_you_mean } : {}) };
+        return { path, error };
+      });
+    }
+    case "invalid_type": {
+      const { present, value } = valueAt(input, issue.path);
+      if (!present) return one({ field, code: "validation_missing_required", message: `'${field || "body"}' is required.` });
+      return one({ field, code: "validation_type_mismatch", message: `Expected ${issue.expected}, received ${jsonType(value)}.`, ctx: { expected: issue.expected, received: jsonType(value) } });
+    }
+    case "too_small":
+    case "too_big": {
+      const bound = issue.code === "too_small" ? { minimum: Number(issue.minimum) } : { maximum: Number(issue.maximum) };
+      const ctx = { ...bound, inclusive: issue.inclusive ?? true, origin: issue.origin };
+      if (issue.origin === "array" || issue.origin === "set") return one({ field, code: "validation_array_length", message: issue.message, ctx });
+      return one({ field, code: "validation_out_of_range", message: issue.message, ctx });
+    }
+    case "invalid_value":
+      return one({ field, code: "validation_enum_not_allowed", message: `Must be one of: ${issue.values.map(String).join(", ")}.`, ctx: { expected: issue.values } });
+    case "invalid_format": {
+      const pattern = "pattern" in issue && issue.pattern ? String(issue.pattern) : undefined;
+      return one({ field, code: "validation_string_pattern", message: issue.message, ctx: { format: issue.format, ...(pattern ? { pattern } : {}) } });
+    }
+    case "not_multiple_of":
+      return one({ field, code: "validation_out_of_range", message: issue.message, ctx: { multiple_of: Number(issue.divisor) } });
+    default:
+      return one({ field, code: "validation.failed", message: issue.message });
+  }
+}
+
+/** Errors below a top-level field are grouped under it as `children`. */
+function nest(flat: Located[]): FieldError[] {
+  const out: FieldError[] = [];
+  const groups = new Map<string, FieldError>();
+  for (const { path, error } of flat) {
+    if (path.length <= 1) {
+      out.push(error);
+      continue;
+    }
+    const top = String(path[0]);
+    let group = groups.get(top);
+    if (!group) {
+      group = { field: top, code: "validation_nested_error", message: `'${top}' has invalid content.`, children: [] };
+      groups.set(top, group);
+      out.push(group);
+    }
+    group.children!.push(error);
+  }
+  return out;
+}
+
+export function validationError(target: string, error: ZodError, root: ZodType | undefined, input: unknown): ApiError {
+  const flat = error.issues.flatMap((issue) => issueToErrors(issue, root, input));
+  const errors = nest(flat);
+  const fields: Record<string, string[]> = {};
+  for (const { error: e } of flat) (fields[e.field || "body"] ??= []).push(e.message);
+  if (target === "query") {
+    const summary = flat.map(({ error: e }) => `${e.field}: ${e.message}`).join("; ");
+    return new ApiError("request_query_invalid", { message: `Invalid query parameter. ${summary}`, details: { errors, fields } });
+  }
+  const codes = new Set(errors.map((e) => e.code));
+  const code: ErrorCode = codes.size === 1 ? [...codes][0]! : "validation.failed";
+  const only = flat.length === 1 ? flat[0]!.error : undefined;
+  const message = only ? `${only.field ? `${only.field}: ` : ""}${only.message}` : `The request failed validation (${flat.length} problems).`;
+  return new ApiError(code, { message, details: { errors, fields } });
+}
+
+/** The validation hook every route uses: a failed parse becomes the spec's validation codes. */
+export function validationHook(result: { target: string } & ({ success: true } | { success: false; error: ZodError }), c: Context): void {
+  if (result.success) return;
+  const schemas = routeSchemas.get(`${c.req.method} ${c.req.routePath}`);
+  const root = result.target === "query" ? schemas?.query : schemas?.json;
+  // The validator passes the raw input along as `data`; it tells a missing field from a mistyped one.
+  const input = (result as { data?: unknown }).data;
+  throw validationError(result.target, result.error, root, input);
+}

@@ -1,0 +1,100 @@
+import type { Context, MiddlewareHandler } from "hono";
+import { HTTPException } from "hono/http-exception";
+import type { AppEnv } from "../env";
+import { ApiError, envelope } from "./errors";
+import { newId } from "./ids";
+
+/** Every response carries `X-Request-Id`; error envelopes repeat it as `error.request_id`. */
+export function requestId(): MiddlewareHandler<AppEnv> {
+  return async function requestId(c, next) {
+    const id = newId("req");
+    c.set("requestId", id);
+    await next();
+    c.header("X-Request-Id", id);
+  };
+}
+
+/**
+ * Deployed environments refuse plain HTTP before anything else runs, so a key sent over
+ * an unencrypted connection is never read. Cloudflare reports the visitor's scheme in
+ * `CF-Visitor`; the request URL carries it otherwise.
+ */
+export function httpsOnly(): MiddlewareHandler<AppEnv> {
+  return async function httpsOnly(c, next) {
+    if (c.env.ENVIRONMENT !== "local") {
+      const visitor = c.req.header("cf-visitor");
+      const scheme = visitor ? (safeJson(visitor) as { scheme?: string } | undefined)?.scheme : new URL(c.req.url).protocol.replace(":", "");
+      if (scheme !== "https") throw new ApiError("https_required");
+    }
+    await next();
+  };
+}
+
+function safeJson(s: string): unknown {
+  try {
+    return JSON.parse(s);
+  } catch {
+    return undefined;
+  }
+}
+
+export const DEFAULT_BODY_LIMIT = 64 * 1024;
+
+/**
+ * The wire checks of a JSON body, in the order a client can act on them: size (413),
+ * presence (400 `request_body_empty`), media type (415), syntax (400
+ * `request_body_not_json` with the parse position). The text is left in Hono's body
+ * cache, so the schema validator that follows reads it without a second stream read.
+ */
+export function jsonBody(opts: { limit?: number } = {}): MiddlewareHandler<AppEnv> {
+  const limit = opts.limit ?? DEFAULT_BODY_LIMIT;
+  return async function jsonBody(c, next) {
+    const declared = Number(c.req.header("content-length") ?? "NaN");
+    if (Number.isFinite(declared) && declared > limit) throw tooLarge(limit);
+    const text = await c.req.text();
+    if (new TextEncoder().encode(text).byteLength > limit) throw tooLarge(limit);
+    if (text.trim() === "") throw new ApiError("request_body_empty");
+    const mediaType = (c.req.header("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
+    if (!/^application\/([\w.-]+\+)?json$/.test(mediaType)) {
+      throw new ApiError("request_content_type_mismatch", { details: { received: mediaType || null, accepted: ["application/json"] } });
+    }
+    try {
+      JSON.parse(text);
+    } catch (e) {
+      throw notJson(e, text);
+    }
+    await next();
+  };
+}
+
+function tooLarge(limit: number) {
+  return new ApiError("request_body_too_large", { message: `The body is larger than this endpoint accepts (${limit} bytes).`, details: { limit_bytes: limit } });
+}
+
+function notJson(e: unknown, text: string) {
+  const message = e instanceof Error ? e.message : String(e);
+  const m = /position (\d+)/.exec(message);
+  const position = m ? Number(m[1]) : /end of JSON input|Unterminated/i.test(message) ? text.length : null;
+  return new ApiError("request_body_not_json", { message: `The body is not valid JSON: ${message}`, details: { parse_error_position: position } });
+}
+
+/** The one error handler: the envelope for every failure, never a stack trace. */
+export function handleError(err: Error, c: Context<AppEnv>): Response {
+  let apiError: ApiError;
+  if (err instanceof ApiError) apiError = err;
+  else if (err instanceof HTTPException && err.status === 400 && /JSON/i.test(err.message)) apiError = new ApiError("request_body_not_json", { details: { parse_error_position: null } });
+  else if (err instanceof HTTPException && err.status === 413) apiError = new ApiError("request_body_too_large");
+  else {
+    console.error(JSON.stringify({ level: "error", request_id: c.get("requestId"), path: c.req.path, error: String(err), stack: err.stack }));
+    apiError = new ApiError("internal_error");
+  }
+  return errorResponse(c, apiError);
+}
+
+export function errorResponse(c: Context<AppEnv>, err: ApiError): Response {
+  const requestId = c.get("requestId") ?? newId("req");
+  const res = c.json(envelope(err, requestId), err.status);
+  res.headers.set("X-Request-Id", requestId);
+  for (const [k, v] of Object.entries(err.headers)) res.headers.set(k, v);
+  return res;
+}

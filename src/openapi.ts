@@ -1,0 +1,77 @@
+import type { OpenAPIHono } from "@hono/zod-openapi";
+import type { AppEnv } from "./env";
+import { publicRoutes } from "./lib/route";
+import { DEFAULT_BUDGETS } from "./guards/rate-limit";
+
+export const API_VERSION = "1.0.0";
+
+type Doc = ReturnType<OpenAPIHono<AppEnv>["getOpenAPI31Document"]>;
+type Operation = { parameters?: unknown[]; responses?: Record<string, { headers?: Record<string, unknown> }>; [k: string]: unknown };
+
+const rateLimitHeaders = {
+  "X-Rate-Limit-Limit": { description: "Requests allowed in the 60-second window for this key and endpoint.", schema: { type: "integer" } },
+  "X-Rate-Limit-Remaining": { description: "Requests left in the current window.", schema: { type: "integer" } },
+  "X-Rate-Limit-Reset": { description: "Unix epoch seconds when the window has fully refilled.", schema: { type: "integer" } },
+};
+const requestIdHeader = { "X-Request-Id": { description: "Unique id of this request; error envelopes repeat it.", schema: { type: "string" } } };
+
+/**
+ * Adds to the generated document what the guards do on every route: the idempotency
+ * header on mutating operations, rate-limit headers and budgets, required scopes.
+ */
+export function decorate(doc: Doc): Doc {
+  for (const meta of publicRoutes) {
+    const op = (doc.paths?.[meta.path] as Record<string, Operation> | undefined)?.[meta.method];
+    if (!op) continue;
+    if (["post", "put", "patch", "delete"].includes(meta.method)) {
+      op.parameters = [{ $ref: "#/components/parameters/IdempotencyKey" }, ...(op.parameters ?? [])];
+    }
+    if (meta.scope) op["x-required-scope"] = meta.scope;
+    if (meta.roles) op["x-allowed-roles"] = meta.roles;
+    if (meta.endpoint) {
+      op["x-rate-limit"] = { endpoint: meta.endpoint, requests_per_60s: DEFAULT_BUDGETS[meta.endpoint] };
+    }
+    for (const [status, response] of Object.entries(op.responses ?? {})) {
+      const auth401 = status === "401";
+      response.headers = { ...requestIdHeader, ...(meta.endpoint && !auth401 ? rateLimitHeaders : {}), ...response.headers };
+      if (status === "429") response.headers["Retry-After"] = { description: "Seconds to wait before retrying (add 0 to 5 s of random jitter).", schema: { type: "integer" } };
+      if (status === "405") response.headers["Allow"] = { description: "Methods the path supports.", schema: { type: "string" } };
+    }
+  }
+  return doc;
+}
+
+export function publicDocument(app: OpenAPIHono<AppEnv>, origin: string): Doc {
+  app.openAPIRegistry.registerComponent("securitySchemes", "ApiKey", {
+    type: "apiKey",
+    in: "header",
+    name: "X-API-Key",
+    description: "Your secret key: `sk_test_…` in the sandbox, `sk_live_…` in production. Never send it in a URL, query or body; `Authorization: Bearer` is refused.",
+  });
+  app.openAPIRegistry.registerComponent("securitySchemes", "SessionCookie", {
+    type: "apiKey",
+    in: "cookie",
+    name: "alms_session",
+    description: "Dashboard session cookie, accepted only by POST /api/v1/media/upload. When both are sent, the cookie wins.",
+  });
+  app.openAPIRegistry.registerComponent("parameters", "IdempotencyKey", {
+    name: "X-Idempotency-Key",
+    in: "header",
+    required: true,
+    description:
+      "Required on every POST, PUT, PATCH and DELETE: an opaque string of at most 128 printable ASCII characters (UUIDv4 recommended, ULID accepted). The full response is kept for 24 hours per agency and key; a repeat replays it with `X-Idempotent-Replay: true`.",
+    schema: { type: "string", maxLength: 128, example: "3f1c1f9e-3c51-4e2b-9d1e-8d7c2b9f4a10" },
+  });
+  const doc = app.getOpenAPI31Document({
+    openapi: "3.1.0",
+    info: {
+      title: "Agency Listing and Media Service",
+      version: API_VERSION,
+      description:
+        "The HTTPS + JSON API for accredited media agencies and brokers: listings, media upload, scheduling availability, users and orders, and webhooks. Every response is confined to the agency your key is bound to; another agency's resources answer 404. Errors share one envelope (`error.code`, `message`, `request_id`, `details`); branch on `error.code`.",
+    },
+    servers: [{ url: `${origin}/api/v1`, description: "This environment" }],
+    security: [{ ApiKey: [] }],
+  });
+  return decorate(doc);
+}

@@ -1,0 +1,34 @@
+import { z } from "@hono/zod-openapi";
+import { and, eq } from "drizzle-orm";
+import type { RouteHandler } from "@hono/zod-openapi";
+import type { AppEnv } from "../../env";
+import { database } from "../../db/client";
+import { users } from "../../db/schema";
+import { ApiError } from "../../lib/errors";
+import { publicRoute } from "../../lib/route";
+import { presentUser, UserSchema } from "./schema";
+
+export const getUserRoute = publicRoute(
+  { endpoint: "read_user_single", scope: "users:read", errors: ["user_not_found"] },
+  {
+    method: "get",
+    path: "/api/v1/users/{user_id}",
+    operationId: "getUser",
+    tags: ["Users"],
+    summary: "Get one user",
+    description: "A user of your agency hierarchy. A user of another agency answers 404 `user_not_found`, exactly like an unknown id.",
+    request: { params: z.object({ user_id: z.string().openapi({ example: "usr_0mhx3k2a1q8v2l0c9z7rj4" }) }) },
+    responses: { 200: { description: "The user.", content: { "application/json": { schema: UserSchema } } } },
+  },
+);
+
+export const getUser: RouteHandler<typeof getUserRoute, AppEnv> = async (c) => {
+  const { user_id } = c.req.valid("param");
+  const user = await database(c.env.DB)
+    .select()
+    .from(users)
+    .where(and(eq(users.id, user_id), eq(users.agencyId, c.get("caller").agencyId)))
+    .get();
+  if (!user) throw new ApiError("user_not_found");
+  return c.json(UserSchema.parse(presentUser(user)), 200);
+};
