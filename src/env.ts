@@ -1,4 +1,5 @@
 import type { Caller } from "./auth/caller";
+import type { IdempotencyContext } from "./guards/idempotency";
 
 /** Secrets that are optional in every environment (see README, "Configuration"). */
 interface OptionalSecrets {
@@ -17,6 +18,8 @@ export type Bindings = Env;
 export interface AppVariables {
   requestId: string;
   caller: Caller;
+  /** Set by the idempotency guard on mutating public routes. */
+  idempotency?: IdempotencyContext;
 }
 
 export interface AppEnv {

@@ -208,3 +208,24 @@ export type ApiKeySecret = typeof apiKeySecrets.$inferSelect;
 export type Listing = typeof listings.$inferSelect;
 export type Tour = typeof tours.$inferSelect;
 export type EventRow = typeof events.$inferSelect;
+
+/**
+ * The commit record of an idempotent request, written in the same `db.batch` as the
+ * change. Its primary key makes a second execution of the same key fail as a whole, and
+ * lets a retry after a crash answer from the committed resource instead of re-running.
+ */
+export const idempotencyMarks = sqliteTable(
+  "idempotency_marks",
+  {
+    agencyId: text("agency_id").notNull(),
+    idemKey: text("idem_key").notNull(),
+    requestHash: text("request_hash").notNull(),
+    status: integer("status").notNull(),
+    resourceType: text("resource_type"),
+    resourceId: text("resource_id"),
+    expiresAt: text("expires_at").notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [primaryKey({ columns: [t.agencyId, t.idemKey] }), index("idempotency_marks_expiry").on(t.expiresAt)],
+);
+export type IdempotencyMark = typeof idempotencyMarks.$inferSelect;
