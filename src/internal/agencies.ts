@@ -1,7 +1,9 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppEnv } from "../env";
 import { database } from "../db/client";
-import type { Agency } from "../db/schema";
+import { asc } from "drizzle-orm";
+import { agencies, type Agency } from "../db/schema";
+import { after, cursorQuery, decodeCursor, pageSchema, toPage } from "../lib/pagination";
 import { createAgency, getAgency } from "../domain/hierarchy";
 import { validationHook } from "../lib/validation";
 import { internalRoute } from "./route";
@@ -40,6 +42,16 @@ const create = internalRoute([], {
   responses: { 201: { description: "The agency.", content: { "application/json": { schema: AgencySchema } } } },
 });
 
+const list = internalRoute([], {
+  method: "get",
+  path: "/internal/v1/agencies",
+  operationId: "listAgencies",
+  tags: ["Agencies"],
+  summary: "List agencies, oldest first",
+  request: { query: z.strictObject(cursorQuery) },
+  responses: { 200: { description: "A page of agencies.", content: { "application/json": { schema: pageSchema(AgencySchema, "AgencyPage") } } } },
+});
+
 const get = internalRoute(["agency_not_found"], {
   method: "get",
   path: "/internal/v1/agencies/{agency_id}",
@@ -55,5 +67,16 @@ export const agenciesInternal = new OpenAPIHono<AppEnv>({ defaultHook: validatio
     const body = c.req.valid("json");
     const agency = await createAgency(database(c.env.DB), { name: body.name, kind: body.kind, cancellationNoticeHours: body.cancellation_notice_hours });
     return c.json(presentAgency(agency), 201);
+  })
+  .openapi(list, async (c) => {
+    const { cursor, limit } = c.req.valid("query");
+    const at = await decodeCursor(c.env.SECRET_KEY, "agencies", cursor);
+    const rows = await database(c.env.DB)
+      .select()
+      .from(agencies)
+      .where(after(agencies.createdAt, agencies.id, at))
+      .orderBy(asc(agencies.createdAt), asc(agencies.id))
+      .limit(limit + 1);
+    return c.json(await toPage(c.env.SECRET_KEY, "agencies", rows, limit, presentAgency), 200);
   })
   .openapi(get, async (c) => c.json(presentAgency(await getAgency(database(c.env.DB), c.req.valid("param").agency_id)), 200));

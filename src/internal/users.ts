@@ -1,7 +1,9 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppEnv } from "../env";
 import { database } from "../db/client";
-import type { User } from "../db/schema";
+import { and, asc, eq } from "drizzle-orm";
+import { users, type User } from "../db/schema";
+import { after, cursorQuery, decodeCursor, pageSchema, toPage } from "../lib/pagination";
 import { ROLES } from "../auth/caller";
 import { changeManager, createUser, deactivateUser, getUserById } from "../domain/hierarchy";
 import { validationHook } from "../lib/validation";
@@ -37,6 +39,16 @@ const create = internalRoute(["agency_not_found", "manager_not_found", "invalid_
     },
   },
   responses: { 201: { description: "The user.", content: { "application/json": { schema: InternalUserSchema } } } },
+});
+
+const list = internalRoute([], {
+  method: "get",
+  path: "/internal/v1/users",
+  operationId: "listUsers",
+  tags: ["Users"],
+  summary: "List an agency's users, oldest first",
+  request: { query: z.strictObject({ ...cursorQuery, agency_id: z.string() }) },
+  responses: { 200: { description: "A page of users.", content: { "application/json": { schema: pageSchema(InternalUserSchema, "InternalUserPage") } } } },
 });
 
 const get = internalRoute(["user_not_found"], {
@@ -76,6 +88,18 @@ export const usersInternal = new OpenAPIHono<AppEnv>({ defaultHook: validationHo
     const b = c.req.valid("json");
     const user = await createUser(database(c.env.DB), { agencyId: b.agency_id, managerId: b.manager_id, role: b.role, name: b.name, email: b.email, source: b.source });
     return c.json(present(user), 201);
+  })
+  .openapi(list, async (c) => {
+    const { cursor, limit, agency_id } = c.req.valid("query");
+    const listName = `internal-users:${agency_id}`;
+    const at = await decodeCursor(c.env.SECRET_KEY, listName, cursor);
+    const rows = await database(c.env.DB)
+      .select()
+      .from(users)
+      .where(and(eq(users.agencyId, agency_id), after(users.createdAt, users.id, at)))
+      .orderBy(asc(users.createdAt), asc(users.id))
+      .limit(limit + 1);
+    return c.json(await toPage(c.env.SECRET_KEY, listName, rows, limit, present), 200);
   })
   .openapi(get, async (c) => c.json(present(await getUserById(database(c.env.DB), c.req.valid("param").user_id)), 200))
   .openapi(setManager, async (c) => c.json(present(await changeManager(database(c.env.DB), c.req.valid("param").user_id, c.req.valid("json").manager_id)), 200))

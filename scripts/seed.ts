@@ -1,0 +1,79 @@
+// The demo sandbox that local development starts with: two agencies with hierarchies
+// and a platform admin, written through the internal API like the dashboard would.
+export type Api = (method: string, path: string, body?: unknown) => Promise<Record<string, any>>;
+
+const DEMO_AGENCY = "Harbour Media";
+const DEV_KEY_NAME = "local development";
+
+interface Person {
+  role: string;
+  name: string;
+  email: string;
+  reports?: Person[];
+}
+
+const HARBOUR: Person = {
+  role: "media_agency",
+  name: "Dana Whitfield",
+  email: "dana@harbourmedia.example",
+  reports: [
+    {
+      role: "team_lead",
+      name: "Marco Ruiz",
+      email: "marco@harbourmedia.example",
+      reports: [
+        { role: "agent", name: "Priya Natarajan", email: "priya@harbourmedia.example" },
+        { role: "agent", name: "Tom Becker", email: "tom@harbourmedia.example", reports: [{ role: "assistant", name: "Lena Ortiz", email: "lena@harbourmedia.example" }] },
+      ],
+    },
+    { role: "viewer", name: "Sam Viewer", email: "sam@harbourmedia.example" },
+  ],
+};
+
+const NORTHGATE: Person = {
+  role: "broker",
+  name: "Olivia Grant",
+  email: "olivia@northgate.example",
+  reports: [{ role: "agent", name: "Ken Adeyemi", email: "ken@northgate.example" }],
+};
+
+async function createTree(api: Api, agencyId: string, person: Person, managerId: string | null): Promise<string> {
+  const user = await api("POST", "/internal/v1/users", { ...(managerId ? { manager_id: managerId } : { agency_id: agencyId }), role: person.role, name: person.name, email: person.email });
+  for (const report of person.reports ?? []) await createTree(api, agencyId, report, user.id);
+  return user.id as string;
+}
+
+async function seed(api: Api): Promise<{ agencyId: string; ownerId: string }> {
+  const platform = await api("POST", "/internal/v1/agencies", { name: "Platform", kind: "platform" });
+  await api("POST", "/internal/v1/users", { agency_id: platform.id, role: "super_admin", name: "Platform Admin", email: "admin@platform.example" });
+  const harbour = await api("POST", "/internal/v1/agencies", { name: DEMO_AGENCY, kind: "media_agency" });
+  const ownerId = await createTree(api, harbour.id, HARBOUR, null);
+  const northgate = await api("POST", "/internal/v1/agencies", { name: "Northgate Brokers", kind: "broker" });
+  await createTree(api, northgate.id, NORTHGATE, null);
+  return { agencyId: harbour.id, ownerId };
+}
+
+async function findDemo(api: Api): Promise<{ agencyId: string; ownerId: string } | undefined> {
+  const agencies = await api("GET", "/internal/v1/agencies?limit=200");
+  const harbour = (agencies.data as { id: string; name: string }[]).find((a) => a.name === DEMO_AGENCY);
+  if (!harbour) return undefined;
+  const users = await api("GET", `/internal/v1/users?agency_id=${harbour.id}&limit=200`);
+  const owner = (users.data as { id: string; role: string; is_active: boolean }[]).find((u) => u.role === "media_agency" && u.is_active);
+  return owner ? { agencyId: harbour.id, ownerId: owner.id } : undefined;
+}
+
+/**
+ * Seeds an empty sandbox, then mints a fresh development key for the demo agency and
+ * revokes the previous one, so each start prints a key that works.
+ */
+export async function seedDemo(api: Api, _origin: string): Promise<{ key: string; agencyName: string; seeded: boolean }> {
+  const empty = ((await api("GET", "/internal/v1/agencies?limit=1")).data as unknown[]).length === 0;
+  const demo = empty ? await seed(api) : await findDemo(api);
+  if (!demo) throw new Error(`The local database has data but no "${DEMO_AGENCY}" agency with an active owner; delete .wrangler/state to start over.`);
+  const keys = await api("GET", `/internal/v1/api-keys?agency_id=${demo.agencyId}`);
+  for (const k of keys.data as { id: string; name: string; state: string }[]) {
+    if (k.name === DEV_KEY_NAME && k.state !== "revoked") await api("POST", `/internal/v1/api-keys/${k.id}/revoke`);
+  }
+  const minted = await api("POST", "/internal/v1/api-keys", { agency_id: demo.agencyId, minted_by_user_id: demo.ownerId, name: DEV_KEY_NAME });
+  return { key: minted.secret as string, agencyName: DEMO_AGENCY, seeded: empty };
+}
