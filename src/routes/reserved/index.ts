@@ -1,0 +1,27 @@
+import { OpenAPIHono } from "@hono/zod-openapi";
+import type { AppEnv } from "../../env";
+import { ApiError } from "../../lib/errors";
+import { publicRoute } from "../../lib/route";
+import { validationHook } from "../../lib/validation";
+
+/**
+ * Routes announced for a later release of /api/v1. They authenticate like any route
+ * (so an anonymous caller learns nothing) and answer 501 `not_implemented`.
+ */
+const bookAppointment = publicRoute(
+  { scope: "listings:write", errors: ["not_implemented"] },
+  {
+    method: "post",
+    path: "/api/v1/scheduling/appointments",
+    operationId: "bookAppointment",
+    tags: ["Scheduling"],
+    summary: "Book a shoot appointment (reserved)",
+    description:
+      "Reserved for a future release: booking a shoot appointment through the API. Today appointments are booked through the order form or the dashboard, and reported by the `appointment.scheduled` webhook. Answers 501 `not_implemented`.",
+    responses: {},
+  },
+);
+
+export const reservedApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook }).openapi(bookAppointment, () => {
+  throw new ApiError("not_implemented", { details: { available_via: ["dashboard", "order_form"] } });
+});
