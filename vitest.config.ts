@@ -2,21 +2,34 @@ import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
 
 export default defineConfig(async () => ({
-  plugins: [
-    cloudflareTest({
-      wrangler: { configPath: "./wrangler.jsonc" },
-      miniflare: {
-        bindings: {
-          TEST_MIGRATIONS: await readD1Migrations("./migrations"),
-          SECRET_KEY: "test-secret-key-0123456789abcdef0123456789abcdef",
-          OPERATOR_TOKEN: "test-operator-token",
+  test: {
+    projects: [
+      {
+        // Integration tests inside the Workers runtime, against real D1, Durable Objects, Queues and R2.
+        plugins: [
+          cloudflareTest({
+            wrangler: { configPath: "./wrangler.jsonc" },
+            miniflare: {
+              bindings: {
+                TEST_MIGRATIONS: await readD1Migrations("./migrations"),
+                SECRET_KEY: "test-secret-key-0123456789abcdef0123456789abcdef",
+                OPERATOR_TOKEN: "test-operator-token",
+              },
+            },
+          }),
+        ],
+        test: {
+          name: "workers",
+          include: ["test/*.test.ts"],
+          setupFiles: ["./test/apply-migrations.ts"],
+          testTimeout: 20_000,
         },
       },
-    }),
-  ],
-  test: {
-    include: ["test/**/*.test.ts"],
-    setupFiles: ["./test/apply-migrations.ts"],
-    testTimeout: 20_000,
+      {
+        // Checks that need Node: the OpenAPI 3.1 schema validator reads its schemas from
+        // disk and compiles them with code generation, which workerd does not allow.
+        test: { name: "node", environment: "node", include: ["test/node/*.test.ts"], testTimeout: 30_000 },
+      },
+    ],
   },
 }));
