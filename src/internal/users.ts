@@ -6,7 +6,7 @@ import { users, type User } from "../db/schema";
 import { after, cursorQuery, decodeCursor, pageSchema, toPage } from "../lib/pagination";
 import { ROLES } from "../auth/caller";
 import { changeManager, createUser, deactivateUser, getUserById } from "../domain/hierarchy";
-import { validationHook } from "../lib/validation";
+import { validationHook, withRenames } from "../lib/validation";
 import { UserSchema, presentUser } from "../routes/users/schema";
 import { internalRoute } from "./route";
 
@@ -26,14 +26,18 @@ const create = internalRoute(["agency_not_found", "manager_not_found", "invalid_
     body: {
       content: {
         "application/json": {
-          schema: z.strictObject({
+          // The user record spells the manager `managerId`; a request must say `manager_id`.
+          schema: withRenames(
+            z.strictObject({
             agency_id: z.string().optional(),
             manager_id: z.string().nullable().optional(),
             role: z.enum(ROLES),
             name: z.string().min(1).max(200),
             email: z.email(),
             source: z.enum(["admin_create", "invite"]).optional(),
-          }),
+            }),
+            { managerId: "manager_id" },
+          ),
         },
       },
     },
@@ -68,7 +72,7 @@ const setManager = internalRoute(["user_not_found", "manager_not_found", "hierar
   tags: ["Users"],
   summary: "Change a user's manager, inside the agency or across agencies",
   description: "The user's whole subtree follows it into the manager's agency. Emits `user.hierarchy_changed` to the new owning agency.",
-  request: { params: userParam, body: { content: { "application/json": { schema: z.strictObject({ manager_id: z.string().nullable() }) } } } },
+  request: { params: userParam, body: { content: { "application/json": { schema: withRenames(z.strictObject({ manager_id: z.string().nullable() }), { managerId: "manager_id" }) } } } },
   responses: userResponse("The moved user."),
 });
 
