@@ -1,4 +1,4 @@
-import { sql } from "drizzle-orm";
+import { getTableColumns, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { events } from "../db/schema";
 import { newId } from "../lib/ids";
@@ -31,6 +31,12 @@ export function outboxInsert<T extends EventType>(db: Db, agencyId: string, type
  */
 export function outboxInsertIfChanged<T extends EventType>(db: Db, agencyId: string, type: T, data: EventData<T>) {
   const r = row(agencyId, type, data);
-  return db.run(sql`INSERT INTO events (id, agency_id, event_type, api_version, timestamp, data)
-    SELECT ${r.id}, ${r.agencyId}, ${r.eventType}, ${r.apiVersion}, ${r.timestamp}, ${JSON.stringify(r.data)} WHERE changes() > 0`);
+  // INSERT … SELECT lists every column of the table, in table order.
+  const values = getTableColumns(events);
+  const byColumn: Record<string, unknown> = { ...r, data: JSON.stringify(r.data), enqueuedAt: null, createdAt: new Date().toISOString() };
+  const selected = sql.join(
+    Object.keys(values).map((name) => sql`${byColumn[name] ?? null}`),
+    sql`, `,
+  );
+  return db.insert(events).select(sql`SELECT ${selected} WHERE changes() > 0`);
 }
