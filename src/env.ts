@@ -1,5 +1,6 @@
 import type { Caller } from "./auth/caller";
 import type { IdempotencyContext } from "./guards/idempotency";
+import type { RateDecision } from "./durable/key-gate";
 
 /** Secrets that are optional in every environment (see README, "Configuration"). */
 interface OptionalSecrets {
@@ -20,6 +21,8 @@ export interface AppVariables {
   caller: Caller;
   /** Set by the idempotency guard on mutating public routes. */
   idempotency?: IdempotencyContext;
+  /** The rate decision the key's gate took during authentication. */
+  rateLimit?: RateDecision;
 }
 
 export interface AppEnv {

@@ -1,7 +1,7 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { AppEnv } from "./env";
 import { publicRoutes } from "./lib/route";
-import { DEFAULT_BUDGETS } from "./guards/rate-limit";
+import { DEFAULT_BUDGETS } from "./guards/budgets";
 
 export const API_VERSION = "1.0.0";
 

@@ -3,17 +3,21 @@ import type { MiddlewareHandler } from "hono";
 import { getCookie } from "hono/cookie";
 import type { AppEnv } from "../env";
 import { database } from "../db/client";
-import { agencies, apiKeys, apiKeySecrets, sessions, users } from "../db/schema";
+import { agencies, apiKeySecrets, sessions, users } from "../db/schema";
+import type { GateVerdict, RateDecision } from "../durable/key-gate";
+import type { EndpointName } from "../guards/budgets";
 import { ApiError } from "../lib/errors";
 import { nowIso, sha256Hex } from "../lib/ids";
 import { DEFAULT_SCOPES, isPlatformRole, type Caller, type Role, type Scope } from "./caller";
-import { checkKeyFormat, checkKeyState, hashSecret, type KeyMode } from "./keys";
+import { checkKeyFormat, hashSecret, type KeyMode } from "./keys";
 
 export const SESSION_COOKIE = "alms_session";
 
 export interface AuthenticateOptions {
   /** Also accept the dashboard session cookie; the cookie wins when both are sent. */
   session?: boolean;
+  /** The route's rate-limit budget: counted by the key's gate in the same round trip. */
+  endpoint?: EndpointName;
 }
 
 /** Resolves the caller from `X-API-Key` (or, where allowed, the session cookie) into `c.var.caller`. */
@@ -29,28 +33,52 @@ export function authenticate(opts: AuthenticateOptions = {}): MiddlewareHandler<
       if (/^bearer\s/i.test(c.req.header("authorization") ?? "")) throw new ApiError("api_key_header_mismatch");
       throw new ApiError(opts.session ? "auth_required" : "api_key_missing");
     }
-    c.set("caller", await callerFromKey(c.env.DB, secret, c.env.API_MODE as KeyMode));
+    const { caller, rate } = await callerFromKey(c.env, secret, opts.endpoint ?? null);
+    c.set("caller", caller);
+    if (rate) c.set("rateLimit", rate);
     await next();
   };
 }
 
-export async function callerFromKey(d1: D1Database, secret: string, environmentMode: KeyMode): Promise<Caller> {
+/**
+ * A secret's hash maps to its key id forever (secrets are never reassigned), so the
+ * mapping is kept per isolate; everything that can change lives in the key's gate.
+ */
+const keyIdByHash = new Map<string, string>();
+const KEY_ID_CACHE_LIMIT = 10_000;
+
+async function keyIdFor(d1: D1Database, hash: string): Promise<string | undefined> {
+  const cached = keyIdByHash.get(hash);
+  if (cached) return cached;
+  const row = await database(d1).select({ keyId: apiKeySecrets.keyId }).from(apiKeySecrets).where(eq(apiKeySecrets.hash, hash)).get();
+  if (!row) return undefined;
+  if (keyIdByHash.size >= KEY_ID_CACHE_LIMIT) keyIdByHash.clear();
+  keyIdByHash.set(hash, row.keyId);
+  return row.keyId;
+}
+
+export async function callerFromKey(env: Env, secret: string, endpoint: EndpointName | null): Promise<{ caller: Caller; rate?: RateDecision }> {
+  const environmentMode = env.API_MODE as KeyMode;
   checkKeyFormat(secret, environmentMode);
-  const row = await database(d1)
-    .select({ key: apiKeys, secret: { supersededAt: apiKeySecrets.supersededAt, deactivatedAt: apiKeySecrets.deactivatedAt } })
-    .from(apiKeySecrets)
-    .innerJoin(apiKeys, eq(apiKeys.id, apiKeySecrets.keyId))
-    .where(eq(apiKeySecrets.hash, await hashSecret(secret)))
-    .get();
-  if (!row) throw new ApiError("api_key_invalid");
-  checkKeyState({ ...row.key, secret: row.secret }, Date.now(), environmentMode);
+  const hash = await hashSecret(secret);
+  const keyId = await keyIdFor(env.DB, hash);
+  if (!keyId) throw new ApiError("api_key_invalid");
+  let answer: unknown;
+  try {
+    answer = await env.KEY_GATE.getByName(keyId).admit(keyId, hash, environmentMode, endpoint);
+  } catch {
+    throw new ApiError("rate_limit_unavailable", { headers: { "Retry-After": "5" } });
+  }
+  // Fail closed on an answer that is not a verdict.
+  if (!answer || typeof answer !== "object" || typeof (answer as { ok?: unknown }).ok !== "boolean") {
+    throw new ApiError("rate_limit_unavailable", { headers: { "Retry-After": "5" } });
+  }
+  const verdict = answer as GateVerdict;
+  if (!verdict.ok) throw new ApiError(verdict.code, { message: verdict.message, details: verdict.details });
+  const { key, rate } = verdict;
   return {
-    via: "api_key",
-    agencyId: row.key.agencyId,
-    role: row.key.role as Role,
-    scopes: new Set(row.key.scopes as Scope[]),
-    userId: row.key.mintedByUserId,
-    keyId: row.key.id,
+    caller: { via: "api_key", agencyId: key.agencyId, role: key.role as Role, scopes: new Set(key.scopes as Scope[]), userId: key.mintedByUserId, keyId: key.id },
+    rate,
   };
 }
 

@@ -4,6 +4,7 @@ import { apiKeys, apiKeySecrets, type ApiKey } from "../db/schema";
 import { AGENCY_OWNER_ROLES, DEFAULT_SCOPES, isPlatformRole, type Scope } from "../auth/caller";
 import { hashSecret, mintSecret, ROTATION_GRACE_MS, type KeyMode, type KeyPrefix } from "../auth/keys";
 import { ApiError } from "../lib/errors";
+import type { KeyChange, Refusal } from "../durable/key-gate";
 import { newId, nowIso } from "../lib/ids";
 import { getAgency, getUserById } from "./hierarchy";
 
@@ -87,11 +88,15 @@ export async function revokeKey(db: Db, keyId: string): Promise<ApiKey> {
   return updated!;
 }
 
-export async function updateKey(
-  db: Db,
-  keyId: string,
-  patch: { isActive?: boolean; expiresAt?: string | null; scopes?: Scope[]; name?: string; rateLimitOverrides?: Record<string, number> },
-): Promise<ApiKey> {
+export interface KeyPatch {
+  isActive?: boolean;
+  expiresAt?: string | null;
+  scopes?: Scope[];
+  name?: string;
+  rateLimitOverrides?: Record<string, number>;
+}
+
+export async function updateKey(db: Db, keyId: string, patch: KeyPatch): Promise<ApiKey> {
   const key = await getKey(db, keyId);
   if (patch.scopes?.includes("admin") && !isPlatformRole(key.role)) throw new ApiError("scope_not_grantable");
   const [updated] = await db
@@ -102,13 +107,27 @@ export async function updateKey(
   return updated!;
 }
 
-/** The nightly sweep: secrets whose 30-day rotation grace has ended stop authenticating for good. */
-export async function sweepRotatedSecrets(db: Db, nowMs = Date.now()): Promise<number> {
+/**
+ * The nightly sweep: secrets whose 30-day rotation grace has ended stop authenticating
+ * for good. Answers the ids of the keys it touched. (The request path already refuses
+ * such a secret by its age; the sweep makes it final.)
+ */
+export async function sweepRotatedSecrets(db: Db, nowMs = Date.now()): Promise<string[]> {
   const cutoff = nowIso(nowMs - ROTATION_GRACE_MS);
   const swept = await db
     .update(apiKeySecrets)
     .set({ deactivatedAt: nowIso(nowMs) })
     .where(and(isNotNull(apiKeySecrets.supersededAt), isNull(apiKeySecrets.deactivatedAt), lte(apiKeySecrets.supersededAt, cutoff)))
-    .returning({ hash: apiKeySecrets.hash });
-  return swept.length;
+    .returning({ keyId: apiKeySecrets.keyId });
+  return [...new Set(swept.map((s) => s.keyId))];
+}
+
+/** The gate of a key: its mutable state, its rate windows, and the only writer of its changes. */
+export const keyGate = (env: Env, keyId: string) => env.KEY_GATE.getByName(keyId);
+
+/** Changes a key through its gate, so the very next request sees the change. */
+export async function changeKey(env: Env, keyId: string, change: KeyChange): Promise<{ key: ApiKey; secret?: string }> {
+  const result = (await keyGate(env, keyId).apply(keyId, change)) as { ok: true; key: ApiKey; secret?: string } | Refusal;
+  if (!result.ok) throw new ApiError(result.code, { message: result.message, details: result.details });
+  return { key: result.key as ApiKey, secret: result.secret };
 }

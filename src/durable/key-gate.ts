@@ -1,4 +1,147 @@
 import { DurableObject } from "cloudflare:workers";
+import { eq } from "drizzle-orm";
+import { database } from "../db/client";
+import { apiKeys, apiKeySecrets, type ApiKey, type ApiKeySecret } from "../db/schema";
+import { checkKeyState, type KeyMode } from "../auth/keys";
+import { revokeKey, rotateKey, updateKey, type KeyPatch } from "../domain/api-keys";
+import { ApiError, type ErrorCode } from "../lib/errors";
+import { WINDOW_MS, budgetFor, type EndpointName } from "../guards/budgets";
 
-/** Per-key gate: authentication state and the key's rate-limit windows. */
-export class KeyGate extends DurableObject<Env> {}
+export interface RateDecision {
+  limit: number;
+  remaining: number;
+  /** Epoch seconds when the window has fully refilled. */
+  reset: number;
+  /** Seconds until a request fits again; set only when refused. */
+  retryAfter?: number;
+}
+
+export interface Refusal {
+  ok: false;
+  code: ErrorCode;
+  message: string;
+  details: Record<string, unknown>;
+}
+
+export type GateVerdict = { ok: true; key: Pick<ApiKey, "id" | "agencyId" | "role" | "scopes" | "mintedByUserId">; rate?: RateDecision } | Refusal;
+
+export type KeyChange = { op: "rotate" } | { op: "revoke" } | { op: "update"; patch: KeyPatch };
+
+interface Loaded {
+  key: ApiKey;
+  secrets: Map<string, Pick<ApiKeySecret, "supersededAt" | "deactivatedAt">>;
+}
+
+/**
+ * One per API key (addressed by key id). It holds the key's mutable state and an exact
+ * 60-second sliding window per endpoint name, so a request is authenticated and
+ * rate-limited in one round trip. Every change to the key goes through `reload`, so
+ * the next request sees it: state is never served stale.
+ */
+export class KeyGate extends DurableObject<Env> {
+  #loaded: Loaded | undefined;
+  #windows = new Map<string, number[]>();
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    ctx.blockConcurrencyWhile(async () => {
+      ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS hits (endpoint TEXT NOT NULL, at INTEGER NOT NULL)");
+      ctx.storage.sql.exec("CREATE INDEX IF NOT EXISTS hits_endpoint_at ON hits (endpoint, at)");
+      const since = Date.now() - WINDOW_MS;
+      ctx.storage.sql.exec("DELETE FROM hits WHERE at <= ?", since);
+      for (const row of ctx.storage.sql.exec<{ endpoint: string; at: number }>("SELECT endpoint, at FROM hits ORDER BY at")) {
+        const list = this.#windows.get(row.endpoint) ?? [];
+        list.push(row.at);
+        this.#windows.set(row.endpoint, list);
+      }
+    });
+  }
+
+  async #load(keyId: string): Promise<Loaded | undefined> {
+    if (this.#loaded) return this.#loaded;
+    const db = database(this.env.DB);
+    const [key, secrets] = await Promise.all([
+      db.select().from(apiKeys).where(eq(apiKeys.id, keyId)).get(),
+      db.select().from(apiKeySecrets).where(eq(apiKeySecrets.keyId, keyId)).all(),
+    ]);
+    if (!key) return undefined;
+    this.#loaded = { key, secrets: new Map(secrets.map((s) => [s.hash, { supersededAt: s.supersededAt, deactivatedAt: s.deactivatedAt }])) };
+    return this.#loaded;
+  }
+
+  /** Forget the cached state; the next request reads the key afresh. */
+  async reload(): Promise<void> {
+    this.#loaded = undefined;
+  }
+
+  /**
+   * Every change to a key runs here, in the key's own gate: the D1 write and the end of
+   * the cached state happen in one place, so no request after the change sees the old
+   * state, even if the caller goes away halfway.
+   */
+  async apply(keyId: string, change: KeyChange): Promise<{ ok: true; key: ApiKey; secret?: string } | Refusal> {
+    const db = database(this.env.DB);
+    try {
+      switch (change.op) {
+        case "rotate":
+          return { ok: true, ...(await rotateKey(db, keyId)) };
+        case "revoke":
+          return { ok: true, key: await revokeKey(db, keyId) };
+        case "update":
+          return { ok: true, key: await updateKey(db, keyId, change.patch) };
+      }
+    } catch (err) {
+      // Errors cross the RPC boundary as plain Errors; refusals travel as data.
+      if (err instanceof ApiError) return refuse(err);
+      throw err;
+    } finally {
+      this.#loaded = undefined;
+    }
+  }
+
+  /**
+   * Authenticates the presented secret (by hash) and, for a rate-limited route, counts
+   * the request against the key's window for `endpoint`.
+   */
+  async admit(keyId: string, secretHash: string, environmentMode: KeyMode, endpoint: EndpointName | null, now = Date.now()): Promise<GateVerdict> {
+    const loaded = await this.#load(keyId);
+    const secret = loaded?.secrets.get(secretHash);
+    if (!loaded || !secret) return refuse(new ApiError("api_key_invalid"));
+    try {
+      checkKeyState({ ...loaded.key, secret }, now, environmentMode);
+    } catch (err) {
+      if (err instanceof ApiError) return refuse(err);
+      throw err;
+    }
+    const { id, agencyId, role, scopes, mintedByUserId } = loaded.key;
+    if (!endpoint) return { ok: true, key: { id, agencyId, role, scopes, mintedByUserId } };
+    const limit = budgetFor(endpoint, loaded.key.rateLimitOverrides);
+    if (limit === undefined) return refuse(new ApiError("rate_limit_misconfigured", { details: { endpoint } }));
+    return { ok: true, key: { id, agencyId, role, scopes, mintedByUserId }, rate: this.#hit(endpoint, limit, now) };
+  }
+
+  /** Counts a request of a caller that is not a key (a dashboard session) against its window. */
+  async hit(endpoint: EndpointName, now = Date.now()): Promise<RateDecision | { misconfigured: true }> {
+    const limit = budgetFor(endpoint, {});
+    return limit === undefined ? { misconfigured: true } : this.#hit(endpoint, limit, now);
+  }
+
+  #hit(endpoint: string, limit: number, now: number): RateDecision {
+    const since = now - WINDOW_MS;
+    const window = (this.#windows.get(endpoint) ?? []).filter((at) => at > since);
+    this.#windows.set(endpoint, window);
+    if (window.length >= limit) {
+      // The oldest request still counted leaves the window first.
+      const frees = window[window.length - limit]! + WINDOW_MS;
+      return { limit, remaining: 0, reset: Math.ceil((window[window.length - 1]! + WINDOW_MS) / 1000), retryAfter: Math.max(1, Math.ceil((frees - now) / 1000)) };
+    }
+    window.push(now);
+    this.ctx.storage.sql.exec("INSERT INTO hits (endpoint, at) VALUES (?, ?)", endpoint, now);
+    if (window.length === 1 || Math.random() < 0.01) this.ctx.storage.sql.exec("DELETE FROM hits WHERE endpoint = ? AND at <= ?", endpoint, since);
+    return { limit, remaining: limit - window.length, reset: Math.ceil((now + WINDOW_MS) / 1000) };
+  }
+}
+
+function refuse(err: ApiError): Refusal {
+  return { ok: false, code: err.code, message: err.message, details: err.details };
+}

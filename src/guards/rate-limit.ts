@@ -1,37 +1,48 @@
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import type { AppEnv } from "../env";
+import type { RateDecision } from "../durable/key-gate";
+import { ApiError } from "../lib/errors";
+import type { EndpointName } from "./budgets";
+
+export { DEFAULT_BUDGETS, type EndpointName } from "./budgets";
+
+export function setRateHeaders(c: Context<AppEnv>, rate: RateDecision) {
+  c.header("X-Rate-Limit-Limit", String(rate.limit));
+  c.header("X-Rate-Limit-Remaining", String(rate.remaining));
+  c.header("X-Rate-Limit-Reset", String(rate.reset));
+}
 
 /**
- * Requests per 60-second sliding window, per key and endpoint name. The first twelve
- * are the spec's; the rest are this service's choice for routes the spec leaves out.
+ * Applies the rate decision for `endpoint`. For keys the decision was taken by the key's
+ * gate during authentication (one round trip for both); a dashboard session is counted
+ * in a gate of its own user. The headers go on every response after this point, errors
+ * included.
  */
-export const DEFAULT_BUDGETS = {
-  cancel_listing: 100,
-  create_listing: 200,
-  get_availability: 600,
-  get_listing_orders: 300,
-  get_webhook_catalog: 60,
-  read_listing_single: 600,
-  read_listings_list: 300,
-  read_user_single: 600,
-  read_users_list: 300,
-  update_listing_status: 200,
-  update_section: 200,
-  upload_media: 20,
-  read_tours_list: 300,
-  read_tour_single: 600,
-  create_tour: 200,
-  update_tour: 200,
-  delete_tour: 100,
-  read_webhook_endpoints: 120,
-  manage_webhook_endpoints: 60,
-  update_rate_limits: 60,
-} as const;
-
-export type EndpointName = keyof typeof DEFAULT_BUDGETS;
-
-export function rateLimit(_endpoint: EndpointName): MiddlewareHandler<AppEnv> {
-  return async function rateLimit(_c, next) {
+export function rateLimit(endpoint: EndpointName): MiddlewareHandler<AppEnv> {
+  return async function rateLimit(c, next) {
+    const caller = c.get("caller");
+    let rate = c.get("rateLimit");
+    if (!rate && caller.via === "session") {
+      let answer: Awaited<ReturnType<DurableObjectStub<import("../durable/key-gate").KeyGate>["hit"]>>;
+      try {
+        answer = await c.env.KEY_GATE.getByName(`session:${caller.userId}`).hit(endpoint);
+      } catch {
+        throw new ApiError("rate_limit_unavailable", { headers: { "Retry-After": "5" } });
+      }
+      if ("misconfigured" in answer) throw new ApiError("rate_limit_misconfigured", { details: { endpoint } });
+      rate = answer;
+    }
+    if (!rate || typeof rate.limit !== "number" || typeof rate.remaining !== "number") {
+      throw new ApiError("rate_limit_misconfigured", { details: { endpoint } });
+    }
+    setRateHeaders(c, rate);
+    if (rate.retryAfter !== undefined) {
+      throw new ApiError("rate_limit_exceeded", {
+        message: `The budget of ${rate.limit} requests per 60 s for ${endpoint} is exhausted; retry after ${rate.retryAfter} s.`,
+        details: { endpoint, limit: rate.limit, window_seconds: 60 },
+        headers: { "Retry-After": String(rate.retryAfter) },
+      });
+    }
     await next();
   };
 }

@@ -5,7 +5,7 @@ import { database, type Db } from "../db/client";
 import { apiKeys, type ApiKey } from "../db/schema";
 import { SCOPES } from "../auth/caller";
 import { KEY_PREFIXES, ROTATION_GRACE_MS, type KeyMode } from "../auth/keys";
-import { getKey, keySecrets, mintKey, revokeKey, rotateKey, updateKey } from "../domain/api-keys";
+import { changeKey, getKey, keySecrets, mintKey } from "../domain/api-keys";
 import { nowIso } from "../lib/ids";
 import { validationHook } from "../lib/validation";
 import { internalRoute } from "./route";
@@ -179,16 +179,20 @@ export const apiKeysInternal = new OpenAPIHono<AppEnv>({ defaultHook: validation
   })
   .openapi(rotate, async (c) => {
     const db = database(c.env.DB);
-    const { key, secret } = await rotateKey(db, c.req.valid("param").key_id);
-    return c.json({ key: await present(db, key), secret }, 200);
+    const keyId = c.req.valid("param").key_id;
+    const { key, secret } = await changeKey(c.env, keyId, { op: "rotate" });
+    return c.json({ key: await present(db, key), secret: secret! }, 200);
   })
   .openapi(revoke, async (c) => {
     const db = database(c.env.DB);
-    return c.json(await present(db, await revokeKey(db, c.req.valid("param").key_id)), 200);
+    const keyId = c.req.valid("param").key_id;
+    const { key } = await changeKey(c.env, keyId, { op: "revoke" });
+    return c.json(await present(db, key), 200);
   })
   .openapi(update, async (c) => {
     const db = database(c.env.DB);
     const b = c.req.valid("json");
-    const key = await updateKey(db, c.req.valid("param").key_id, { isActive: b.is_active, expiresAt: b.expires_at, scopes: b.scopes, name: b.name });
+    const keyId = c.req.valid("param").key_id;
+    const { key } = await changeKey(c.env, keyId, { op: "update", patch: { isActive: b.is_active, expiresAt: b.expires_at, scopes: b.scopes, name: b.name } });
     return c.json(await present(db, key), 200);
   });

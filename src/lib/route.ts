@@ -86,7 +86,7 @@ export function routeCodes(route: RouteConfig, guard: Guard): ErrorCode[] {
 export function publicRoute<const R extends RouteConfig>(guard: Guard, route: R): R & { getRoutingPath(): string } {
   const body = bodySchema(route);
   const mutating = MUTATING.has(route.method);
-  const middleware: MiddlewareHandler<AppEnv>[] = [authenticate({ session: guard.session })];
+  const middleware: MiddlewareHandler<AppEnv>[] = [authenticate({ session: guard.session, endpoint: guard.endpoint })];
   if (guard.endpoint) middleware.push(rateLimit(guard.endpoint));
   if (guard.scope || guard.roles) middleware.push(authorize({ scope: guard.scope, roles: guard.roles }));
   if (mutating) middleware.push(idempotency());
