@@ -1,14 +1,18 @@
 import type { Context, MiddlewareHandler } from "hono";
+import { and, eq, gt } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { AppEnv } from "../env";
-import type { Db } from "../db/client";
-import { idempotencyMarks } from "../db/schema";
+import { database, type Db } from "../db/client";
+import { idempotencyMarks, type IdempotencyMark } from "../db/schema";
+import type { Begin, CachedResponse } from "../durable/idempotency-lock";
+import { IDEMPOTENCY_TTL_MS } from "../lib/limits";
+import { isUniqueViolation } from "../domain/constraint";
 import { ApiError } from "../lib/errors";
-import { nowIso } from "../lib/ids";
+import { nowIso, sha256Hex } from "../lib/ids";
 
 export const IDEMPOTENCY_HEADER = "X-Idempotency-Key";
 export const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,128}$/;
-export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
+export { IDEMPOTENCY_TTL_MS };
 
 /** What the idempotency guard puts on `c.var.idempotency` for the handler. */
 export interface IdempotencyContext {
@@ -18,13 +22,101 @@ export interface IdempotencyContext {
   requestHash: string;
 }
 
-/** Every mutating request names its idempotency key; GET, HEAD and OPTIONS never reach this. */
+/**
+ * How a committed request is answered when its response was lost (the Worker died
+ * between the D1 commit and caching the response): each resource type that handlers
+ * mark registers how to present the resource again.
+ */
+type Replayer = (c: Context<AppEnv>, db: Db, resourceId: string) => Promise<unknown | undefined>;
+const replayers = new Map<string, Replayer>();
+export function registerReplay(resourceType: string, replayer: Replayer) {
+  replayers.set(resourceType, replayer);
+}
+
+const REPLAYED_HEADERS = new Set(["content-type", "location", "retry-after"]);
+
+function replay(response: CachedResponse): Response {
+  const headers = new Headers(response.headers);
+  headers.set("X-Idempotent-Replay", "true");
+  return new Response(response.status === 204 ? null : response.body, { status: response.status, headers });
+}
+
+async function answerFromMark(c: Context<AppEnv>, mark: IdempotencyMark): Promise<CachedResponse> {
+  const replayer = mark.resourceType ? replayers.get(mark.resourceType) : undefined;
+  const body = replayer && mark.resourceId ? await replayer(c, database(c.env.DB), mark.resourceId) : undefined;
+  const json = body ?? { resource_type: mark.resourceType, resource_id: mark.resourceId };
+  return { status: mark.status, headers: [["content-type", "application/json"]], body: mark.status === 204 ? "" : JSON.stringify(json) };
+}
+
+async function findMark(c: Context<AppEnv>, idem: IdempotencyContext) {
+  return database(c.env.DB)
+    .select()
+    .from(idempotencyMarks)
+    .where(and(eq(idempotencyMarks.agencyId, idem.agencyId), eq(idempotencyMarks.idemKey, idem.key), gt(idempotencyMarks.expiresAt, nowIso())))
+    .get();
+}
+
+/**
+ * Every mutating request names its idempotency key (GET, HEAD and OPTIONS never reach
+ * this). The key's lock object answers replays, conflicts and requests still running;
+ * a change and its commit mark are written in one D1 batch, so a request that committed
+ * is never executed twice, even when its response was lost.
+ */
 export function idempotency(): MiddlewareHandler<AppEnv> {
   return async function idempotency(c, next) {
     const key = c.req.header(IDEMPOTENCY_HEADER);
     if (key === undefined || key === "") throw new ApiError("idempotency.missing");
     if (!IDEMPOTENCY_KEY_PATTERN.test(key)) throw new ApiError("idempotency_key_invalid", { details: { max_length: 128, received_length: key.length } });
-    await next();
+    const agencyId = c.get("caller").agencyId;
+    const body = await c.req.text();
+    const idem: IdempotencyContext = { agencyId, key, requestHash: await sha256Hex(`${c.req.method} ${c.req.path}\n${body}`) };
+    const lock = c.env.IDEMPOTENCY.getByName(`${agencyId}:${key}`);
+
+    let begin: Begin;
+    try {
+      begin = (await lock.begin(agencyId, key, idem.requestHash)) as Begin;
+    } catch {
+      throw new ApiError("idempotency_unavailable", { headers: { "Retry-After": "5" } });
+    }
+    if (begin.state === "replay") return replay(begin.response);
+    if (begin.state === "conflict") throw new ApiError("idempotency_key_conflict");
+    if (begin.state === "in_progress") throw new ApiError("idempotency_key_in_progress", { headers: { "Retry-After": "5" } });
+    const token = begin.token;
+
+    if (begin.recovering) {
+      const mark = await findMark(c, idem);
+      if (mark) {
+        const answer = await answerFromMark(c, mark);
+        await lock.complete(token, answer);
+        return replay(answer);
+      }
+    }
+
+    c.set("idempotency", idem);
+    try {
+      await next();
+    } catch (err) {
+      await lock.release(token);
+      throw err;
+    }
+    // A concurrent duplicate that committed first makes this batch fail on the mark's key.
+    if (c.error && isUniqueViolation(c.error, "idempotency_marks")) {
+      const mark = await findMark(c, idem);
+      if (mark) {
+        const answer = await answerFromMark(c, mark);
+        await lock.complete(token, answer);
+        c.res = replay(answer);
+        return;
+      }
+    }
+    if (c.res.status >= 500) {
+      await lock.release(token);
+      return;
+    }
+    const res = c.res.clone();
+    // Headers that describe this request (request id, rate limit) are answered afresh on a replay.
+    const headers: [string, string][] = [...res.headers].filter(([name]) => REPLAYED_HEADERS.has(name.toLowerCase()));
+    await lock.complete(token, { status: res.status, headers, body: await res.text() });
   };
 }
 

@@ -72,7 +72,7 @@ export function routeCodes(route: RouteConfig, guard: Guard): ErrorCode[] {
   if (guard.endpoint) codes.push("rate_limit_exceeded", "rate_limit_misconfigured", "rate_limit_unavailable");
   if (guard.scope) codes.push("auth.scope_denied");
   if (guard.roles) codes.push("role_forbidden");
-  if (mutating) codes.push("idempotency.missing", "idempotency_key_invalid", "idempotency_key_conflict", "idempotency_key_in_progress");
+  if (mutating) codes.push("idempotency.missing", "idempotency_key_invalid", "idempotency_key_conflict", "idempotency_key_in_progress", "idempotency_unavailable");
   if (body) codes.push("request_body_empty", "request_body_not_json", "request_body_too_large", "request_content_type_mismatch", ...VALIDATION_CODES);
   if (route.request?.query) codes.push("request_query_invalid");
   return [...new Set([...codes, ...(guard.errors ?? [])])];
