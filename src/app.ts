@@ -7,12 +7,14 @@ import { validationHook } from "./lib/validation";
 import { errorResponse, handleError, httpsOnly, requestId } from "./lib/wire";
 import { publicDocument } from "./openapi";
 import { internalApi } from "./internal";
+import { adminApi } from "./routes/admin";
 import { reservedApi } from "./routes/reserved";
 import { usersApi } from "./routes/users";
 
 export const publicApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
   .route("/", usersApi)
-  .route("/", reservedApi);
+  .route("/", reservedApi)
+  .route("/", adminApi);
 
 let publicDoc: ReturnType<typeof publicDocument> | undefined;
 publicApi.get("/api/v1/openapi.json", (c) => c.json((publicDoc ??= publicDocument(publicApi, new URL(c.req.url).origin))));

@@ -1,0 +1,6 @@
+import { OpenAPIHono } from "@hono/zod-openapi";
+import type { AppEnv } from "../../env";
+import { validationHook } from "../../lib/validation";
+import { updateRateLimits, updateRateLimitsRoute } from "./update-rate-limits";
+
+export const adminApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook }).openapi(updateRateLimitsRoute, updateRateLimits);

@@ -1,0 +1,59 @@
+import { z, type RouteHandler } from "@hono/zod-openapi";
+import type { AppEnv } from "../../env";
+import { database } from "../../db/client";
+import { changeKey, getKey } from "../../domain/api-keys";
+import { DEFAULT_BUDGETS, ENDPOINT_NAMES, MAX_BUDGET, MIN_BUDGET, effectiveBudgets } from "../../guards/budgets";
+import { publicRoute } from "../../lib/route";
+
+const budget = z.number().int().min(MIN_BUDGET).max(MAX_BUDGET);
+
+export const RateLimitsSchema = z
+  .object({
+    key_id: z.string().openapi({ example: "key_0mhx3k2a1q8v2l0c9z7rj4" }),
+    overrides: z.partialRecord(z.enum(ENDPOINT_NAMES), budget).openapi({ description: "The key's own budgets, by endpoint name.", example: { create_listing: 500 } }),
+    effective_budgets: z.record(z.string(), budget).openapi({ description: "Requests per 60 s for every endpoint name, overrides applied.", example: DEFAULT_BUDGETS }),
+  })
+  .openapi("RateLimits");
+
+export const updateRateLimitsRoute = publicRoute(
+  { endpoint: "update_rate_limits", scope: "admin", roles: ["super_admin", "admin"], errors: ["api_key_not_found"] },
+  {
+    method: "patch",
+    path: "/api/v1/admin/api-keys/{key_id}/rate-limits",
+    operationId: "updateRateLimits",
+    tags: ["Administration"],
+    summary: "Set a key's rate-limit overrides",
+    description:
+      "Platform administrators only (scope `admin` on a key minted by a `super_admin` or `admin`); they manage any key of any agency. Each override replaces the endpoint's default budget for this key; `null` clears one override. Changes apply from the key's next request.",
+    request: {
+      params: z.object({ key_id: z.string().openapi({ example: "key_0mhx3k2a1q8v2l0c9z7rj4" }) }),
+      body: {
+        content: {
+          "application/json": {
+            schema: z
+              .strictObject({
+                overrides: z
+                  .partialRecord(z.enum(ENDPOINT_NAMES), budget.nullable())
+                  .openapi({ description: `Budgets by endpoint name, ${MIN_BUDGET} to ${MAX_BUDGET} requests per 60 s; null clears an override.`, example: { create_listing: 500, upload_media: null } }),
+              })
+              .openapi("RateLimitsUpdate"),
+          },
+        },
+      },
+    },
+    responses: { 200: { description: "The key's overrides and effective budgets.", content: { "application/json": { schema: RateLimitsSchema } } } },
+  },
+);
+
+export const updateRateLimits: RouteHandler<typeof updateRateLimitsRoute, AppEnv> = async (c) => {
+  const { key_id } = c.req.valid("param");
+  const { overrides } = c.req.valid("json");
+  const current = await getKey(database(c.env.DB), key_id);
+  const merged: Record<string, number> = { ...current.rateLimitOverrides };
+  for (const [name, value] of Object.entries(overrides)) {
+    if (value === null || value === undefined) delete merged[name];
+    else merged[name] = value;
+  }
+  const { key } = await changeKey(c.env, key_id, { op: "update", patch: { rateLimitOverrides: merged } });
+  return c.json(RateLimitsSchema.parse({ key_id: key.id, overrides: key.rateLimitOverrides, effective_budgets: effectiveBudgets(key.rateLimitOverrides) }), 200);
+};
