@@ -6,7 +6,7 @@ import worker from "../src/index";
 import { apiKeys } from "../src/db/schema";
 import { changeKey, keyGate } from "../src/domain/api-keys";
 import { sha256Hex } from "../src/lib/ids";
-import { BASE, call, db, expectError, makePlatformKey, makeTenant } from "./harness";
+import { BASE, call, db, expectError, internal, makePlatformKey, makeTenant } from "./harness";
 
 async function setOverrides(keyId: string, overrides: Record<string, number | null>) {
   const t = await makeTenant();
@@ -113,6 +113,15 @@ describe("the admin rate-limits route", () => {
     expect((await call("/api/v1/users", { key: t.key })).headers.get("X-Rate-Limit-Limit")).toBe("7");
     const cleared = await setOverrides(t.keyId, { read_users_list: null });
     expect(cleared.json.overrides).toEqual({ create_listing: 500 });
+    expect((await call("/api/v1/users", { key: t.key })).headers.get("X-Rate-Limit-Limit")).toBe("300");
+  });
+
+  it("the internal surface sets and clears overrides too", async () => {
+    const t = await makeTenant();
+    const set = await internal(`/internal/v1/api-keys/${t.keyId}`, { method: "PATCH", body: { rate_limit_overrides: { read_users_list: 9 } } });
+    expect(set.json.rate_limit_overrides, set.text).toEqual({ read_users_list: 9 });
+    expect((await call("/api/v1/users", { key: t.key })).headers.get("X-Rate-Limit-Limit")).toBe("9");
+    await internal(`/internal/v1/api-keys/${t.keyId}`, { method: "PATCH", body: { rate_limit_overrides: { read_users_list: null } } });
     expect((await call("/api/v1/users", { key: t.key })).headers.get("X-Rate-Limit-Limit")).toBe("300");
   });
 

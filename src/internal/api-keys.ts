@@ -8,6 +8,7 @@ import { KEY_PREFIXES, ROTATION_GRACE_MS, type KeyMode } from "../auth/keys";
 import { changeKey, getKey, keySecrets, mintKey } from "../domain/api-keys";
 import { nowIso } from "../lib/ids";
 import { validationHook } from "../lib/validation";
+import { ENDPOINT_NAMES, MAX_BUDGET, MIN_BUDGET, mergeOverrides } from "../guards/budgets";
 import { internalRoute } from "./route";
 
 export const ApiKeySchema = z
@@ -134,7 +135,7 @@ const update = internalRoute(["api_key_not_found", "scope_not_grantable"], {
   path: "/internal/v1/api-keys/{key_id}",
   operationId: "updateApiKey",
   tags: ["API keys"],
-  summary: "Disable or enable a key, set its expiry, scopes or name",
+  summary: "Disable or enable a key, set its expiry, scopes, name or rate-limit overrides",
   request: {
     params: keyParam,
     body: {
@@ -145,6 +146,10 @@ const update = internalRoute(["api_key_not_found", "scope_not_grantable"], {
             expires_at: isoInstant.nullable().optional(),
             scopes: z.array(z.enum(SCOPES)).min(1).optional(),
             name: z.string().max(100).optional(),
+            rate_limit_overrides: z
+              .partialRecord(z.enum(ENDPOINT_NAMES), z.number().int().min(MIN_BUDGET).max(MAX_BUDGET).nullable())
+              .optional()
+              .openapi({ description: "Per-endpoint budgets (requests per 60 s); null clears one override." }),
           }),
         },
       },
@@ -193,6 +198,8 @@ export const apiKeysInternal = new OpenAPIHono<AppEnv>({ defaultHook: validation
     const db = database(c.env.DB);
     const b = c.req.valid("json");
     const keyId = c.req.valid("param").key_id;
-    const { key } = await changeKey(c.env, keyId, { op: "update", patch: { isActive: b.is_active, expiresAt: b.expires_at, scopes: b.scopes, name: b.name } });
+    const rateLimitOverrides = b.rate_limit_overrides ? mergeOverrides((await getKey(db, keyId)).rateLimitOverrides, b.rate_limit_overrides) : undefined;
+    const patch = { isActive: b.is_active, expiresAt: b.expires_at, scopes: b.scopes, name: b.name, rateLimitOverrides };
+    const { key } = await changeKey(c.env, keyId, { op: "update", patch });
     return c.json(await present(db, key), 200);
   });

@@ -2,7 +2,7 @@ import { z, type RouteHandler } from "@hono/zod-openapi";
 import type { AppEnv } from "../../env";
 import { database } from "../../db/client";
 import { changeKey, getKey } from "../../domain/api-keys";
-import { DEFAULT_BUDGETS, ENDPOINT_NAMES, MAX_BUDGET, MIN_BUDGET, effectiveBudgets } from "../../guards/budgets";
+import { DEFAULT_BUDGETS, ENDPOINT_NAMES, MAX_BUDGET, MIN_BUDGET, effectiveBudgets, mergeOverrides } from "../../guards/budgets";
 import { publicRoute } from "../../lib/route";
 
 const budget = z.number().int().min(MIN_BUDGET).max(MAX_BUDGET);
@@ -49,11 +49,7 @@ export const updateRateLimits: RouteHandler<typeof updateRateLimitsRoute, AppEnv
   const { key_id } = c.req.valid("param");
   const { overrides } = c.req.valid("json");
   const current = await getKey(database(c.env.DB), key_id);
-  const merged: Record<string, number> = { ...current.rateLimitOverrides };
-  for (const [name, value] of Object.entries(overrides)) {
-    if (value === null || value === undefined) delete merged[name];
-    else merged[name] = value;
-  }
-  const { key } = await changeKey(c.env, key_id, { op: "update", patch: { rateLimitOverrides: merged } });
+  const rateLimitOverrides = mergeOverrides(current.rateLimitOverrides, overrides);
+  const { key } = await changeKey(c.env, key_id, { op: "update", patch: { rateLimitOverrides } });
   return c.json(RateLimitsSchema.parse({ key_id: key.id, overrides: key.rateLimitOverrides, effective_budgets: effectiveBudgets(key.rateLimitOverrides) }), 200);
 };
