@@ -8,10 +8,12 @@ import { errorResponse, handleError, httpsOnly, requestId } from "./lib/wire";
 import { publicDocument } from "./openapi";
 import { internalApi } from "./internal";
 import { adminApi } from "./routes/admin";
+import { listingsApi } from "./routes/listings";
 import { reservedApi } from "./routes/reserved";
 import { usersApi } from "./routes/users";
 
 export const publicApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
+  .route("/", listingsApi)
   .route("/", usersApi)
   .route("/", reservedApi)
   .route("/", adminApi);

@@ -207,6 +207,8 @@ export type ApiKey = typeof apiKeys.$inferSelect;
 export type ApiKeySecret = typeof apiKeySecrets.$inferSelect;
 export type Listing = typeof listings.$inferSelect;
 export type Tour = typeof tours.$inferSelect;
+export type ListingOrder = typeof listingOrders.$inferSelect;
+export type Appointment = typeof appointments.$inferSelect;
 export type EventRow = typeof events.$inferSelect;
 
 /**

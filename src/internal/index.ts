@@ -4,6 +4,7 @@ import { registerPath } from "../lib/routing";
 import { validationHook } from "../lib/validation";
 import { agenciesInternal } from "./agencies";
 import { apiKeysInternal } from "./api-keys";
+import { listingsInternal } from "./listings";
 import { operatorAuth } from "./route";
 import { sessionsInternal } from "./sessions";
 import { usersInternal } from "./users";
@@ -13,7 +14,8 @@ export const internalApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook
   .route("/", agenciesInternal)
   .route("/", usersInternal)
   .route("/", apiKeysInternal)
-  .route("/", sessionsInternal);
+  .route("/", sessionsInternal)
+  .route("/", listingsInternal);
 
 internalApi.openAPIRegistry.registerComponent("securitySchemes", "OperatorToken", { type: "http", scheme: "bearer", description: "The operator token (Worker secret OPERATOR_TOKEN)." });
 registerPath("get", "/internal/v1/openapi.json");

@@ -46,6 +46,10 @@ export const ERRORS = {
   user_not_found: [404, "No such user."],
   // Tours and resources of the internal surface
   tour_not_found: [404, "No such tour."],
+  appointment_not_found: [404, "No such appointment."],
+  appointment_not_scheduled: [409, "The appointment is not scheduled (it was cancelled)."],
+  invalid_appointment_time: [422, "ends_at must be after starts_at."],
+  order_already_recorded: [409, "A record with this provider reference exists."],
   tour_number_taken: [409, "A tour with this tour_number already exists in the agency."],
   agency_not_found: [404, "No such agency."],
   api_key_not_found: [404, "No such API key."],

@@ -1,0 +1,71 @@
+import { and, eq } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { appointments, type Appointment, type Listing } from "../db/schema";
+import { outboxInsert, outboxInsertIfChanged } from "../events/outbox";
+import { ApiError } from "../lib/errors";
+import { newId, nowIso } from "../lib/ids";
+
+function checkTimes(startsAt: string, endsAt: string) {
+  if (Date.parse(endsAt) <= Date.parse(startsAt)) throw new ApiError("invalid_appointment_time", { details: { starts_at: startsAt, ends_at: endsAt } });
+}
+
+export async function getAppointment(db: Db, agencyId: string, id: string): Promise<Appointment> {
+  const a = await db.select().from(appointments).where(and(eq(appointments.id, id), eq(appointments.agencyId, agencyId))).get();
+  if (!a) throw new ApiError("appointment_not_found");
+  return a;
+}
+
+export async function scheduleAppointment(
+  db: Db,
+  listing: Listing,
+  input: { startsAt: string; endsAt: string; calendarEventId?: string | null; source: "order_form" | "dashboard" | "api" },
+): Promise<Appointment> {
+  if (listing.status === "Cancelled") throw new ApiError("listing_already_cancelled");
+  checkTimes(input.startsAt, input.endsAt);
+  const id = newId("apt");
+  const startsAt = new Date(input.startsAt).toISOString();
+  const endsAt = new Date(input.endsAt).toISOString();
+  const [[appointment]] = await db.batch([
+    db.insert(appointments).values({ id, agencyId: listing.agencyId, listingId: listing.id, startsAt, endsAt, calendarEventId: input.calendarEventId ?? null }).returning(),
+    outboxInsert(db, listing.agencyId, "appointment.scheduled", { appointment_id: id, listing_number: listing.listingNumber, starts_at: startsAt, ends_at: endsAt, source: input.source }),
+  ]);
+  return appointment!;
+}
+
+export async function rescheduleAppointment(db: Db, listing: Listing, appointment: Appointment, input: { startsAt: string; endsAt: string }): Promise<Appointment> {
+  if (appointment.status !== "scheduled") throw new ApiError("appointment_not_scheduled");
+  checkTimes(input.startsAt, input.endsAt);
+  const startsAt = new Date(input.startsAt).toISOString();
+  const endsAt = new Date(input.endsAt).toISOString();
+  const [[updated]] = await db.batch([
+    db
+      .update(appointments)
+      .set({ startsAt, endsAt, updatedAt: nowIso() })
+      .where(and(eq(appointments.id, appointment.id), eq(appointments.status, "scheduled")))
+      .returning(),
+    outboxInsertIfChanged(db, listing.agencyId, "appointment.rescheduled", {
+      appointment_id: appointment.id,
+      listing_number: listing.listingNumber,
+      previous_starts_at: appointment.startsAt,
+      previous_ends_at: appointment.endsAt,
+      starts_at: startsAt,
+      ends_at: endsAt,
+    }),
+  ]);
+  if (!updated) throw new ApiError("appointment_not_scheduled");
+  return updated;
+}
+
+export async function cancelAppointment(db: Db, listing: Listing, appointment: Appointment, reason: "dashboard" | "api"): Promise<Appointment> {
+  if (appointment.status !== "scheduled") throw new ApiError("appointment_not_scheduled");
+  const [[updated]] = await db.batch([
+    db
+      .update(appointments)
+      .set({ status: "cancelled", updatedAt: nowIso() })
+      .where(and(eq(appointments.id, appointment.id), eq(appointments.status, "scheduled")))
+      .returning(),
+    outboxInsertIfChanged(db, listing.agencyId, "appointment.cancelled", { appointment_id: appointment.id, listing_number: listing.listingNumber, starts_at: appointment.startsAt, reason }),
+  ]);
+  if (!updated) throw new ApiError("appointment_not_scheduled");
+  return updated;
+}

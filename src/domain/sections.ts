@@ -1,0 +1,76 @@
+import { and, eq, type SQL } from "drizzle-orm";
+import type { BatchItem } from "drizzle-orm/batch";
+import type { Db } from "../db/client";
+import { listings, type Listing } from "../db/schema";
+import { outboxInsert } from "../events/outbox";
+import { ApiError } from "../lib/errors";
+import { nowIso } from "../lib/ids";
+
+export const EXPOSED_SECTIONS = ["floorplan", "matterport"] as const;
+export const MAX_FLOORPLANS = 50;
+
+export type FloorplanChange = { operation: "set" | "append" | "replace"; url?: string; urls?: string[] };
+export type MatterportChange = { operation: "set" | "remove"; url?: string };
+
+function invalid(field: string, reason: string): ApiError {
+  return new ApiError("invalid_section_payload", { message: `${field}: ${reason}`, details: { field, reason } });
+}
+
+function httpsUrl(field: string, value: string | undefined): string {
+  if (value === undefined) throw invalid(field, "is required for this operation");
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw invalid(field, "must be an absolute https URL");
+  }
+  if (url.protocol !== "https:") throw invalid(field, "must use https");
+  return url.toString();
+}
+
+/** The floorplan section is an ordered list of URLs: set makes it one URL, append adds one, replace swaps the whole list. */
+export function nextFloorplans(current: string[], change: FloorplanChange): string[] {
+  const { operation } = change;
+  if (operation === "replace") {
+    if (change.url !== undefined) throw invalid("url", "is not used by replace; send urls");
+    if (change.urls === undefined) throw invalid("urls", "is required for replace");
+    const urls = change.urls.map((u, i) => httpsUrl(`urls[${i}]`, u));
+    if (urls.length > MAX_FLOORPLANS) throw invalid("urls", `holds at most ${MAX_FLOORPLANS} URLs`);
+    return urls;
+  }
+  if (change.urls !== undefined) throw invalid("urls", `is not used by ${operation}; send url`);
+  const url = httpsUrl("url", change.url);
+  if (operation === "set") return [url];
+  if (current.length >= MAX_FLOORPLANS) throw invalid("url", `the floorplan section holds at most ${MAX_FLOORPLANS} URLs`);
+  return [...current, url];
+}
+
+/** Matterport is one URL: set it, or remove it. */
+export function nextMatterport(change: MatterportChange): string | null {
+  if (change.operation === "remove") {
+    if (change.url !== undefined) throw invalid("url", "is not used by remove");
+    return null;
+  }
+  return httpsUrl("url", change.url);
+}
+
+/** Writes a section and its `listing.section_modified` event together. */
+export async function writeSection(
+  db: Db,
+  listing: Listing,
+  section: (typeof EXPOSED_SECTIONS)[number],
+  operation: string,
+  value: { floorplanUrls?: string[] | SQL; matterportUrl?: string | null },
+  alsoWrite: BatchItem<"sqlite">[] = [],
+): Promise<Listing> {
+  const [[updated]] = await db.batch([
+    db
+      .update(listings)
+      .set({ ...value, updatedAt: nowIso() })
+      .where(and(eq(listings.id, listing.id), eq(listings.agencyId, listing.agencyId)))
+      .returning(),
+    outboxInsert(db, listing.agencyId, "listing.section_modified", { listing_number: listing.listingNumber, section, operation }),
+    ...alsoWrite,
+  ]);
+  return updated!;
+}

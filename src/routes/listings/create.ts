@@ -1,0 +1,55 @@
+import { z, type RouteHandler } from "@hono/zod-openapi";
+import type { AppEnv } from "../../env";
+import { database } from "../../db/client";
+import { createListing } from "../../domain/listings";
+import { idempotencyMark } from "../../guards/idempotency";
+import { publicRoute } from "../../lib/route";
+import { withRenames } from "../../lib/validation";
+import { ListingSchema, presentListing, WRITER_ROLES } from "./schema";
+
+const userId = (description: string) => z.string().min(1).max(64).openapi({ description, example: "usr_0mhx3k2a1q8v2l0c9z7rj4" });
+
+export const CreateListingBody = withRenames(
+  z
+    .strictObject({
+      address: z.string().trim().min(1).max(300).openapi({ description: "Street address of the property.", example: "12 Harbour Street, Portside" }),
+      owner_user_id: userId("The listing's owner: a user of your agency hierarchy."),
+      agent_one_id: userId("The listing agent: a user of your agency hierarchy."),
+      agent_two_id: userId("An optional second agent, inside your hierarchy.").optional(),
+      listing_number: z
+        .string()
+        .regex(/^[a-z0-9]{7}$/)
+        .optional()
+        .openapi({ description: "7 characters of [a-z0-9]. Minted by the server when omitted.", example: "k3v9x2a" }),
+    })
+    .openapi("CreateListing"),
+  { agent_id: "agent_one_id", owner_id: "owner_user_id" },
+);
+
+export const createListingRoute = publicRoute(
+  { endpoint: "create_listing", scope: "listings:write", roles: WRITER_ROLES, errors: ["listing_number_taken", "agent_not_in_hierarchy"] },
+  {
+    method: "post",
+    path: "/api/v1/listings",
+    operationId: "createListing",
+    tags: ["Listings"],
+    summary: "Create a listing",
+    description:
+      "Creates a listing in `Coming Soon`, not yet activated (activation and credit capture happen in the dashboard). `address`, `owner_user_id` and `agent_one_id` are required. A `listing.created` webhook follows within seconds.",
+    request: { body: { content: { "application/json": { schema: CreateListingBody } } } },
+    responses: { 201: { description: "The created listing.", content: { "application/json": { schema: ListingSchema } } } },
+  },
+);
+
+export const createListingHandler: RouteHandler<typeof createListingRoute, AppEnv> = async (c) => {
+  const b = c.req.valid("json");
+  const db = database(c.env.DB);
+  const listing = await createListing(
+    db,
+    c.get("caller").agencyId,
+    c.env.SITE_URL,
+    { address: b.address, ownerUserId: b.owner_user_id, agentOneId: b.agent_one_id, agentTwoId: b.agent_two_id, listingNumber: b.listing_number },
+    ({ id }) => [idempotencyMark(c, db, { status: 201, resourceType: "listing", resourceId: id })].filter((s) => s !== undefined),
+  );
+  return c.json(ListingSchema.parse(presentListing(listing, c.env.SITE_URL)), 201);
+};

@@ -1,0 +1,25 @@
+import type { RouteHandler } from "@hono/zod-openapi";
+import type { AppEnv } from "../../env";
+import { database } from "../../db/client";
+import { findListing } from "../../domain/listings";
+import { publicRoute } from "../../lib/route";
+import { listingNumberParam, ListingSchema, presentListing } from "./schema";
+
+export const getListingRoute = publicRoute(
+  { endpoint: "read_listing_single", scope: "listings:read", errors: ["listing_not_found"] },
+  {
+    method: "get",
+    path: "/api/v1/listings/{listing_number}",
+    operationId: "getListing",
+    tags: ["Listings"],
+    summary: "Get a listing",
+    description: "A listing of your agency. Another agency's listing answers 404 `listing_not_found`, exactly like an unknown number.",
+    request: { params: listingNumberParam },
+    responses: { 200: { description: "The listing.", content: { "application/json": { schema: ListingSchema } } } },
+  },
+);
+
+export const getListingHandler: RouteHandler<typeof getListingRoute, AppEnv> = async (c) => {
+  const listing = await findListing(database(c.env.DB), c.get("caller").agencyId, c.req.valid("param").listing_number);
+  return c.json(ListingSchema.parse(presentListing(listing, c.env.SITE_URL)), 200);
+};

@@ -1,0 +1,68 @@
+import { z, type RouteHandler } from "@hono/zod-openapi";
+import { and, asc, eq } from "drizzle-orm";
+import type { AppEnv } from "../../env";
+import { database } from "../../db/client";
+import { listingOrders, type ListingOrder } from "../../db/schema";
+import { findListing } from "../../domain/listings";
+import { after, cursorQuery, decodeCursor, pageSchema, toPage } from "../../lib/pagination";
+import { publicRoute } from "../../lib/route";
+import { listingNumberParam } from "./schema";
+
+export const OrderSchema = z
+  .object({
+    id: z.string().openapi({ example: "inv_0mhx3k2a1q8v2l0c9z7rj4" }),
+    type: z.enum(["invoice", "payment"]).openapi({ description: "An invoice issued for the listing, or a payment received." }),
+    invoice_id: z.string().nullable().openapi({ description: "For a payment, the invoice it settles.", example: null }),
+    amount_minor: z.number().int().openapi({ description: "Amount in the currency's minor unit (cents).", example: 24900 }),
+    currency: z.string().openapi({ description: "ISO 4217, lowercase.", example: "usd" }),
+    status: z.string().openapi({ description: "Invoices: draft, open, paid, void, uncollectible. Payments: succeeded, refunded, failed.", example: "paid" }),
+    provider_reference: z.string().nullable().openapi({ description: "The payment provider's id of the record.", example: "in_1QxYz2" }),
+    issued_at: z.string().nullable().openapi({ description: "When the invoice was issued.", example: "2026-11-20T09:00:00.000Z" }),
+    paid_at: z.string().nullable().openapi({ description: "When it was paid.", example: "2026-11-21T10:30:00.000Z" }),
+    created_at: z.string().openapi({ example: "2026-11-20T09:00:00.000Z" }),
+  })
+  .openapi("Order");
+
+export const OrderPageSchema = pageSchema(OrderSchema, "OrderPage");
+
+export const presentOrder = (o: ListingOrder) => ({
+  id: o.id,
+  type: o.kind,
+  invoice_id: o.invoiceId,
+  amount_minor: o.amountMinor,
+  currency: o.currency,
+  status: o.status,
+  provider_reference: o.providerReference,
+  issued_at: o.issuedAt,
+  paid_at: o.paidAt,
+  created_at: o.createdAt,
+});
+
+export const listOrdersRoute = publicRoute(
+  { endpoint: "get_listing_orders", scope: "orders:read", errors: ["listing_not_found"] },
+  {
+    method: "get",
+    path: "/api/v1/listings/{listing_number}/orders",
+    operationId: "listListingOrders",
+    tags: ["Listings"],
+    summary: "List a listing's invoices and payments",
+    description: "A cursor page of the invoices and payments tied to the listing, oldest first. Billing is read-only here.",
+    request: { params: listingNumberParam, query: z.strictObject(cursorQuery) },
+    responses: { 200: { description: "A page of orders.", content: { "application/json": { schema: OrderPageSchema } } } },
+  },
+);
+
+export const listOrdersHandler: RouteHandler<typeof listOrdersRoute, AppEnv> = async (c) => {
+  const db = database(c.env.DB);
+  const listing = await findListing(db, c.get("caller").agencyId, c.req.valid("param").listing_number);
+  const { cursor, limit } = c.req.valid("query");
+  const list = `orders:${listing.id}`;
+  const at = await decodeCursor(c.env.SECRET_KEY, list, cursor);
+  const rows = await db
+    .select()
+    .from(listingOrders)
+    .where(and(eq(listingOrders.listingId, listing.id), eq(listingOrders.agencyId, listing.agencyId), after(listingOrders.createdAt, listingOrders.id, at)))
+    .orderBy(asc(listingOrders.createdAt), asc(listingOrders.id))
+    .limit(limit + 1);
+  return c.json(OrderPageSchema.parse(await toPage(c.env.SECRET_KEY, list, rows, limit, presentOrder)), 200);
+};

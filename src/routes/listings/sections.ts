@@ -1,0 +1,105 @@
+import { z, type RouteHandler } from "@hono/zod-openapi";
+import { sql } from "drizzle-orm";
+import type { AppEnv } from "../../env";
+import { database } from "../../db/client";
+import { listings } from "../../db/schema";
+import { findListing } from "../../domain/listings";
+import { MAX_FLOORPLANS, nextFloorplans, nextMatterport, writeSection } from "../../domain/sections";
+import { idempotencyMark } from "../../guards/idempotency";
+import { ApiError } from "../../lib/errors";
+import { publicRoute } from "../../lib/route";
+import { listingNumberParam, ListingSchema, presentListing, WRITER_ROLES } from "./schema";
+
+const guard = { endpoint: "update_section", scope: "listings:write", roles: WRITER_ROLES, errors: ["listing_not_found", "invalid_section_payload"] } as const;
+const url = (description: string) => z.string().max(2048).openapi({ description, example: "https://cdn.example.com/plans/k3v9x2a-1.pdf" });
+const answer = { 200: { description: "The listing with its updated section.", content: { "application/json": { schema: ListingSchema } } } };
+
+export const floorplanRoute = publicRoute(guard, {
+  method: "patch",
+  path: "/api/v1/listings/{listing_number}/sections/floorplan",
+  operationId: "updateFloorplan",
+  tags: ["Listings"],
+  summary: "Set, replace or append the floorplan section",
+  description: `The floorplan section is an ordered list of https URLs (at most ${MAX_FLOORPLANS}). \`set\` with \`url\` makes it that one URL; \`append\` with \`url\` adds one; \`replace\` with \`urls\` replaces the whole list. A payload that breaks these rules is 422 \`invalid_section_payload\` naming the field. Emits \`listing.section_modified\`.`,
+  request: {
+    params: listingNumberParam,
+    body: {
+      content: {
+        "application/json": {
+          schema: z
+            .strictObject({
+              operation: z.enum(["set", "replace", "append"]).openapi({ example: "append" }),
+              url: url("Required by set and append.").optional(),
+              urls: z.array(url("A floorplan URL.")).max(MAX_FLOORPLANS).optional().openapi({ description: "Required by replace: the whole new list." }),
+            })
+            .openapi("UpdateFloorplan"),
+        },
+      },
+    },
+  },
+  responses: answer,
+});
+
+export const floorplanHandler: RouteHandler<typeof floorplanRoute, AppEnv> = async (c) => {
+  const db = database(c.env.DB);
+  const listing = await findListing(db, c.get("caller").agencyId, c.req.valid("param").listing_number);
+  const change = c.req.valid("json");
+  const next = nextFloorplans(listing.floorplanUrls, change);
+  // Appending is one statement, so two appends at once both land.
+  const floorplanUrls = change.operation === "append" ? sql`json_insert(${listings.floorplanUrls}, '$[#]', ${next[next.length - 1]})` : next;
+  const mark = idempotencyMark(c, db, { status: 200, resourceType: "listing", resourceId: listing.id });
+  const updated = await writeSection(db, listing, "floorplan", change.operation, { floorplanUrls }, mark ? [mark] : []);
+  return c.json(ListingSchema.parse(presentListing(updated, c.env.SITE_URL)), 200);
+};
+
+export const matterportRoute = publicRoute(guard, {
+  method: "patch",
+  path: "/api/v1/listings/{listing_number}/sections/matterport",
+  operationId: "updateMatterport",
+  tags: ["Listings"],
+  summary: "Set or remove the Matterport URL",
+  description: "`set` with an https `url`, or `remove`. `set` without `url` is 422 `invalid_section_payload` naming `url`. Emits `listing.section_modified`.",
+  request: {
+    params: listingNumberParam,
+    body: {
+      content: {
+        "application/json": {
+          schema: z
+            .strictObject({
+              operation: z.enum(["set", "remove"]).openapi({ example: "set" }),
+              url: z.string().max(2048).optional().openapi({ description: "Required by set.", example: "https://my.matterport.com/show/?m=SxQL3iGyvQk" }),
+            })
+            .openapi("UpdateMatterport"),
+        },
+      },
+    },
+  },
+  responses: answer,
+});
+
+export const matterportHandler: RouteHandler<typeof matterportRoute, AppEnv> = async (c) => {
+  const db = database(c.env.DB);
+  const listing = await findListing(db, c.get("caller").agencyId, c.req.valid("param").listing_number);
+  const change = c.req.valid("json");
+  const mark = idempotencyMark(c, db, { status: 200, resourceType: "listing", resourceId: listing.id });
+  const updated = await writeSection(db, listing, "matterport", change.operation, { matterportUrl: nextMatterport(change) }, mark ? [mark] : []);
+  return c.json(ListingSchema.parse(presentListing(updated, c.env.SITE_URL)), 200);
+};
+
+export const otherSectionRoute = publicRoute(
+  { scope: "listings:write", errors: ["section_not_exposed"] },
+  {
+    method: "patch",
+    path: "/api/v1/listings/{listing_number}/sections/{section}",
+    operationId: "updateOtherSection",
+    tags: ["Listings"],
+    summary: "Other sections (not exposed)",
+    description: "Only `floorplan` and `matterport` can be changed through the API. Every other section (gallery, home, features, documents, …) answers 404 `section_not_exposed`; change those in the dashboard.",
+    request: { params: listingNumberParam.extend({ section: z.string().openapi({ example: "gallery" }) }) },
+    responses: {},
+  },
+);
+
+export const otherSectionHandler: RouteHandler<typeof otherSectionRoute, AppEnv> = (c) => {
+  throw new ApiError("section_not_exposed", { details: { section: c.req.valid("param").section, exposed: ["floorplan", "matterport"] } });
+};

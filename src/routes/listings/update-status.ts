@@ -1,0 +1,39 @@
+import { z, type RouteHandler } from "@hono/zod-openapi";
+import type { AppEnv } from "../../env";
+import { database } from "../../db/client";
+import { changeStatus, findListing, SETTABLE_STATUSES } from "../../domain/listings";
+import { idempotencyMark } from "../../guards/idempotency";
+import { publicRoute } from "../../lib/route";
+import { listingNumberParam, ListingSchema, presentListing, WRITER_ROLES } from "./schema";
+
+export const updateStatusRoute = publicRoute(
+  { endpoint: "update_listing_status", scope: "listings:write", roles: WRITER_ROLES, errors: ["listing_not_found", "listing_not_activated", "no_op_transition"] },
+  {
+    method: "patch",
+    path: "/api/v1/listings/{listing_number}/status",
+    operationId: "updateListingStatus",
+    tags: ["Listings"],
+    summary: "Move a listing's lifecycle status",
+    description:
+      "Only an activated listing moves (409 `listing_not_activated` before activation), and only to a status other than its current one (409 `no_op_transition`). Every status but `Cancelled` can be set here; cancelling has its own route. Emits `listing.status_changed`.",
+    request: {
+      params: listingNumberParam,
+      body: {
+        content: {
+          "application/json": {
+            schema: z.strictObject({ new_status: z.enum(SETTABLE_STATUSES).openapi({ description: "The status to move to.", example: "Sold" }) }).openapi("UpdateListingStatus"),
+          },
+        },
+      },
+    },
+    responses: { 200: { description: "The updated listing.", content: { "application/json": { schema: ListingSchema } } } },
+  },
+);
+
+export const updateStatusHandler: RouteHandler<typeof updateStatusRoute, AppEnv> = async (c) => {
+  const db = database(c.env.DB);
+  const listing = await findListing(db, c.get("caller").agencyId, c.req.valid("param").listing_number);
+  const mark = idempotencyMark(c, db, { status: 200, resourceType: "listing", resourceId: listing.id });
+  const updated = await changeStatus(db, listing, c.req.valid("json").new_status, mark ? [mark] : []);
+  return c.json(ListingSchema.parse(presentListing(updated, c.env.SITE_URL)), 200);
+};
