@@ -94,3 +94,28 @@ export function expectError(r: { status: number; json: any; text: string; header
   expect(typeof r.json.error.message, r.text).toBe("string");
   expect(r.json.error.details, r.text).toBeTypeOf("object");
 }
+
+/** Creates a listing through the public API, optionally activated through the dashboard surface. */
+export async function makeListing(t: Tenant, opts: { activate?: boolean; listingNumber?: string } = {}) {
+  const r = await call("/api/v1/listings", {
+    key: t.key,
+    body: { address: `${unique("addr")} Harbour Street`, owner_user_id: t.owner.id, agent_one_id: t.agent.id, ...(opts.listingNumber ? { listing_number: opts.listingNumber } : {}) },
+  });
+  expect(r.status, r.text).toBe(201);
+  if (opts.activate) {
+    const a = await internal(`/internal/v1/agencies/${t.agencyId}/listings/${r.json.listing_number}/activate`, { method: "POST" });
+    expect(a.status, a.text).toBe(200);
+  }
+  return r.json as { listing_number: string; status: string; [k: string]: unknown };
+}
+
+export async function outbox(agencyId: string, type?: string) {
+  const { events } = await import("../src/db/schema");
+  const { and, eq } = await import("drizzle-orm");
+  return db()
+    .select()
+    .from(events)
+    .where(and(eq(events.agencyId, agencyId), type ? eq(events.eventType, type) : undefined))
+    .orderBy(events.createdAt)
+    .all();
+}
