@@ -1,0 +1,187 @@
+import { createExecutionContext, runInDurableObject, waitOnExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { eq } from "drizzle-orm";
+import { describe, expect, it } from "vitest";
+import worker from "../src/index";
+import { idempotencyMarks, listings } from "../src/db/schema";
+import { BASE, call, db, expectError, makeTenant, type Tenant } from "./harness";
+
+const body = (t: Tenant, extra: Record<string, unknown> = {}) => ({ address: "7 Replay Road", owner_user_id: t.owner.id, agent_one_id: t.agent.id, ...extra });
+const create = (t: Tenant, key: string, extra: Record<string, unknown> = {}) => call("/api/v1/listings", { key: t.key, body: body(t, extra), idempotencyKey: key });
+const countListings = async (t: Tenant) => (await db().select().from(listings).where(eq(listings.agencyId, t.agencyId)).all()).length;
+const lockOf = (t: Tenant, key: string) => env.IDEMPOTENCY.getByName(`${t.agencyId}:${key}`);
+
+describe("the header", () => {
+  it("is required on mutating requests: idempotency.missing", async () => {
+    const t = await makeTenant();
+    expectError(await call("/api/v1/listings", { key: t.key, body: body(t), idempotencyKey: null }), 400, "idempotency.missing");
+    expect(await countListings(t)).toBe(0);
+  });
+
+  it("longer than 128 characters or not printable ASCII is idempotency_key_invalid", async () => {
+    const t = await makeTenant();
+    const r = await create(t, "k".repeat(129));
+    expectError(r, 400, "idempotency_key_invalid");
+    expect(r.json.error.details).toMatchObject({ max_length: 128, received_length: 129 });
+    expectError(await create(t, "has space"), 400, "idempotency_key_invalid");
+    expect((await create(t, "k".repeat(128))).status).toBe(201);
+  });
+
+  it("is never read on GET", async () => {
+    const t = await makeTenant();
+    expect((await call("/api/v1/listings", { key: t.key, headers: { "X-Idempotency-Key": "x".repeat(500) } })).status).toBe(200);
+  });
+});
+
+describe("replay and conflict", () => {
+  it("a repeat returns the cached response with X-Idempotent-Replay, executing once", async () => {
+    const t = await makeTenant();
+    const first = await create(t, "key-1");
+    const again = await create(t, "key-1");
+    expect(first.status, first.text).toBe(201);
+    expect(again.status).toBe(201);
+    expect(again.headers.get("X-Idempotent-Replay")).toBe("true");
+    expect(first.headers.get("X-Idempotent-Replay")).toBeNull();
+    expect(again.json).toEqual(first.json);
+    expect(await countListings(t)).toBe(1);
+  });
+
+  it("the same key with another body is idempotency_key_conflict", async () => {
+    const t = await makeTenant();
+    await create(t, "key-2");
+    expectError(await create(t, "key-2", { address: "Somewhere else" }), 409, "idempotency_key_conflict");
+    expect(await countListings(t)).toBe(1);
+  });
+
+  it("errors below 500 are cached too", async () => {
+    const t = await makeTenant();
+    const first = await create(t, "key-3", { listing_number: "BAD" });
+    expectError(first, 422, "validation_string_pattern");
+    const again = await create(t, "key-3", { listing_number: "BAD" });
+    expect(again.headers.get("X-Idempotent-Replay")).toBe("true");
+    expect(again.json.error.code).toBe("validation_string_pattern");
+  });
+
+  it("keys of one agency never collide with another's", async () => {
+    const a = await makeTenant();
+    const b = await makeTenant();
+    expect((await create(a, "shared")).status).toBe(201);
+    const other = await create(b, "shared");
+    expect(other.status, other.text).toBe(201);
+    expect(other.headers.get("X-Idempotent-Replay")).toBeNull();
+  });
+
+  it("20 simultaneous identical POSTs cause exactly one listing", async () => {
+    const t = await makeTenant();
+    const results = await Promise.all(Array.from({ length: 20 }, () => create(t, "burst")));
+    expect(await countListings(t)).toBe(1);
+    for (const r of results) {
+      if (r.status === 409) expectError(r, 409, "idempotency_key_in_progress");
+      else expect(r.status, r.text).toBe(201);
+    }
+    const created = results.filter((r) => r.status === 201);
+    expect(new Set(created.map((r) => r.json.listing_number)).size).toBe(1);
+    expect(created.filter((r) => r.headers.get("X-Idempotent-Replay") !== "true")).toHaveLength(1);
+  });
+});
+
+describe("in progress, failures and expiry", () => {
+  it("while the first call runs: idempotency_key_in_progress with Retry-After: 5", async () => {
+    const t = await makeTenant();
+    const payload = JSON.stringify(body(t));
+    const { sha256Hex } = await import("../src/lib/ids");
+    await lockOf(t, "busy").begin(t.agencyId, "busy", await sha256Hex(`POST /api/v1/listings\n${payload}`));
+    const r = await call("/api/v1/listings", { key: t.key, rawBody: payload, headers: { "Content-Type": "application/json" }, idempotencyKey: "busy" });
+    expectError(r, 409, "idempotency_key_in_progress");
+    expect(r.headers.get("Retry-After")).toBe("5");
+    expect(await countListings(t)).toBe(0);
+  });
+
+  it("a 5xx is not cached: the same key may retry", async () => {
+    const t = await makeTenant();
+    const failing = { ...env, DB: { ...env.DB, prepare: env.DB.prepare.bind(env.DB), batch: () => Promise.reject(new Error("D1 is down")) } };
+    const ctx = createExecutionContext();
+    const req = new Request(`${BASE}/api/v1/listings`, { method: "POST", headers: { "X-API-Key": t.key, "Content-Type": "application/json", "X-Idempotency-Key": "retry-me" }, body: JSON.stringify(body(t)) });
+    const res = await worker.fetch(req, failing as unknown as Env, ctx);
+    await waitOnExecutionContext(ctx);
+    expect(res.status).toBe(500);
+    const retry = await create(t, "retry-me");
+    expect(retry.status, retry.text).toBe(201);
+    expect(retry.headers.get("X-Idempotent-Replay")).toBeNull();
+    expect(await countListings(t)).toBe(1);
+  });
+
+  it("a Worker that died after committing is answered from the commit, not run twice", async () => {
+    const t = await makeTenant();
+    const first = await create(t, "crash-after");
+    // The response never reached the cache and the lock's lease ran out.
+    await runInDurableObject(lockOf(t, "crash-after"), async (_, state) => {
+      const s = (await state.storage.get<any>("state"))!;
+      await state.storage.put("state", { ...s, response: undefined, lock: { token: "dead", leaseUntil: Date.now() - 1 } });
+    });
+    const retry = await create(t, "crash-after");
+    expect(retry.status, retry.text).toBe(201);
+    expect(retry.headers.get("X-Idempotent-Replay")).toBe("true");
+    expect(retry.json.listing_number).toBe(first.json.listing_number);
+    expect(await countListings(t)).toBe(1);
+  });
+
+  it("a lock object that lost its state still cannot run a committed request twice", async () => {
+    const t = await makeTenant();
+    const first = await create(t, "lost-state");
+    await runInDurableObject(lockOf(t, "lost-state"), async (_, state) => state.storage.deleteAll());
+    const retry = await create(t, "lost-state");
+    expect(retry.status, retry.text).toBe(201);
+    expect(retry.json.listing_number).toBe(first.json.listing_number);
+    expect(await countListings(t)).toBe(1);
+  });
+
+  it("a Worker that died before committing does not lock the key forever", async () => {
+    const t = await makeTenant();
+    const payload = JSON.stringify(body(t));
+    const { sha256Hex } = await import("../src/lib/ids");
+    await lockOf(t, "crash-before").begin(t.agencyId, "crash-before", await sha256Hex(`POST /api/v1/listings\n${payload}`), Date.now() - 61_000);
+    const r = await call("/api/v1/listings", { key: t.key, rawBody: payload, headers: { "Content-Type": "application/json" }, idempotencyKey: "crash-before" });
+    expect(r.status, r.text).toBe(201);
+    expect(await countListings(t)).toBe(1);
+  });
+
+  it("after 24 hours the key is forgotten and the request executes again", async () => {
+    const t = await makeTenant();
+    await create(t, "day-old");
+    const past = new Date(Date.now() - 1000).toISOString();
+    await db().update(idempotencyMarks).set({ expiresAt: past }).where(eq(idempotencyMarks.agencyId, t.agencyId));
+    await runInDurableObject(lockOf(t, "day-old"), async (_, state) => {
+      const s = (await state.storage.get<any>("state"))!;
+      await state.storage.put("state", { ...s, expiresAt: Date.now() - 1000 });
+    });
+    const again = await create(t, "day-old");
+    expect(again.status, again.text).toBe(201);
+    expect(again.headers.get("X-Idempotent-Replay")).toBeNull();
+    expect(await countListings(t)).toBe(2);
+  });
+
+  it("the alarm forgets the response and the commit mark", async () => {
+    const t = await makeTenant();
+    await create(t, "alarmed");
+    await runInDurableObject(lockOf(t, "alarmed"), async (instance, state) => {
+      const s = (await state.storage.get<any>("state"))!;
+      await state.storage.put("state", { ...s, expiresAt: Date.now() - 1 });
+      await instance.alarm();
+      expect(await state.storage.get("state")).toBeUndefined();
+    });
+    expect(await db().select().from(idempotencyMarks).where(eq(idempotencyMarks.agencyId, t.agencyId)).all()).toEqual([]);
+  });
+
+  it("an unreachable lock store is idempotency_unavailable and nothing runs", async () => {
+    const t = await makeTenant();
+    const ctx = createExecutionContext();
+    const down = { getByName: () => ({ begin: () => Promise.reject(new Error("reset")) }) };
+    const req = new Request(`${BASE}/api/v1/listings`, { method: "POST", headers: { "X-API-Key": t.key, "Content-Type": "application/json", "X-Idempotency-Key": "k" }, body: JSON.stringify(body(t)) });
+    const res = await worker.fetch(req, { ...env, IDEMPOTENCY: down } as unknown as Env, ctx);
+    await waitOnExecutionContext(ctx);
+    expect(res.status).toBe(503);
+    expect(((await res.json()) as any).error.code).toBe("idempotency_unavailable");
+    expect(await countListings(t)).toBe(0);
+  });
+});
