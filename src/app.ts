@@ -10,10 +10,12 @@ import { internalApi } from "./internal";
 import { adminApi } from "./routes/admin";
 import { listingsApi } from "./routes/listings";
 import { reservedApi } from "./routes/reserved";
+import { toursApi } from "./routes/tours";
 import { usersApi } from "./routes/users";
 
 export const publicApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
   .route("/", listingsApi)
+  .route("/", toursApi)
   .route("/", usersApi)
   .route("/", reservedApi)
   .route("/", adminApi);

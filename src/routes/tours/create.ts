@@ -1,0 +1,37 @@
+import { type RouteHandler } from "@hono/zod-openapi";
+import type { AppEnv } from "../../env";
+import { database } from "../../db/client";
+import { createTour } from "../../domain/tours";
+import { idempotencyMark } from "../../guards/idempotency";
+import { publicRoute } from "../../lib/route";
+import { WRITER_ROLES } from "../listings/schema";
+import { CreateTourBody, presentTour, TourSchema } from "./schema";
+
+const tourAnswer = (status: 200 | 201, description: string) => ({ [status]: { description, content: { "application/json": { schema: TourSchema } } } }) as const;
+
+export const createTourRoute = publicRoute(
+  { endpoint: "create_tour", scope: "tours:write", roles: WRITER_ROLES },
+  {
+    method: "post",
+    path: "/api/v1/tours",
+    operationId: "createTour",
+    tags: ["Tours"],
+    summary: "Create a tour",
+    description: "`address`, `city`, `state` and `zipcode` are required; the rest is optional. The tour starts `active`, with a server-minted `tour_number`.",
+    request: { body: { content: { "application/json": { schema: CreateTourBody } } } },
+    responses: tourAnswer(201, "The created tour."),
+  },
+);
+
+export const createTourHandler: RouteHandler<typeof createTourRoute, AppEnv> = async (c) => {
+  const b = c.req.valid("json");
+  const db = database(c.env.DB);
+  const tour = await createTour(
+    db,
+    c.get("caller").agencyId,
+    { address: b.address, city: b.city, state: b.state, zipcode: b.zipcode, mlsNumber: b.mls_number, price: b.price, bedrooms: b.bedrooms, bathrooms: b.bathrooms, sqft: b.sqft, description: b.description, images: b.images, virtualTourUrl: b.virtual_tour_url },
+    ({ id }) => [idempotencyMark(c, db, { status: 201, resourceType: "tour", resourceId: id })].filter((s) => s !== undefined),
+  );
+  return c.json(TourSchema.parse(presentTour(tour)), 201);
+};
+

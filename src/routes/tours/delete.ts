@@ -1,0 +1,29 @@
+import { type RouteHandler } from "@hono/zod-openapi";
+import type { AppEnv } from "../../env";
+import { database } from "../../db/client";
+import { deleteTour, findTour } from "../../domain/tours";
+import { idempotencyMark } from "../../guards/idempotency";
+import { publicRoute } from "../../lib/route";
+import { WRITER_ROLES } from "../listings/schema";
+import { tourNumberParam } from "./schema";
+
+export const deleteTourRoute = publicRoute(
+  { endpoint: "delete_tour", scope: "tours:write", roles: WRITER_ROLES, errors: ["tour_not_found"] },
+  {
+    method: "delete",
+    path: "/api/v1/tours/{tourNumber}",
+    operationId: "deleteTour",
+    tags: ["Tours"],
+    summary: "Delete a tour",
+    request: { params: tourNumberParam },
+    responses: { 204: { description: "Deleted; no body." } },
+  },
+);
+
+export const deleteTourHandler: RouteHandler<typeof deleteTourRoute, AppEnv> = async (c) => {
+  const db = database(c.env.DB);
+  const tour = await findTour(db, c.get("caller").agencyId, c.req.valid("param").tourNumber);
+  const mark = idempotencyMark(c, db, { status: 204, resourceType: "tour", resourceId: tour.id });
+  await deleteTour(db, tour, mark ? [mark] : []);
+  return c.body(null, 204);
+};

@@ -1,0 +1,25 @@
+import { type RouteHandler } from "@hono/zod-openapi";
+import type { AppEnv } from "../../env";
+import { database } from "../../db/client";
+import { findTour } from "../../domain/tours";
+import { publicRoute } from "../../lib/route";
+import { presentTour, tourNumberParam, TourSchema } from "./schema";
+
+const tourAnswer = (status: 200 | 201, description: string) => ({ [status]: { description, content: { "application/json": { schema: TourSchema } } } }) as const;
+
+export const getTourRoute = publicRoute(
+  { endpoint: "read_tour_single", scope: "tours:read", errors: ["tour_not_found"] },
+  {
+    method: "get",
+    path: "/api/v1/tours/{tourNumber}",
+    operationId: "getTour",
+    tags: ["Tours"],
+    summary: "Get a tour",
+    request: { params: tourNumberParam },
+    responses: tourAnswer(200, "The tour."),
+  },
+);
+
+export const getTour: RouteHandler<typeof getTourRoute, AppEnv> = async (c) =>
+  c.json(TourSchema.parse(presentTour(await findTour(database(c.env.DB), c.get("caller").agencyId, c.req.valid("param").tourNumber))), 200);
+

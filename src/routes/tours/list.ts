@@ -1,0 +1,43 @@
+import { z, type RouteHandler } from "@hono/zod-openapi";
+import type { AppEnv } from "../../env";
+import { database } from "../../db/client";
+import { pageTours, TOUR_STATUSES } from "../../domain/tours";
+import { publicRoute } from "../../lib/route";
+import { presentSummary, TourSummarySchema } from "./schema";
+
+export const TourPageSchema = z
+  .object({
+    tours: z.array(TourSummarySchema),
+    total: z.number().int().openapi({ description: "Tours matching the filters.", example: 42 }),
+    page: z.number().int().openapi({ example: 1 }),
+    pages: z.number().int().openapi({ description: "Number of pages at this limit (0 when nothing matches).", example: 3 }),
+  })
+  .openapi("TourPage");
+
+export const listToursRoute = publicRoute(
+  { endpoint: "read_tours_list", scope: "tours:read" },
+  {
+    method: "get",
+    path: "/api/v1/tours",
+    operationId: "listTours",
+    tags: ["Tours"],
+    summary: "List your agency's tours",
+    description: "A numbered page of tours, newest first. `search` matches part of the address, case-insensitively.",
+    request: {
+      query: z.strictObject({
+        page: z.coerce.number().int().min(1).max(10_000).default(1).openapi({ example: 1 }),
+        limit: z.coerce.number().int().min(1).max(100).default(20).openapi({ description: "Page size, 1 to 100 (default 20).", example: 20 }),
+        status: z.enum(TOUR_STATUSES).optional(),
+        search: z.string().min(1).max(200).optional().openapi({ description: "Part of the address.", example: "harbour" }),
+      }),
+    },
+    responses: { 200: { description: "A page of tours.", content: { "application/json": { schema: TourPageSchema } } } },
+  },
+);
+
+export const listTours: RouteHandler<typeof listToursRoute, AppEnv> = async (c) => {
+  const q = c.req.valid("query");
+  const { rows, total } = await pageTours(database(c.env.DB), c.get("caller").agencyId, q);
+  return c.json(TourPageSchema.parse({ tours: rows.map(presentSummary), total, page: q.page, pages: Math.ceil(total / q.limit) }), 200);
+};
+

@@ -1,0 +1,37 @@
+import { type RouteHandler } from "@hono/zod-openapi";
+import type { AppEnv } from "../../env";
+import { database } from "../../db/client";
+import { findTour, updateTour } from "../../domain/tours";
+import { idempotencyMark } from "../../guards/idempotency";
+import { ApiError } from "../../lib/errors";
+import { publicRoute } from "../../lib/route";
+import { WRITER_ROLES } from "../listings/schema";
+import { presentTour, tourNumberParam, TourSchema, UpdateTourBody } from "./schema";
+
+const tourAnswer = (status: 200 | 201, description: string) => ({ [status]: { description, content: { "application/json": { schema: TourSchema } } } }) as const;
+
+export const updateTourRoute = publicRoute(
+  { endpoint: "update_tour", scope: "tours:write", roles: WRITER_ROLES, errors: ["tour_not_found"] },
+  {
+    method: "put",
+    path: "/api/v1/tours/{tourNumber}",
+    operationId: "updateTour",
+    tags: ["Tours"],
+    summary: "Update a tour's status, price or description",
+    description: "Send any of `status`, `price`, `description` (at least one); fields left out keep their value, null clears price or description.",
+    request: { params: tourNumberParam, body: { content: { "application/json": { schema: UpdateTourBody } } } },
+    responses: tourAnswer(200, "The updated tour."),
+  },
+);
+
+export const updateTourHandler: RouteHandler<typeof updateTourRoute, AppEnv> = async (c) => {
+  const b = c.req.valid("json");
+  if (b.status === undefined && b.price === undefined && b.description === undefined) {
+    throw new ApiError("validation_missing_required", { message: "Send at least one of status, price, description.", details: { errors: [{ field: "status", code: "validation_missing_required", message: "Send at least one of status, price, description." }] } });
+  }
+  const db = database(c.env.DB);
+  const tour = await findTour(db, c.get("caller").agencyId, c.req.valid("param").tourNumber);
+  const mark = idempotencyMark(c, db, { status: 200, resourceType: "tour", resourceId: tour.id });
+  return c.json(TourSchema.parse(presentTour(await updateTour(db, tour, b, mark ? [mark] : []))), 200);
+};
+
