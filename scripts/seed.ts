@@ -66,7 +66,7 @@ async function findDemo(api: Api): Promise<{ agencyId: string; ownerId: string }
  * Seeds an empty sandbox, then mints a fresh development key for the demo agency and
  * revokes the previous one, so each start prints a key that works.
  */
-export async function seedDemo(api: Api, _origin: string): Promise<{ key: string; agencyName: string; seeded: boolean }> {
+export async function seedDemo(api: Api, origin: string): Promise<{ key: string; agencyName: string; seeded: boolean }> {
   const empty = ((await api("GET", "/internal/v1/agencies?limit=1")).data as unknown[]).length === 0;
   const demo = empty ? await seed(api) : await findDemo(api);
   if (!demo) throw new Error(`The local database has data but no "${DEMO_AGENCY}" agency with an active owner; delete .wrangler/state to start over.`);
@@ -75,5 +75,24 @@ export async function seedDemo(api: Api, _origin: string): Promise<{ key: string
     if (k.name === DEV_KEY_NAME && k.state !== "revoked") await api("POST", `/internal/v1/api-keys/${k.id}/revoke`);
   }
   const minted = await api("POST", "/internal/v1/api-keys", { agency_id: demo.agencyId, minted_by_user_id: demo.ownerId, name: DEV_KEY_NAME });
-  return { key: minted.secret as string, agencyName: DEMO_AGENCY, seeded: empty };
+  const key = minted.secret as string;
+  if (empty) await seedListing(api, origin, key, demo);
+  return { key, agencyName: DEMO_AGENCY, seeded: empty };
+}
+
+/** An activated listing with a shoot booked in three days, created the way an integrator would. */
+async function seedListing(api: Api, origin: string, key: string, demo: { agencyId: string; ownerId: string }) {
+  const users = await api("GET", `/internal/v1/users?agency_id=${demo.agencyId}&limit=200`);
+  const agent = (users.data as { id: string; role: string }[]).find((u) => u.role === "agent");
+  const res = await fetch(`${origin}/api/v1/listings`, {
+    method: "POST",
+    headers: { "X-API-Key": key, "Content-Type": "application/json", "X-Idempotency-Key": crypto.randomUUID() },
+    body: JSON.stringify({ address: "12 Harbour Street, Portside", owner_user_id: demo.ownerId, agent_one_id: agent?.id ?? demo.ownerId, listing_number: "demo001" }),
+  });
+  if (res.status !== 201) throw new Error(`Creating the demo listing answered ${res.status}: ${await res.text()}`);
+  const base = `/internal/v1/agencies/${demo.agencyId}/listings/demo001`;
+  await api("POST", `${base}/activate`);
+  const start = new Date(Date.now() + 3 * 24 * 3600_000);
+  start.setUTCHours(15, 0, 0, 0);
+  await api("POST", `${base}/appointments`, { starts_at: start.toISOString(), ends_at: new Date(start.getTime() + 2 * 3600_000).toISOString(), source: "order_form" });
 }
