@@ -9,12 +9,14 @@ import { publicDocument } from "./openapi";
 import { internalApi } from "./internal";
 import { adminApi } from "./routes/admin";
 import { listingsApi } from "./routes/listings";
+import { mediaApi } from "./routes/media";
 import { reservedApi } from "./routes/reserved";
 import { toursApi } from "./routes/tours";
 import { usersApi } from "./routes/users";
 
 export const publicApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
   .route("/", listingsApi)
+  .route("/", mediaApi)
   .route("/", toursApi)
   .route("/", usersApi)
   .route("/", reservedApi)

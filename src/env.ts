@@ -6,6 +6,15 @@ import type { RateDecision } from "./durable/key-gate";
 interface OptionalSecrets {
   /** Enables the internal (dashboard) surface; without it every /internal/ path is an unknown path. */
   OPERATOR_TOKEN?: string;
+  /**
+   * R2's S3-compatible credentials. With all four set, upload URLs are pre-signed for R2
+   * directly; without them, uploads go through the Worker's own signed upload path.
+   */
+  R2_ACCOUNT_ID?: string;
+  R2_ACCESS_KEY_ID?: string;
+  R2_SECRET_ACCESS_KEY?: string;
+  /** The name of the bucket bound as UPLOADS in this environment. */
+  R2_BUCKET_NAME?: string;
 }
 declare global {
   interface Env extends OptionalSecrets {}

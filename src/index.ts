@@ -1,4 +1,5 @@
 import { app } from "./app";
+import { runQueue } from "./queue";
 import { runScheduled } from "./scheduled";
 
 export { KeyGate } from "./durable/key-gate";
@@ -8,5 +9,8 @@ export default {
   fetch: app.fetch,
   async scheduled(controller: ScheduledController, env: Env, ctx: ExecutionContext) {
     ctx.waitUntil(runScheduled(controller, env));
+  },
+  async queue(batch: MessageBatch, env: Env, ctx: ExecutionContext) {
+    await runQueue(batch, env, ctx);
   },
 } satisfies ExportedHandler<Env>;

@@ -231,3 +231,87 @@ export const idempotencyMarks = sqliteTable(
   (t) => [primaryKey({ columns: [t.agencyId, t.idemKey] }), index("idempotency_marks_expiry").on(t.expiresAt)],
 );
 export type IdempotencyMark = typeof idempotencyMarks.$inferSelect;
+
+/**
+ * A file announced through POST /media/upload. It stays `pending` until its bytes land
+ * in R2 (then `completed`), or its upload URL lapses unused (`expired`).
+ */
+export const mediaUploads = sqliteTable(
+  "media_uploads",
+  {
+    id: text("id").primaryKey(),
+    agencyId: text("agency_id").notNull().references(() => agencies.id),
+    listingId: text("listing_id").references(() => listings.id),
+    assetType: text("asset_type").notNull(),
+    contentType: text("content_type").notNull(),
+    sizeBytes: integer("size_bytes").notNull(),
+    filename: text("filename"),
+    objectKey: text("object_key").notNull(),
+    status: text("status", { enum: ["pending", "completed", "expired"] }).notNull().default("pending"),
+    createdByUserId: text("created_by_user_id").notNull(),
+    expiresAt: text("expires_at").notNull(),
+    completedAt: text("completed_at"),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [uniqueIndex("media_uploads_object_key").on(t.objectKey), index("media_uploads_listing").on(t.listingId, t.status, t.createdAt)],
+);
+
+/** An agent's own cloud storage (any S3-compatible bucket), where listing media is delivered. */
+export const deliveryDestinations = sqliteTable("delivery_destinations", {
+  userId: text("user_id").primaryKey().references(() => users.id),
+  agencyId: text("agency_id").notNull().references(() => agencies.id),
+  provider: text("provider", { enum: ["s3"] }).notNull().default("s3"),
+  endpointUrl: text("endpoint_url").notNull(),
+  bucket: text("bucket").notNull(),
+  region: text("region").notNull(),
+  addressingStyle: text("addressing_style", { enum: ["path", "virtual"] }).notNull().default("path"),
+  accessKeyId: text("access_key_id").notNull(),
+  /** Sealed with the `storage-credentials` key; never stored or answered in plaintext. */
+  secretAccessKeySealed: text("secret_access_key_sealed").notNull(),
+  pathPrefix: text("path_prefix").notNull().default(""),
+  createdAt: createdAt(),
+  updatedAt: updatedAt(),
+});
+
+/** One copy of a listing's uploaded files to an agent's destination. */
+export const mediaDeliveries = sqliteTable(
+  "media_deliveries",
+  {
+    id: text("id").primaryKey(),
+    agencyId: text("agency_id").notNull().references(() => agencies.id),
+    listingId: text("listing_id").notNull().references(() => listings.id),
+    destinationUserId: text("destination_user_id").notNull(),
+    trigger: text("trigger", { enum: ["upload", "manual"] }).notNull(),
+    status: text("status", { enum: ["queued", "delivering", "completed", "failed"] }).notNull().default("queued"),
+    attempts: integer("attempts").notNull().default(0),
+    filesTotal: integer("files_total").notNull().default(0),
+    filesDelivered: integer("files_delivered").notNull().default(0),
+    filesFailed: integer("files_failed").notNull().default(0),
+    error: text("error"),
+    finishedAt: text("finished_at"),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [index("media_deliveries_listing").on(t.listingId, t.createdAt)],
+);
+
+/** The files a delivery carries, each with its own outcome, so a retry resends only what failed. */
+export const mediaDeliveryFiles = sqliteTable(
+  "media_delivery_files",
+  {
+    deliveryId: text("delivery_id").notNull().references(() => mediaDeliveries.id),
+    uploadId: text("upload_id").notNull().references(() => mediaUploads.id),
+    status: text("status", { enum: ["pending", "delivered", "failed"] }).notNull().default("pending"),
+    /** A failure no retry can fix (the source object is gone, the bucket refused the request). */
+    permanent: integer("permanent", { mode: "boolean" }).notNull().default(false),
+    error: text("error"),
+    updatedAt: updatedAt(),
+  },
+  (t) => [primaryKey({ columns: [t.deliveryId, t.uploadId] }), index("media_delivery_files_upload").on(t.uploadId, t.status)],
+);
+
+export type MediaUpload = typeof mediaUploads.$inferSelect;
+export type DeliveryDestination = typeof deliveryDestinations.$inferSelect;
+export type MediaDelivery = typeof mediaDeliveries.$inferSelect;
+export type MediaDeliveryFile = typeof mediaDeliveryFiles.$inferSelect;

@@ -42,6 +42,13 @@ export const ERRORS = {
   unsupported_mime_type: [422, "The content_type is not accepted for this asset_type."],
   file_too_large: [422, "size_bytes is above the cap for this asset_type."],
   queue_unavailable: [503, "The background delivery queue is unavailable; retry later."],
+  upload_url_invalid: [403, "The upload URL is not valid; request a new one with POST /api/v1/media/upload."],
+  upload_url_expired: [403, "The upload URL has expired; request a new one with POST /api/v1/media/upload."],
+  upload_size_mismatch: [400, "The uploaded body does not have the size_bytes declared for this upload."],
+  upload_already_completed: [409, "This upload already received its file."],
+  delivery_destination_not_found: [404, "No delivery destination is configured for this agent or listing."],
+  invalid_delivery_destination: [422, "The delivery destination is not usable."],
+  nothing_to_deliver: [409, "The listing has no completed uploads to deliver."],
   calendar_not_connected: [403, "No external calendar is connected in the manager chain."],
   user_not_found: [404, "No such user."],
   // Tours and resources of the internal surface

@@ -1,0 +1,68 @@
+import { AwsV4Signer } from "aws4fetch";
+import { encodeKey } from "./presign";
+
+/** An S3-compatible bucket (AWS S3, R2, Backblaze B2, Wasabi, MinIO) with its credentials in the clear. */
+export interface S3Destination {
+  endpointUrl: string;
+  bucket: string;
+  region: string;
+  addressingStyle: "path" | "virtual";
+  accessKeyId: string;
+  secretAccessKey: string;
+}
+
+export type PutOutcome = { ok: true } | { ok: false; permanent: boolean; error: string };
+
+/** The object's URL: `endpoint/bucket/key` (path style) or `bucket.endpoint/key` (virtual-hosted style). */
+export function objectUrl(dest: Pick<S3Destination, "endpointUrl" | "bucket" | "addressingStyle">, key: string): string {
+  const endpoint = new URL(dest.endpointUrl);
+  const base = endpoint.pathname.replace(/\/+$/, "");
+  if (dest.addressingStyle === "virtual") {
+    return `${endpoint.protocol}//${dest.bucket}.${endpoint.host}${base}/${encodeKey(key)}`;
+  }
+  return `${endpoint.protocol}//${endpoint.host}${base}/${encodeURIComponent(dest.bucket)}/${encodeKey(key)}`;
+}
+
+/** Why a refused PUT failed, in S3's own words when the body says (`<Code>AccessDenied</Code>`). */
+async function describe(res: Response): Promise<string> {
+  const text = await res.text().catch(() => "");
+  const code = /<Code>([^<]+)<\/Code>/.exec(text)?.[1];
+  return `HTTP ${res.status}${code ? ` ${code}` : ""}`;
+}
+
+/**
+ * One SigV4-signed PUT of a whole object. The payload is streamed unsigned (S3's
+ * `UNSIGNED-PAYLOAD`) with a fixed length, since S3 refuses chunked uploads without one.
+ * Throttling, timeouts, server errors and network failures are worth retrying; any other
+ * refusal (credentials, bucket, policy) is not.
+ */
+export async function putObject(dest: S3Destination, key: string, body: ReadableStream | ArrayBuffer | string, meta: { contentType: string; size: number }): Promise<PutOutcome> {
+  const signer = new AwsV4Signer({
+    method: "PUT",
+    url: objectUrl(dest, key),
+    headers: { "Content-Type": meta.contentType, "X-Amz-Content-Sha256": "UNSIGNED-PAYLOAD" },
+    accessKeyId: dest.accessKeyId,
+    secretAccessKey: dest.secretAccessKey,
+    service: "s3",
+    region: dest.region,
+  });
+  const signed = await signer.sign();
+  let payload: ReadableStream | ArrayBuffer | string = body;
+  if (body instanceof ReadableStream) {
+    const sized = new FixedLengthStream(meta.size);
+    body.pipeTo(sized.writable).catch(() => {});
+    payload = sized.readable;
+  }
+  let res: Response;
+  try {
+    res = await fetch(new Request(signed.url.toString(), { method: "PUT", headers: signed.headers, body: payload }));
+  } catch (err) {
+    return { ok: false, permanent: false, error: `network: ${err instanceof Error ? err.message : String(err)}` };
+  }
+  if (res.ok) {
+    await res.body?.cancel();
+    return { ok: true };
+  }
+  const transient = res.status === 408 || res.status === 429 || res.status >= 500;
+  return { ok: false, permanent: !transient, error: await describe(res) };
+}

@@ -1,0 +1,32 @@
+import { ApiError } from "../lib/errors";
+
+/** Messages of the media queue that this service sends itself. */
+export type MediaJob =
+  /** Sent with each new upload, due shortly after its URL lapses: settles an upload nobody reported. */
+  | { kind: "upload.settle"; upload_id: string }
+  | { kind: "delivery"; delivery_id: string };
+
+/** What R2 sends to the same queue for an object-create event notification. */
+export interface R2EventNotification {
+  account: string;
+  bucket: string;
+  action: string;
+  object: { key: string; size?: number; eTag?: string };
+  eventTime?: string;
+}
+
+export const QUEUE_RETRY_AFTER_SECONDS = 30;
+
+/**
+ * Sends a job, turning a refusal into 503 `queue_unavailable`. Callers send before they
+ * write: a job whose record never got written finds nothing and is dropped, while a
+ * record without its job would wait forever.
+ */
+export async function sendJob(queue: Queue, job: MediaJob, delaySeconds?: number): Promise<void> {
+  try {
+    await queue.send(job, delaySeconds ? { delaySeconds } : undefined);
+  } catch (err) {
+    console.error(JSON.stringify({ level: "error", job: job.kind, error: String(err) }));
+    throw new ApiError("queue_unavailable", { headers: { "Retry-After": String(QUEUE_RETRY_AFTER_SECONDS) }, details: { retry_after_seconds: QUEUE_RETRY_AFTER_SECONDS } });
+  }
+}

@@ -1,0 +1,89 @@
+import { and, eq, gt, ne } from "drizzle-orm";
+import type { BatchItem } from "drizzle-orm/batch";
+import type { Db } from "../db/client";
+import { listings, mediaUploads, type Listing, type MediaUpload } from "../db/schema";
+import { newId, nowIso } from "../lib/ids";
+import { prepareDelivery } from "./deliveries";
+import { sendJob } from "./jobs";
+import { fileNameOf, type AssetType } from "./policy";
+import { UPLOAD_URL_TTL_SECONDS } from "./presign";
+
+/** How long after its URL lapses an upload nobody reported is settled. */
+export const SETTLE_GRACE_SECONDS = 120;
+
+export interface NewUpload {
+  agencyId: string;
+  listing: Listing | null;
+  assetType: AssetType;
+  contentType: string;
+  sizeBytes: number;
+  filename: string | null;
+  userId: string;
+}
+
+/**
+ * Records an upload and schedules its settle job. The job is sent first: when the queue
+ * refuses it, nothing was written (503 `queue_unavailable`); when the write fails after
+ * the send, the job finds no upload and is dropped.
+ */
+export async function createUpload(db: Db, env: Env, input: NewUpload, alsoWrite: (id: string) => BatchItem<"sqlite">[] = (_) => [], now = new Date()): Promise<MediaUpload> {
+  const id = newId("upl");
+  const fileName = fileNameOf({ id, filename: input.filename, contentType: input.contentType });
+  const row = {
+    id,
+    agencyId: input.agencyId,
+    listingId: input.listing?.id ?? null,
+    assetType: input.assetType,
+    contentType: input.contentType,
+    sizeBytes: input.sizeBytes,
+    filename: input.filename,
+    objectKey: `${input.agencyId}/${input.listing?.listingNumber ?? "unassigned"}/${id}/${fileName}`,
+    createdByUserId: input.userId,
+    expiresAt: nowIso(now.getTime() + UPLOAD_URL_TTL_SECONDS * 1000),
+  };
+  await sendJob(env.MEDIA_QUEUE, { kind: "upload.settle", upload_id: id }, UPLOAD_URL_TTL_SECONDS + SETTLE_GRACE_SECONDS);
+  const [[created]] = await db.batch([db.insert(mediaUploads).values(row).returning(), ...alsoWrite(id)]);
+  return created!;
+}
+
+export async function findUpload(db: Db, id: string) {
+  return db.select().from(mediaUploads).where(eq(mediaUploads.id, id)).get();
+}
+
+export async function listingOf(db: Db, upload: Pick<MediaUpload, "listingId">) {
+  return upload.listingId ? db.select().from(listings).where(eq(listings.id, upload.listingId)).get() : undefined;
+}
+
+/** True while another upload of the listing can still arrive: its delivery waits for it. */
+async function othersPending(db: Db, listingId: string, exceptId: string, now: Date) {
+  const row = await db
+    .select({ id: mediaUploads.id })
+    .from(mediaUploads)
+    .where(and(eq(mediaUploads.listingId, listingId), eq(mediaUploads.status, "pending"), ne(mediaUploads.id, exceptId), gt(mediaUploads.expiresAt, nowIso(now.getTime()))))
+    .get();
+  return !!row;
+}
+
+/**
+ * Settles an upload as completed or expired. When it was the last upload of its listing
+ * still under way, the listing's new files are delivered: the delivery job is sent before
+ * anything is written, so a refused send (503) leaves the upload as it was.
+ */
+export async function settleUpload(db: Db, env: Env, upload: MediaUpload, outcome: "completed" | "expired", now = new Date()): Promise<{ settled: boolean; deliveryId: string | null }> {
+  const listing = await listingOf(db, upload);
+  const delivery = listing && !(await othersPending(db, listing.id, upload.id, now)) ? await prepareDelivery(env, db, listing, "upload", "undelivered") : undefined;
+  const stamp = nowIso(now.getTime());
+  const [result] = await db.batch([
+    db
+      .update(mediaUploads)
+      .set({ status: outcome, completedAt: outcome === "completed" ? stamp : null, updatedAt: stamp })
+      .where(and(eq(mediaUploads.id, upload.id), eq(mediaUploads.status, "pending"))),
+    ...(delivery?.statements ?? []),
+  ]);
+  const settled = (result as { meta?: { changes?: number } }).meta?.changes === 1;
+  return { settled, deliveryId: delivery?.deliveryId ?? null };
+}
+
+export const uploadsOf = (db: Db, listingId: string) => db.select().from(mediaUploads).where(eq(mediaUploads.listingId, listingId)).orderBy(mediaUploads.createdAt).all();
+
+export const findUploadByKey = (db: Db, objectKey: string) => db.select().from(mediaUploads).where(eq(mediaUploads.objectKey, objectKey)).get();

@@ -1,0 +1,19 @@
+import { consumeMedia } from "./media/consumer";
+
+/**
+ * Queue names carry the environment as a suffix (`alms-media-live`); consumers are
+ * chosen by the name without it, so one switch serves every environment.
+ */
+export const queueBase = (name: string) => name.replace(/-(local|sandbox|live)$/, "");
+
+/** Queue entry point: each queue's batches go to that queue's consumer. */
+export async function runQueue(batch: MessageBatch, env: Env, ctx: ExecutionContext): Promise<void> {
+  switch (queueBase(batch.queue)) {
+    case "alms-media":
+      return consumeMedia(batch, env, ctx);
+    default:
+      // A queue bound without a consumer here is a configuration error: keep its messages.
+      console.error(JSON.stringify({ level: "error", job: "queue", error: "no consumer for queue", queue: batch.queue }));
+      batch.retryAll({ delaySeconds: 300 });
+  }
+}

@@ -1,0 +1,66 @@
+import type { Context } from "hono";
+import type { AppEnv } from "../../env";
+import { database } from "../../db/client";
+import { ApiError } from "../../lib/errors";
+import { checkLocalUploadUrl } from "../../media/local-signing";
+import { normalizeContentType } from "../../media/policy";
+import { findUpload, settleUpload } from "../../media/uploads";
+
+/**
+ * PUT /uploads/{upload_id}?expires=…&sig=…: the upload URL where R2 is not signed for
+ * directly. The signed URL is the only credential. The body is streamed into R2 through
+ * a fixed-length stream, so a body of any other size fails before an object exists.
+ */
+export async function localUpload(c: Context<AppEnv>) {
+  const db = database(c.env.DB);
+  const upload = await findUpload(db, c.req.param("upload_id") ?? "");
+  if (!upload) throw new ApiError("upload_url_invalid");
+  const check = await checkLocalUploadUrl(c.env.SECRET_KEY, upload, c.req.query("expires"), c.req.query("sig"));
+  if (check === "invalid") throw new ApiError("upload_url_invalid");
+  if (check === "expired" || upload.status === "expired") throw new ApiError("upload_url_expired");
+  if (upload.status === "completed") throw new ApiError("upload_already_completed", { details: { upload_id: upload.id } });
+
+  const received = c.req.header("content-type");
+  if (!received || normalizeContentType(received) !== upload.contentType) {
+    throw new ApiError("request_content_type_mismatch", {
+      message: `This upload accepts Content-Type ${upload.contentType} only.`,
+      details: { received: received ?? null, accepted: [upload.contentType] },
+    });
+  }
+  const declared = c.req.header("content-length");
+  const body = c.req.raw.body;
+  if ((declared !== undefined && Number(declared) !== upload.sizeBytes) || !body) throw sizeMismatch(upload.sizeBytes, declared);
+
+  const sized = new FixedLengthStream(upload.sizeBytes);
+  const piped = body.pipeTo(sized.writable).then(
+    () => true,
+    () => false,
+  );
+  let stored: R2Object | null = null;
+  try {
+    stored = await c.env.UPLOADS.put(upload.objectKey, sized.readable, { httpMetadata: { contentType: upload.contentType }, customMetadata: { upload_id: upload.id } });
+  } catch {
+    stored = null;
+  }
+  if (!(await piped) || !stored || stored.size !== upload.sizeBytes) {
+    if (stored) await c.env.UPLOADS.delete(upload.objectKey);
+    throw sizeMismatch(upload.sizeBytes, declared);
+  }
+
+  let settled: Awaited<ReturnType<typeof settleUpload>>;
+  try {
+    settled = await settleUpload(db, c.env, upload, "completed");
+  } catch (err) {
+    // The delivery could not be queued: take the bytes back so that retrying this PUT starts clean.
+    await c.env.UPLOADS.delete(upload.objectKey);
+    throw err;
+  }
+  return c.json({ upload_id: upload.id, status: "completed", size_bytes: stored.size, content_type: upload.contentType, delivery_id: settled.deliveryId }, 200, { ETag: stored.httpEtag });
+}
+
+function sizeMismatch(expected: number, declared: string | undefined) {
+  return new ApiError("upload_size_mismatch", {
+    message: `This upload accepts exactly ${expected} bytes.`,
+    details: { expected_bytes: expected, declared_content_length: declared === undefined ? null : Number(declared) },
+  });
+}

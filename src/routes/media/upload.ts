@@ -1,0 +1,73 @@
+import type { RouteHandler } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import type { AppEnv } from "../../env";
+import { database } from "../../db/client";
+import type { MediaUpload } from "../../db/schema";
+import { findListing } from "../../domain/listings";
+import { idempotencyMark } from "../../guards/idempotency";
+import { publicRoute } from "../../lib/route";
+import { checkUpload } from "../../media/policy";
+import { uploadTarget } from "../../media/presign";
+import { createUpload } from "../../media/uploads";
+import { UPLOADER_ROLES, UploadRequestSchema, UploadTargetSchema, type UploadTargetBody } from "./schema";
+
+export const uploadMediaRoute = publicRoute(
+  {
+    endpoint: "upload_media",
+    scope: "media:write",
+    roles: UPLOADER_ROLES,
+    session: true,
+    errors: ["unsupported_mime_type", "file_too_large", "listing_not_found", "queue_unavailable"],
+  },
+  {
+    method: "post",
+    path: "/api/v1/media/upload",
+    operationId: "uploadMedia",
+    tags: ["Media"],
+    summary: "Request a pre-signed upload destination",
+    description: [
+      "Announces one file and answers where to send its bytes: PUT the file to `url` with exactly the `headers` given, before `expires_at` (15 minutes). No API key goes with the PUT; the URL's signature authorizes exactly this file.",
+      "",
+      "Authentication: `X-API-Key`, or the dashboard session cookie. When both are sent, the cookie wins; when neither is, 401 `auth_required`. A viewer is refused (403 `role_forbidden`).",
+      "",
+      "With `listing_number`, the file belongs to that listing. When the last of a listing's pending uploads completes, its new files are copied to the cloud storage of the listing's agent (the first agent, else the second, when one of them has storage configured in the dashboard), reported by `media.delivery.completed` (also when some files failed; see `summary`) or `media.delivery.failed` (nothing arrived after all retries).",
+      "",
+      "503 `queue_unavailable` (with `Retry-After`) means nothing was recorded; retry with the same idempotency key.",
+    ].join("\n"),
+    request: { body: { content: { "application/json": { schema: UploadRequestSchema } } } },
+    responses: { 201: { description: "The upload destination.", content: { "application/json": { schema: UploadTargetSchema } } } },
+  },
+);
+
+export async function presentUpload(c: Context<AppEnv>, upload: MediaUpload, listingNumber: string | null): Promise<UploadTargetBody> {
+  const target = await uploadTarget(c.env, new URL(c.req.url).origin, upload, new Date(upload.expiresAt));
+  return UploadTargetSchema.parse({
+    upload_id: upload.id,
+    status: upload.status,
+    method: target.method,
+    url: target.url,
+    headers: target.headers,
+    expires_at: target.expiresAt.toISOString(),
+    expires_in: Math.max(0, Math.round((target.expiresAt.getTime() - Date.now()) / 1000)),
+    asset_type: upload.assetType,
+    content_type: upload.contentType,
+    size_bytes: upload.sizeBytes,
+    listing_number: listingNumber,
+    filename: upload.filename,
+  });
+}
+
+export const uploadMediaHandler: RouteHandler<typeof uploadMediaRoute, AppEnv> = async (c) => {
+  const b = c.req.valid("json");
+  const caller = c.get("caller");
+  const contentType = checkUpload(b.asset_type, b.content_type, b.size_bytes);
+  const db = database(c.env.DB);
+  const listing = b.listing_number ? await findListing(db, caller.agencyId, b.listing_number) : null;
+  const upload = await createUpload(
+    db,
+    c.env,
+    { agencyId: caller.agencyId, listing, assetType: b.asset_type, contentType, sizeBytes: b.size_bytes, filename: b.filename ?? null, userId: caller.userId },
+    (id) => [idempotencyMark(c, db, { status: 201, resourceType: "media_upload", resourceId: id })].filter((s) => s !== undefined),
+  );
+  return c.json(await presentUpload(c, upload, listing?.listingNumber ?? null), 201);
+};
