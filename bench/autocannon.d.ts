@@ -1,0 +1,27 @@
+declare module "autocannon" {
+  interface Histogram {
+    average: number;
+    p50: number;
+    p99: number;
+    mean: number;
+  }
+  interface Result {
+    requests: Histogram & { total: number };
+    latency: Histogram;
+    errors: number;
+    timeouts: number;
+    non2xx: number;
+    "2xx": number;
+  }
+  interface Options {
+    url: string;
+    connections?: number;
+    duration?: number;
+    method?: string;
+    headers?: Record<string, string>;
+    body?: string;
+    requests?: { method?: string; path?: string; headers?: Record<string, string>; body?: string; setupRequest?: (req: any) => any }[];
+  }
+  function autocannon(opts: Options): Promise<Result>;
+  export default autocannon;
+}
