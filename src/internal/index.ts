@@ -5,6 +5,7 @@ import { validationHook } from "../lib/validation";
 import { agenciesInternal } from "./agencies";
 import { apiKeysInternal } from "./api-keys";
 import { listingsInternal } from "./listings";
+import { mediaInternal } from "./media";
 import { operatorAuth } from "./route";
 import { sessionsInternal } from "./sessions";
 import { usersInternal } from "./users";
@@ -15,7 +16,8 @@ export const internalApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook
   .route("/", usersInternal)
   .route("/", apiKeysInternal)
   .route("/", sessionsInternal)
-  .route("/", listingsInternal);
+  .route("/", listingsInternal)
+  .route("/", mediaInternal);
 
 internalApi.openAPIRegistry.registerComponent("securitySchemes", "OperatorToken", { type: "http", scheme: "bearer", description: "The operator token (Worker secret OPERATOR_TOKEN)." });
 registerPath("get", "/internal/v1/openapi.json");

@@ -1,16 +1,15 @@
 import { and, eq, inArray } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import { database, type Db } from "../db/client";
-import { deliveryDestinations, listings, mediaDeliveries, mediaDeliveryFiles, mediaUploads, type MediaDelivery } from "../db/schema";
+import { listings, mediaDeliveries, mediaDeliveryFiles, mediaUploads, type MediaDelivery } from "../db/schema";
 import { outboxInsertIfChanged } from "../events/outbox";
-import { decrypt } from "../lib/crypto";
 import { nowIso } from "../lib/ids";
-import { putObject, type PutOutcome, type S3Destination } from "./delivery";
+import { putObject, type PutOutcome } from "./delivery";
+import { openDestination } from "./destinations";
 import type { MediaJob, R2EventNotification } from "./jobs";
 import { fileNameOf } from "./policy";
 import { findUpload, findUploadByKey, settleUpload } from "./uploads";
 
-export const STORAGE_CREDENTIALS = "storage-credentials";
 /** Attempts of a delivery before its outcome is final: 30 s, 1, 2 and 4 min apart. */
 export const MAX_DELIVERY_ATTEMPTS = 5;
 export const retryDelaySeconds = (attempt: number) => Math.min(30 * 2 ** (attempt - 1), 3600);
@@ -78,12 +77,6 @@ async function settleJob(db: Db, env: Env, uploadId: string, young: boolean): Pr
   return "done";
 }
 
-async function destinationOf(db: Db, env: Env, delivery: MediaDelivery): Promise<(S3Destination & { pathPrefix: string }) | undefined> {
-  const row = await db.select().from(deliveryDestinations).where(eq(deliveryDestinations.userId, delivery.destinationUserId)).get();
-  if (!row || row.agencyId !== delivery.agencyId) return undefined;
-  return { ...row, secretAccessKey: await decrypt(env.SECRET_KEY, STORAGE_CREDENTIALS, row.secretAccessKeySealed) };
-}
-
 const joinKey = (...parts: string[]) => parts.map((p) => p.replace(/^\/+|\/+$/g, "")).filter(Boolean).join("/");
 
 /**
@@ -108,7 +101,7 @@ async function deliver(db: Db, env: Env, deliveryId: string, young: boolean): Pr
     .where(and(eq(mediaDeliveryFiles.deliveryId, deliveryId), inArray(mediaDeliveryFiles.status, ["pending", "failed"]), eq(mediaDeliveryFiles.permanent, false)))
     .all();
 
-  const destination = await destinationOf(db, env, delivery);
+  const destination = await openDestination(db, env.SECRET_KEY, delivery);
   const outcomes = new Map<string, PutOutcome>();
   if (!destination) {
     for (const { upload } of open) outcomes.set(upload.id, { ok: false, permanent: true, error: "no delivery destination is configured for the agent" });

@@ -1,8 +1,8 @@
 import { and, desc, eq, sql } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../db/client";
-import { deliveryDestinations, mediaDeliveries, type DeliveryDestination, type Listing } from "../db/schema";
-import { newId } from "../lib/ids";
+import { deliveryDestinations, mediaDeliveries, mediaDeliveryFiles, type DeliveryDestination, type Listing } from "../db/schema";
+import { newId, nowIso } from "../lib/ids";
 import { sendJob } from "./jobs";
 
 /**
@@ -51,18 +51,21 @@ export function createDeliveryStatements(
   db: Db,
   d: { id: string; agencyId: string; listingId: string; destinationUserId: string; trigger: "upload" | "manual"; scope: DeliveryScope },
 ): BatchItem<"sqlite">[] {
+  const now = nowIso();
+  // INSERT … SELECT lists every column of the table, in table order.
   return [
-    db.run(sql`
-      INSERT INTO media_deliveries (id, agency_id, listing_id, destination_user_id, "trigger", status)
-      SELECT ${d.id}, ${d.agencyId}, ${d.listingId}, ${d.destinationUserId}, ${d.trigger}, 'queued'
-      WHERE EXISTS (${candidates(d.listingId, d.scope)})`),
-    db.run(sql`
-      INSERT INTO media_delivery_files (delivery_id, upload_id, status)
-      SELECT ${d.id}, c.id, 'pending' FROM (${candidates(d.listingId, d.scope)}) c
-      WHERE EXISTS (SELECT 1 FROM media_deliveries WHERE id = ${d.id})`),
-    db.run(sql`
-      UPDATE media_deliveries SET files_total = (SELECT count(*) FROM media_delivery_files WHERE delivery_id = ${d.id})
-      WHERE id = ${d.id}`),
+    db.insert(mediaDeliveries).select(
+      sql`SELECT ${d.id}, ${d.agencyId}, ${d.listingId}, ${d.destinationUserId}, ${d.trigger}, 'queued', 0, 0, 0, 0, NULL, NULL, ${now}, ${now}
+          WHERE EXISTS (${candidates(d.listingId, d.scope)})`,
+    ),
+    db.insert(mediaDeliveryFiles).select(
+      sql`SELECT ${d.id}, c.id, 'pending', 0, NULL, ${now} FROM (${candidates(d.listingId, d.scope)}) c
+          WHERE EXISTS (SELECT 1 FROM media_deliveries WHERE id = ${d.id})`,
+    ),
+    db
+      .update(mediaDeliveries)
+      .set({ filesTotal: sql`(SELECT count(*) FROM media_delivery_files WHERE delivery_id = ${d.id})` })
+      .where(eq(mediaDeliveries.id, d.id)),
   ];
 }
 

@@ -1,0 +1,79 @@
+import { and, eq } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { deliveryDestinations, type DeliveryDestination, type MediaDelivery, type User } from "../db/schema";
+import { decrypt, encrypt } from "../lib/crypto";
+import { ApiError } from "../lib/errors";
+import { nowIso } from "../lib/ids";
+import type { S3Destination } from "./delivery";
+
+/** The key purpose that seals storage secrets at rest. */
+export const STORAGE_CREDENTIALS = "storage-credentials";
+
+export interface DestinationInput {
+  endpointUrl: string;
+  bucket: string;
+  region: string;
+  addressingStyle: "path" | "virtual";
+  accessKeyId: string;
+  secretAccessKey: string;
+  pathPrefix: string;
+}
+
+/**
+ * Storage endpoints are https; plain http (a MinIO on localhost) only where the
+ * environment allows http receivers, as local development does.
+ */
+export function checkEndpoint(endpointUrl: string, allowHttp: boolean) {
+  const url = new URL(endpointUrl);
+  const ok = url.protocol === "https:" || (allowHttp && url.protocol === "http:");
+  if (!ok || url.search || url.hash || url.username) {
+    throw new ApiError("invalid_delivery_destination", {
+      message: "endpoint_url must be an https URL without query, fragment or credentials.",
+      details: { field: "endpoint_url" },
+    });
+  }
+}
+
+/** Sets an agent's destination, replacing any earlier one; the secret is sealed before it is stored. */
+export async function saveDestination(db: Db, secretKey: string, user: User, input: DestinationInput): Promise<DeliveryDestination> {
+  const values = {
+    agencyId: user.agencyId,
+    provider: "s3" as const,
+    endpointUrl: input.endpointUrl.replace(/\/+$/, ""),
+    bucket: input.bucket,
+    region: input.region,
+    addressingStyle: input.addressingStyle,
+    accessKeyId: input.accessKeyId,
+    secretAccessKeySealed: await encrypt(secretKey, STORAGE_CREDENTIALS, input.secretAccessKey),
+    pathPrefix: input.pathPrefix.replace(/^\/+|\/+$/g, ""),
+    updatedAt: nowIso(),
+  };
+  const [row] = await db
+    .insert(deliveryDestinations)
+    .values({ userId: user.id, ...values })
+    .onConflictDoUpdate({ target: deliveryDestinations.userId, set: values })
+    .returning();
+  return row!;
+}
+
+export async function getDestination(db: Db, user: User): Promise<DeliveryDestination> {
+  const row = await db.select().from(deliveryDestinations).where(and(eq(deliveryDestinations.userId, user.id), eq(deliveryDestinations.agencyId, user.agencyId))).get();
+  if (!row) throw new ApiError("delivery_destination_not_found");
+  return row;
+}
+
+export async function removeDestination(db: Db, user: User): Promise<void> {
+  const gone = await db.delete(deliveryDestinations).where(eq(deliveryDestinations.userId, user.id)).returning({ userId: deliveryDestinations.userId });
+  if (!gone.length) throw new ApiError("delivery_destination_not_found");
+}
+
+/** A delivery's destination with its secret unsealed, read when the delivery runs (so a changed destination applies). */
+export async function openDestination(db: Db, secretKey: string, delivery: Pick<MediaDelivery, "destinationUserId" | "agencyId">): Promise<(S3Destination & { pathPrefix: string }) | undefined> {
+  const row = await db
+    .select()
+    .from(deliveryDestinations)
+    .where(and(eq(deliveryDestinations.userId, delivery.destinationUserId), eq(deliveryDestinations.agencyId, delivery.agencyId)))
+    .get();
+  if (!row) return undefined;
+  return { ...row, secretAccessKey: await decrypt(secretKey, STORAGE_CREDENTIALS, row.secretAccessKeySealed) };
+}
