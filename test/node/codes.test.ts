@@ -1,0 +1,36 @@
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { app } from "../../src/app";
+import { ERRORS } from "../../src/lib/errors";
+import { publicRoutes } from "../../src/lib/route";
+
+const testDir = join(__dirname, "..");
+const sources = readdirSync(testDir)
+  .filter((f) => f.endsWith(".test.ts"))
+  .map((f) => readFileSync(join(testDir, f), "utf8"))
+  .join("\n");
+
+/** A code counts as proven when a test asserts it: as the code of an expectError, or compared with toBe. */
+const asserted = (code: string) => new RegExp(`(expectError\\([^;]*?|toBe\\(|code: )"${code.replaceAll(".", "\\.")}"`, "s").test(sources);
+
+describe("documented error codes", () => {
+  it("every code a public route documents is asserted by some test", () => {
+    expect(app).toBeDefined();
+    expect(publicRoutes.length).toBeGreaterThan(10);
+    // The matcher itself: a known asserted code, and one no test mentions.
+    expect(asserted("api_key_revoked")).toBe(true);
+    expect(asserted("no_such_code_anywhere")).toBe(false);
+    const missing = new Map<string, string[]>();
+    for (const route of publicRoutes) {
+      for (const code of route.codes) {
+        if (!asserted(code)) missing.set(code, [...(missing.get(code) ?? []), `${route.method.toUpperCase()} ${route.path}`]);
+      }
+    }
+    expect(Object.fromEntries(missing), "codes documented but never asserted").toEqual({});
+  });
+
+  it("every code documented exists in the one error table", () => {
+    for (const route of publicRoutes) for (const code of route.codes) expect(Object.keys(ERRORS)).toContain(code);
+  });
+});
