@@ -144,6 +144,25 @@ describe("delivery is triggered when a listing's uploads complete", () => {
   });
 });
 
+describe("end to end through the real queue", () => {
+  it("a local upload is delivered by the queue consumer without anyone driving it", async () => {
+    vi.mocked(env.MEDIA_QUEUE.send).mockRestore();
+    const t = await makeTenant();
+    const listing = await makeListing(t);
+    await configure(t);
+    await upload(t, listing.listing_number, [{ name: "front.jpg", size: 512 }]);
+    await vi.waitFor(
+      async () => {
+        const events = await outbox(t.agencyId, "media.delivery.completed");
+        expect(events, JSON.stringify(stored.map((s) => s.url))).toHaveLength(1);
+      },
+      { timeout: 10_000, interval: 100 },
+    );
+    expect(stored.map((s) => decodeURIComponent(new URL(s.url).pathname))).toEqual([`/${BUCKET}/media/${listing.listing_number}/photo/front.jpg`]);
+    expect(stored[0]!.bytes).toEqual(bytesOf(0, 512));
+  });
+});
+
 describe("the delivery job", () => {
   it("success: every file is PUT, SigV4-signed, to the agent's bucket; media.delivery.completed with the summary", async () => {
     const { t, listing, uploads, deliveryId } = await setup();
