@@ -26,7 +26,7 @@ export const uploadMediaRoute = publicRoute(
     tags: ["Media"],
     summary: "Request a pre-signed upload destination",
     description: [
-      "Announces one file and answers where to send its bytes: PUT the file to `url` with exactly the `headers` given, before `expires_at` (15 minutes). No API key goes with the PUT; the URL's signature authorizes exactly this file.",
+      "Announces one file and answers where to send its bytes: PUT the file to `url` with exactly the `headers` given, before `expires_at` (15 minutes). No API key goes with the PUT; the URL's signature authorizes exactly this file, so a PUT of another type or size is refused (by the storage, or, on the service's own upload path, with 415 `request_content_type_mismatch` or 400 `upload_size_mismatch`).",
       "",
       "Authentication: `X-API-Key`, or the dashboard session cookie. When both are sent, the cookie wins; when neither is, 401 `auth_required`. A viewer is refused (403 `role_forbidden`).",
       "",
