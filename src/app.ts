@@ -13,12 +13,14 @@ import { mediaApi } from "./routes/media";
 import { reservedApi } from "./routes/reserved";
 import { toursApi } from "./routes/tours";
 import { usersApi } from "./routes/users";
+import { webhooksApi } from "./routes/webhooks";
 
 export const publicApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
   .route("/", listingsApi)
   .route("/", mediaApi)
   .route("/", toursApi)
   .route("/", usersApi)
+  .route("/", webhooksApi)
   .route("/", reservedApi)
   .route("/", adminApi);
 

@@ -2,6 +2,8 @@ import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { AppEnv } from "./env";
 import { publicRoutes } from "./lib/route";
 import { DEFAULT_BUDGETS } from "./guards/budgets";
+import { EVENT_TYPES, EVENT_TYPE_NAMES } from "./events/catalog";
+import { envelopeSchema } from "./events/json-schema";
 
 export const API_VERSION = "1.0.0";
 
@@ -73,5 +75,24 @@ export function publicDocument(app: OpenAPIHono<AppEnv>, origin: string): Doc {
     servers: [{ url: `${origin}/api/v1`, description: "This environment" }],
     security: [{ ApiKey: [] }],
   });
-  return decorate(doc);
+  return withWebhooks(decorate(doc));
+}
+
+/** Every public event type under the OpenAPI 3.1 `webhooks` section, from the same schemas as the catalog. */
+function withWebhooks(doc: Doc): Doc {
+  const webhooks: Record<string, unknown> = {};
+  for (const type of EVENT_TYPE_NAMES) {
+    const spec = EVENT_TYPES[type];
+    webhooks[type] = {
+      post: {
+        operationId: `webhook_${type.replaceAll(".", "_")}`,
+        tags: [`${spec.category} events`],
+        summary: type,
+        description: `${spec.description} Signed with \`X-Webhook-Signature: sha256=<hex>\` (HMAC-SHA256 of the raw body with your endpoint's signing secret).`,
+        requestBody: { required: true, content: { "application/json": { schema: envelopeSchema(type) } } },
+        responses: { "200": { description: "Any 2xx within 10 seconds acknowledges the delivery; anything else is retried." } },
+      },
+    };
+  }
+  return { ...doc, webhooks } as Doc;
 }

@@ -315,3 +315,25 @@ export type MediaUpload = typeof mediaUploads.$inferSelect;
 export type DeliveryDestination = typeof deliveryDestinations.$inferSelect;
 export type MediaDelivery = typeof mediaDeliveries.$inferSelect;
 export type MediaDeliveryFile = typeof mediaDeliveryFiles.$inferSelect;
+
+/**
+ * A receiver registered by an agency. `event_types` null means every active type. The
+ * signing secret is stored sealed (AES-GCM under a key derived from SECRET_KEY), never
+ * in plaintext.
+ */
+export const webhookEndpoints = sqliteTable(
+  "webhook_endpoints",
+  {
+    id: text("id").primaryKey(),
+    agencyId: text("agency_id").notNull().references(() => agencies.id),
+    url: text("url").notNull(),
+    eventTypes: text("event_types", { mode: "json" }).$type<string[] | null>(),
+    description: text("description"),
+    secretSealed: text("secret_sealed").notNull(),
+    isActive: integer("is_active", { mode: "boolean" }).notNull().default(true),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [index("webhook_endpoints_agency_page").on(t.agencyId, t.createdAt, t.id)],
+);
+export type WebhookEndpoint = typeof webhookEndpoints.$inferSelect;

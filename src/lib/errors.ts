@@ -69,6 +69,10 @@ export const ERRORS = {
   api_key_not_rotatable: [409, "Only an active key that is not revoked can be rotated."],
   api_key_already_revoked: [409, "The key is already revoked."],
   operator_token_invalid: [401, "Send Authorization: Bearer <operator token>."],
+  // Webhook management
+  webhook_endpoint_not_found: [404, "No such webhook endpoint."],
+  webhook_url_not_allowed: [422, "The receiver URL must be a public https URL."],
+  webhook_event_type_not_allowed: [422, "An event type is unknown or cannot be subscribed to."],
   // Rate limiting
   rate_limit_exceeded: [429, "The per-key budget for this endpoint is exhausted; retry after Retry-After seconds."],
   rate_limit_misconfigured: [500, "The caller identity or the endpoint budget could not be resolved."],

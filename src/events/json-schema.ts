@@ -1,0 +1,31 @@
+import { z } from "zod";
+import { EVENT_TYPES, type EventType } from "./catalog";
+
+const cache = new Map<EventType, Record<string, unknown>>();
+
+/** The JSON Schema of an event type's `data`, generated from the schema that builds it. */
+export function payloadSchema(type: EventType): Record<string, unknown> {
+  let schema = cache.get(type);
+  if (!schema) {
+    schema = z.toJSONSchema(EVENT_TYPES[type].data, { target: "draft-2020-12", unrepresentable: "any" }) as Record<string, unknown>;
+    cache.set(type, schema);
+  }
+  return schema;
+}
+
+/** The whole delivery body of an event type: the envelope with this type's `data`. */
+export function envelopeSchema(type: EventType): Record<string, unknown> {
+  const { $schema: _, ...data } = payloadSchema(type);
+  return {
+    type: "object",
+    required: ["event_id", "event_type", "api_version", "timestamp", "nonce", "data"],
+    properties: {
+      event_id: { type: "string", pattern: "^evt_", description: "Stable across retries; deduplicate on it." },
+      event_type: { type: "string", const: type },
+      api_version: { type: "string", const: EVENT_TYPES[type].apiVersion },
+      timestamp: { type: "integer", description: "Unix epoch seconds of this delivery attempt; refuse it when more than 5 minutes from your clock." },
+      nonce: { type: "string", description: "Unique per delivery attempt; refuse one seen in the last 10 minutes." },
+      data,
+    },
+  };
+}

@@ -1,0 +1,29 @@
+import type { RouteHandler } from "@hono/zod-openapi";
+import type { AppEnv } from "../../env";
+import { database } from "../../db/client";
+import { idempotencyMark } from "../../guards/idempotency";
+import { publicRoute } from "../../lib/route";
+import { deleteEndpoint, findEndpoint } from "../../webhooks/endpoints";
+import { endpointIdParam } from "./schema";
+
+export const deleteEndpointRoute = publicRoute(
+  { endpoint: "manage_webhook_endpoints", scope: "webhooks:write", roles: ["super_admin", "admin", "media_agency", "broker", "team_lead"], errors: ["webhook_endpoint_not_found"] },
+  {
+    method: "delete",
+    path: "/api/v1/webhooks/endpoints/{endpoint_id}",
+    operationId: "deleteWebhookEndpoint",
+    tags: ["Webhooks"],
+    summary: "Remove a webhook receiver",
+    description: "Stops deliveries to this receiver. 204 with no body.",
+    request: { params: endpointIdParam },
+    responses: { 204: { description: "Removed." } },
+  },
+);
+
+export const deleteEndpointHandler: RouteHandler<typeof deleteEndpointRoute, AppEnv> = async (c) => {
+  const db = database(c.env.DB);
+  const endpoint = await findEndpoint(db, c.get("caller").agencyId, c.req.valid("param").endpoint_id);
+  const mark = idempotencyMark(c, db, { status: 204, resourceType: "webhook_endpoint", resourceId: endpoint.id });
+  await deleteEndpoint(db, endpoint, mark ? [mark] : []);
+  return c.body(null, 204);
+};

@@ -1,0 +1,22 @@
+import type { RouteHandler } from "@hono/zod-openapi";
+import type { AppEnv } from "../../env";
+import { database } from "../../db/client";
+import { publicRoute } from "../../lib/route";
+import { findEndpoint } from "../../webhooks/endpoints";
+import { endpointIdParam, presentEndpoint, WebhookEndpointSchema } from "./schema";
+
+export const getEndpointRoute = publicRoute(
+  { endpoint: "read_webhook_endpoints", scope: "webhooks:read", errors: ["webhook_endpoint_not_found"] },
+  {
+    method: "get",
+    path: "/api/v1/webhooks/endpoints/{endpoint_id}",
+    operationId: "getWebhookEndpoint",
+    tags: ["Webhooks"],
+    summary: "Get a webhook receiver",
+    request: { params: endpointIdParam },
+    responses: { 200: { description: "The endpoint (without its secret).", content: { "application/json": { schema: WebhookEndpointSchema } } } },
+  },
+);
+
+export const getEndpointHandler: RouteHandler<typeof getEndpointRoute, AppEnv> = async (c) =>
+  c.json(WebhookEndpointSchema.parse(presentEndpoint(await findEndpoint(database(c.env.DB), c.get("caller").agencyId, c.req.valid("param").endpoint_id))), 200);

@@ -1,0 +1,15 @@
+import { OpenAPIHono } from "@hono/zod-openapi";
+import type { AppEnv } from "../../env";
+import { validationHook } from "../../lib/validation";
+import { catalogHandler, catalogRoute } from "./catalog";
+import { createEndpointHandler, createEndpointRoute } from "./create-endpoint";
+import { deleteEndpointHandler, deleteEndpointRoute } from "./delete-endpoint";
+import { getEndpointHandler, getEndpointRoute } from "./get-endpoint";
+import { listEndpointsHandler, listEndpointsRoute } from "./list-endpoints";
+
+export const webhooksApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
+  .openapi(catalogRoute, catalogHandler)
+  .openapi(createEndpointRoute, createEndpointHandler)
+  .openapi(listEndpointsRoute, listEndpointsHandler)
+  .openapi(getEndpointRoute, getEndpointHandler)
+  .openapi(deleteEndpointRoute, deleteEndpointHandler);

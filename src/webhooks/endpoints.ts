@@ -1,0 +1,59 @@
+import { and, eq } from "drizzle-orm";
+import type { BatchItem } from "drizzle-orm/batch";
+import type { Db } from "../db/client";
+import { webhookEndpoints, type WebhookEndpoint } from "../db/schema";
+import { EVENT_TYPE_NAMES } from "../events/catalog";
+import { encrypt } from "../lib/crypto";
+import { ApiError } from "../lib/errors";
+import { newId } from "../lib/ids";
+import { newSigningSecret } from "./signing";
+import { checkReceiverUrl } from "./ssrf";
+
+export const SECRET_PURPOSE = "webhook-signing-secret";
+
+/** Internal event types that exist but are not part of the public contract. */
+export const DENIED_EVENT_TYPES = new Set(["api_key.created", "api_key.rotated", "api_key.revoked", "user.password_reset", "session.created", "listing.activated", "billing.credit_captured"]);
+
+export function checkEventTypes(types: string[] | undefined): string[] | null {
+  if (types === undefined) return null;
+  const known = new Set<string>(EVENT_TYPE_NAMES);
+  const denied = types.filter((t) => DENIED_EVENT_TYPES.has(t));
+  const unknown = types.filter((t) => !known.has(t) && !DENIED_EVENT_TYPES.has(t));
+  if (denied.length || unknown.length) {
+    const named = [...unknown.map((t) => `'${t}' is not an event type`), ...denied.map((t) => `'${t}' cannot be subscribed to`)];
+    throw new ApiError("webhook_event_type_not_allowed", { message: `${named.join("; ")}.`, details: { unknown, denied } });
+  }
+  return [...new Set(types)];
+}
+
+export async function createEndpoint(
+  db: Db,
+  agencyId: string,
+  env: { SECRET_KEY: string; ALLOW_HTTP_RECEIVERS: string },
+  input: { url: string; eventTypes?: string[]; description?: string },
+  alsoWrite: (endpoint: { id: string }) => BatchItem<"sqlite">[] = () => [],
+): Promise<{ endpoint: WebhookEndpoint; secret: string }> {
+  const verdict = checkReceiverUrl(input.url, { allowLocalHttp: env.ALLOW_HTTP_RECEIVERS === "true" });
+  if (!verdict.ok) throw new ApiError("webhook_url_not_allowed", { message: `url ${verdict.reason}.`, details: { field: "url", reason: verdict.reason } });
+  const eventTypes = checkEventTypes(input.eventTypes);
+  const secret = newSigningSecret();
+  const id = newId("we");
+  const [[endpoint]] = await db.batch([
+    db
+      .insert(webhookEndpoints)
+      .values({ id, agencyId, url: verdict.url, eventTypes, description: input.description ?? null, secretSealed: await encrypt(env.SECRET_KEY, SECRET_PURPOSE, secret) })
+      .returning(),
+    ...alsoWrite({ id }),
+  ]);
+  return { endpoint: endpoint!, secret };
+}
+
+export async function findEndpoint(db: Db, agencyId: string, id: string): Promise<WebhookEndpoint> {
+  const endpoint = await db.select().from(webhookEndpoints).where(and(eq(webhookEndpoints.id, id), eq(webhookEndpoints.agencyId, agencyId))).get();
+  if (!endpoint) throw new ApiError("webhook_endpoint_not_found");
+  return endpoint;
+}
+
+export async function deleteEndpoint(db: Db, endpoint: WebhookEndpoint, alsoWrite: BatchItem<"sqlite">[] = []): Promise<void> {
+  await db.batch([db.delete(webhookEndpoints).where(and(eq(webhookEndpoints.id, endpoint.id), eq(webhookEndpoints.agencyId, endpoint.agencyId))), ...alsoWrite]);
+}

@@ -1,0 +1,84 @@
+/**
+ * Whether a webhook receiver URL may be called. Receivers are https and public: never
+ * loopback, private, link-local, shared, multicast or metadata addresses. The WHATWG URL
+ * parser has already turned decimal, hex, octal and shortened IPv4 forms into dotted
+ * quads, so the checks below see canonical addresses.
+ */
+export type ReceiverVerdict = { ok: true; url: string } | { ok: false; reason: string };
+
+const BLOCKED_HOSTS = new Set(["localhost", "metadata", "metadata.google.internal", "instance-data", "instance-data.ec2.internal"]);
+const BLOCKED_SUFFIXES = [".localhost", ".internal", ".local", ".localdomain", ".home.arpa"];
+const DEV_HOSTS = new Set(["localhost", "127.0.0.1"]);
+
+function ipv4(host: string): number[] | undefined {
+  const m = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(host);
+  if (!m) return undefined;
+  const parts = m.slice(1).map(Number);
+  return parts.every((p) => p <= 255) ? parts : undefined;
+}
+
+function blockedIpv4([a, b, c]: number[]): boolean {
+  return (
+    a === 0 || // "this" network
+    a === 10 ||
+    a === 127 ||
+    (a === 100 && b! >= 64 && b! <= 127) || // shared address space
+    (a === 169 && b === 254) || // link-local, cloud metadata
+    (a === 172 && b! >= 16 && b! <= 31) ||
+    (a === 192 && b === 0 && c === 0) ||
+    (a === 192 && b === 168) ||
+    (a === 198 && (b === 18 || b === 19)) || // benchmarking
+    a! >= 224 // multicast, reserved, broadcast
+  );
+}
+
+/** IPv6 literal (without brackets) to its eight 16-bit groups. */
+function ipv6Groups(host: string): number[] | undefined {
+  let h = host.toLowerCase();
+  const v4 = /(\d+\.\d+\.\d+\.\d+)$/.exec(h);
+  if (v4) {
+    const p = ipv4(v4[1]!);
+    if (!p) return undefined;
+    h = h.slice(0, -v4[1]!.length) + `${((p[0]! << 8) | p[1]!).toString(16)}:${((p[2]! << 8) | p[3]!).toString(16)}`;
+  }
+  const [head, tail] = h.split("::") as [string, string | undefined];
+  const parse = (s: string) => (s ? s.split(":").map((g) => parseInt(g, 16)) : []);
+  const a = parse(head);
+  const b = tail === undefined ? [] : parse(tail);
+  const groups = tail === undefined ? a : [...a, ...Array(8 - a.length - b.length).fill(0), ...b];
+  return groups.length === 8 && groups.every((g) => Number.isInteger(g) && g >= 0 && g <= 0xffff) ? groups : undefined;
+}
+
+function blockedIpv6(g: number[]): boolean {
+  const zeroPrefix = (n: number) => g.slice(0, n).every((x) => x === 0);
+  if (zeroPrefix(8)) return true; // ::
+  if (zeroPrefix(7) && g[7] === 1) return true; // ::1
+  if (zeroPrefix(5) && g[5] === 0xffff) return blockedIpv4([g[6]! >> 8, g[6]! & 255, g[7]! >> 8, g[7]! & 255]); // IPv4-mapped
+  if (zeroPrefix(6)) return blockedIpv4([g[6]! >> 8, g[6]! & 255, g[7]! >> 8, g[7]! & 255]); // IPv4-compatible
+  if (g[0] === 0x64 && g[1] === 0xff9b) return blockedIpv4([g[6]! >> 8, g[6]! & 255, g[7]! >> 8, g[7]! & 255]); // NAT64
+  const first = g[0]!;
+  return (first & 0xfe00) === 0xfc00 || (first & 0xffc0) === 0xfe80 || (first & 0xff00) === 0xff00 || first === 0x2001 && g[1] === 0x0db8;
+}
+
+export function checkReceiverUrl(raw: string, opts: { allowLocalHttp: boolean }): ReceiverVerdict {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return { ok: false, reason: "is not an absolute URL" };
+  }
+  if (url.username || url.password) return { ok: false, reason: "must not carry credentials" };
+  const host = url.hostname.toLowerCase().replace(/\.$/, "");
+  const devReceiver = opts.allowLocalHttp && DEV_HOSTS.has(host);
+  if (devReceiver) return url.protocol === "https:" || url.protocol === "http:" ? { ok: true, url: url.toString() } : { ok: false, reason: "must use https" };
+  if (url.protocol !== "https:") return { ok: false, reason: "must use https" };
+  if (BLOCKED_HOSTS.has(host) || BLOCKED_SUFFIXES.some((s) => host.endsWith(s))) return { ok: false, reason: "must not point at a local or metadata host" };
+  const v4 = ipv4(host);
+  if (v4 && blockedIpv4(v4)) return { ok: false, reason: "must not point at a loopback, private, link-local or reserved address" };
+  if (host.startsWith("[")) {
+    const g = ipv6Groups(host.slice(1, -1));
+    if (!g || blockedIpv6(g)) return { ok: false, reason: "must not point at a loopback, private, link-local or reserved address" };
+  }
+  if (!v4 && !host.startsWith("[") && !host.includes(".")) return { ok: false, reason: "must use a fully qualified public host name" };
+  return { ok: true, url: url.toString() };
+}

@@ -1,0 +1,145 @@
+import { verify } from "@octokit/webhooks-methods";
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { eq } from "drizzle-orm";
+import { describe, expect, it } from "vitest";
+import worker from "../src/index";
+import { webhookEndpoints } from "../src/db/schema";
+import { EVENT_TYPES, EVENT_TYPE_NAMES } from "../src/events/catalog";
+import { decrypt } from "../src/lib/crypto";
+import { SECRET_PURPOSE } from "../src/webhooks/endpoints";
+import { newSigningSecret, signPayload } from "../src/webhooks/signing";
+import { checkReceiverUrl } from "../src/webhooks/ssrf";
+import { BASE, call, db, expectError, makeTenant, type Tenant } from "./harness";
+
+const register = (t: Tenant, body: Record<string, unknown>) => call("/api/v1/webhooks/endpoints", { key: t.key, body });
+
+describe("the event catalog", () => {
+  it("lists the 17 public types with api_version and a payload_schema from the event's own schema", async () => {
+    const t = await makeTenant();
+    const r = await call("/api/v1/webhooks/events", { key: t.key });
+    expect(r.status, r.text).toBe(200);
+    expect(r.json.data.map((e: any) => e.event_type)).toEqual(EVENT_TYPE_NAMES);
+    expect(r.json.data).toHaveLength(17);
+    const created = r.json.data.find((e: any) => e.event_type === "listing.created");
+    expect(created).toMatchObject({ category: "Listing", api_version: EVENT_TYPES["listing.created"].apiVersion });
+    expect(created.payload_schema).toMatchObject({ type: "object", properties: { listing_number: { type: "string" }, status: { type: "string" } } });
+    expect(created.payload_schema.required).toEqual(expect.arrayContaining(["listing_number", "status"]));
+    const media = r.json.data.find((e: any) => e.event_type === "media.delivery.completed");
+    expect(media.payload_schema.properties.summary.required).toEqual(expect.arrayContaining(["files_total", "files_delivered", "files_failed"]));
+    expect(r.headers.get("X-Rate-Limit-Limit")).toBe("60");
+  });
+
+  it("the OpenAPI description lists every event under webhooks, with the same data schema", async () => {
+    const doc = (await call("/api/v1/openapi.json")).json;
+    expect(Object.keys(doc.webhooks).sort()).toEqual([...EVENT_TYPE_NAMES].sort());
+    const body = doc.webhooks["listing.status_changed"].post.requestBody.content["application/json"].schema;
+    expect(body.required).toEqual(["event_id", "event_type", "api_version", "timestamp", "nonce", "data"]);
+    expect(body.properties.data.properties).toHaveProperty("previous_status");
+  });
+
+  it("needs webhooks:read", async () => {
+    const t = await makeTenant({ scopes: ["listings:read"] });
+    expectError(await call("/api/v1/webhooks/events", { key: t.key }), 403, "auth.scope_denied");
+  });
+});
+
+describe("registering endpoints", () => {
+  it("answers the whsec_ secret once, stores it sealed, never lists it", async () => {
+    const t = await makeTenant();
+    const r = await register(t, { url: "https://hooks.example.com/alms", event_types: ["listing.created", "listing.created", "listing.cancelled"], description: "CRM" });
+    expect(r.status, r.text).toBe(201);
+    expect(r.json).toMatchObject({ url: "https://hooks.example.com/alms", event_types: ["listing.created", "listing.cancelled"], description: "CRM", is_active: true });
+    const secret: string = r.json.signing_secret;
+    expect(secret).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
+    const [row] = await db().select().from(webhookEndpoints).where(eq(webhookEndpoints.id, r.json.id)).all();
+    expect(JSON.stringify(row)).not.toContain(secret.slice(6));
+    expect(await decrypt(env.SECRET_KEY, SECRET_PURPOSE, row!.secretSealed)).toBe(secret);
+    const list = await call("/api/v1/webhooks/endpoints", { key: t.key });
+    expect(list.json.data.map((e: any) => e.id)).toEqual([r.json.id]);
+    expect(list.text).not.toContain(secret.slice(6));
+    const one = await call(`/api/v1/webhooks/endpoints/${r.json.id}`, { key: t.key });
+    expect(one.json).not.toHaveProperty("signing_secret");
+  });
+
+  it("omitted event_types means every active type", async () => {
+    const t = await makeTenant();
+    const r = await register(t, { url: "https://hooks.example.com/all" });
+    expect(r.json.event_types, r.text).toBeNull();
+  });
+
+  it("an unknown or denied event type is named in a 422", async () => {
+    const t = await makeTenant();
+    const r = await register(t, { url: "https://hooks.example.com/x", event_types: ["listing.created", "listing.exploded", "api_key.rotated"] });
+    expectError(r, 422, "webhook_event_type_not_allowed");
+    expect(r.json.error.details).toEqual({ unknown: ["listing.exploded"], denied: ["api_key.rotated"] });
+    expect(r.json.error.message).toContain("listing.exploded");
+    expect((await call("/api/v1/webhooks/endpoints", { key: t.key })).json.data).toEqual([]);
+  });
+
+  it("refuses receivers that are not public https, as the deployed environments do", async () => {
+    const t = await makeTenant();
+    const deployed = { ...env, ALLOW_HTTP_RECEIVERS: "false" } as Env;
+    for (const url of ["http://hooks.example.com/x", "https://localhost/x", "https://127.0.0.1/x", "https://2130706433/x", "https://0x7f000001/x", "https://[::1]/x", "https://169.254.169.254/latest", "https://metadata.google.internal/", "https://10.1.2.3/", "https://[::ffff:192.168.0.1]/"]) {
+      const ctx = createExecutionContext();
+      const req = new Request(`${BASE}/api/v1/webhooks/endpoints`, { method: "POST", headers: { "X-API-Key": t.key, "Content-Type": "application/json", "X-Idempotency-Key": crypto.randomUUID() }, body: JSON.stringify({ url }) });
+      const res = await worker.fetch(req, deployed, ctx);
+      await waitOnExecutionContext(ctx);
+      const json = (await res.json()) as any;
+      expect(res.status, `${url}: ${JSON.stringify(json)}`).toBe(422);
+      expect(json.error.code).toBe("webhook_url_not_allowed");
+    }
+    expectError(await register(t, { url: "https://10.0.0.8/hook" }), 422, "webhook_url_not_allowed");
+  });
+
+  it("local development may register http://localhost receivers", async () => {
+    const t = await makeTenant();
+    expect((await register(t, { url: "http://localhost:9999/hook" })).status).toBe(201);
+    expect(checkReceiverUrl("http://localhost:9999/hook", { allowLocalHttp: false }).ok).toBe(false);
+  });
+
+  it("another agency's endpoint is webhook_endpoint_not_found; delete answers 204", async () => {
+    const a = await makeTenant();
+    const b = await makeTenant();
+    const r = await register(a, { url: "https://hooks.example.com/a" });
+    expectError(await call(`/api/v1/webhooks/endpoints/${r.json.id}`, { key: b.key }), 404, "webhook_endpoint_not_found");
+    expectError(await call(`/api/v1/webhooks/endpoints/${r.json.id}`, { method: "DELETE", key: b.key }), 404, "webhook_endpoint_not_found");
+    const del = await call(`/api/v1/webhooks/endpoints/${r.json.id}`, { method: "DELETE", key: a.key });
+    expect(del.status).toBe(204);
+    expectError(await call(`/api/v1/webhooks/endpoints/${r.json.id}`, { key: a.key }), 404, "webhook_endpoint_not_found");
+  });
+});
+
+describe("receiver URL policy", () => {
+  const refused = (url: string) => checkReceiverUrl(url, { allowLocalHttp: false }).ok === false;
+
+  it("refuses loopback, private, link-local, shared, metadata and reserved targets in every spelling", () => {
+    for (const url of [
+      "https://127.0.0.1/", "https://127.1/", "https://0177.0.0.1/", "https://2130706433/", "https://0x7f.0.0.1/", "https://0/",
+      "https://10.0.0.1/", "https://172.16.5.4/", "https://172.31.255.255/", "https://192.168.1.1/", "https://100.64.0.1/", "https://169.254.169.254/",
+      "https://224.0.0.1/", "https://255.255.255.255/", "https://[::]/", "https://[::1]/", "https://[fe80::1]/", "https://[fd12:3456::1]/",
+      "https://[::ffff:127.0.0.1]/", "https://[::ffff:a9fe:a9fe]/", "https://[64:ff9b::a00:1]/", "https://localhost/", "https://api.localhost/",
+      "https://metadata.google.internal/", "https://printer.local/", "https://intranet/", "https://user:pass@hooks.example.com/", "ftp://hooks.example.com/",
+    ]) {
+      expect(refused(url), url).toBe(true);
+    }
+  });
+
+  it("accepts public https hosts and addresses", () => {
+    for (const url of ["https://hooks.example.com/x", "https://93.184.216.34/x", "https://[2606:4700::1111]/x", "https://172.32.0.1/", "https://100.128.0.1/"]) {
+      expect(refused(url), url).toBe(false);
+    }
+  });
+});
+
+describe("signatures", () => {
+  it("a GitHub-style verifier from npm accepts our signature over the raw body, and rejects a changed body", async () => {
+    const secret = newSigningSecret();
+    const body = JSON.stringify({ event_id: "evt_1", event_type: "listing.created", api_version: "2026-11-01", timestamp: 1_790_000_000, nonce: "n1", data: { listing_number: "abc1234", status: "Coming Soon" } });
+    const signature = await signPayload(secret, body);
+    expect(signature).toMatch(/^sha256=[0-9a-f]{64}$/);
+    expect(await verify(secret, body, signature)).toBe(true);
+    expect(await verify(secret, body.replace("abc1234", "abc1235"), signature)).toBe(false);
+    expect(await verify(newSigningSecret(), body, signature)).toBe(false);
+  });
+});
