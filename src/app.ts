@@ -14,6 +14,7 @@ import { reservedApi } from "./routes/reserved";
 import { toursApi } from "./routes/tours";
 import { usersApi } from "./routes/users";
 import { webhooksApi } from "./routes/webhooks";
+import { drainAfterWrites } from "./webhooks/dispatch";
 
 export const publicApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
   .route("/", listingsApi)
@@ -33,6 +34,7 @@ publicApi.get("/api/v1/docs", Scalar({ url: "/api/v1/openapi.json", pageTitle: "
 export const app = new Hono<AppEnv>()
   .use(requestId())
   .use(httpsOnly())
+  .use(drainAfterWrites())
   .options("*", (c) => {
     const allowed = allowedMethods(c.req.path);
     if (!allowed.length || c.req.path.startsWith("/internal/")) return errorResponse(c, unmatched(c));

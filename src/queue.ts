@@ -1,4 +1,5 @@
 import { consumeMedia } from "./media/consumer";
+import { consumeDeadWebhooks, consumeWebhooks } from "./webhooks/delivery";
 
 /**
  * Queue names carry the environment as a suffix (`alms-media-live`); consumers are
@@ -11,6 +12,10 @@ export async function runQueue(batch: MessageBatch, env: Env, ctx: ExecutionCont
   switch (queueBase(batch.queue)) {
     case "alms-media":
       return consumeMedia(batch, env, ctx);
+    case "alms-webhooks":
+      return consumeWebhooks(batch as MessageBatch<{ delivery_id: string }>, env);
+    case "alms-webhooks-dlq":
+      return consumeDeadWebhooks(batch as MessageBatch<{ delivery_id: string }>, env);
     default:
       // A queue bound without a consumer here is a configuration error: keep its messages.
       console.error(JSON.stringify({ level: "error", job: "queue", error: "no consumer for queue", queue: batch.queue }));

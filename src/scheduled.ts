@@ -1,7 +1,9 @@
 import { database } from "./db/client";
 import { keyGate, sweepRotatedSecrets } from "./domain/api-keys";
+import { drainOutbox } from "./webhooks/dispatch";
 
 export const NIGHTLY = "0 3 * * *";
+export const EVERY_MINUTE = "* * * * *";
 
 /** Cron entry point: each schedule runs its own jobs. */
 export async function runScheduled(controller: ScheduledController, env: Env): Promise<void> {
@@ -9,5 +11,10 @@ export async function runScheduled(controller: ScheduledController, env: Env): P
     const keyIds = await sweepRotatedSecrets(database(env.DB), controller.scheduledTime);
     await Promise.all(keyIds.map((id) => keyGate(env, id).reload()));
     console.log(JSON.stringify({ job: "rotation_sweep", keys: keyIds.length }));
+  }
+  if (controller.cron === EVERY_MINUTE) {
+    // The sweeper: whatever the after-write drain left behind (a failed send, a Worker that died) goes out now.
+    const drained = await drainOutbox(env);
+    if (drained.events) console.log(JSON.stringify({ job: "outbox_sweep", ...drained }));
   }
 }

@@ -337,3 +337,38 @@ export const webhookEndpoints = sqliteTable(
   (t) => [index("webhook_endpoints_agency_page").on(t.agencyId, t.createdAt, t.id)],
 );
 export type WebhookEndpoint = typeof webhookEndpoints.$inferSelect;
+
+/** One event for one endpoint: created once (unique per pair) when the outbox is drained. */
+export const webhookDeliveries = sqliteTable(
+  "webhook_deliveries",
+  {
+    id: text("id").primaryKey(),
+    eventId: text("event_id").notNull(),
+    endpointId: text("endpoint_id").notNull(),
+    agencyId: text("agency_id").notNull(),
+    status: text("status", { enum: ["pending", "delivered", "dead"] }).notNull().default("pending"),
+    attempts: integer("attempts").notNull().default(0),
+    lastResponseStatus: integer("last_response_status"),
+    lastError: text("last_error"),
+    deliveredAt: text("delivered_at"),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [uniqueIndex("webhook_deliveries_event_endpoint").on(t.eventId, t.endpointId), index("webhook_deliveries_agency").on(t.agencyId, t.createdAt)],
+);
+
+/** Every delivery attempt: when, how long, what the receiver answered. */
+export const webhookDeliveryAttempts = sqliteTable(
+  "webhook_delivery_attempts",
+  {
+    id: text("id").primaryKey(),
+    deliveryId: text("delivery_id").notNull().references(() => webhookDeliveries.id),
+    attempt: integer("attempt").notNull(),
+    attemptedAt: text("attempted_at").notNull(),
+    responseStatus: integer("response_status"),
+    latencyMs: integer("latency_ms").notNull(),
+    error: text("error"),
+  },
+  (t) => [index("webhook_delivery_attempts_delivery").on(t.deliveryId, t.attempt)],
+);
+export type WebhookDelivery = typeof webhookDeliveries.$inferSelect;

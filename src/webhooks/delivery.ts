@@ -1,0 +1,116 @@
+import { eq } from "drizzle-orm";
+import { database, type Db } from "../db/client";
+import { events, webhookDeliveries, webhookDeliveryAttempts, webhookEndpoints } from "../db/schema";
+import { decrypt } from "../lib/crypto";
+import { newId, nowIso, randomToken } from "../lib/ids";
+import { SECRET_PURPOSE } from "./endpoints";
+import { SIGNATURE_HEADER, signPayload } from "./signing";
+import { checkReceiverUrl } from "./ssrf";
+
+export const DELIVERY_TIMEOUT_MS = 10_000;
+export const FIRST_RETRY_SECONDS = 30;
+export const MAX_RETRY_DELAY_SECONDS = 12 * 60 * 60;
+
+/**
+ * Seconds before retry after failed attempt `attempt` (1-based): 30 s doubling, capped
+ * at 12 hours. With the queue's 15 retries that is 16 attempts over about 65 hours, after
+ * which the message goes to the dead-letter queue.
+ */
+export const retryDelay = (attempt: number) => Math.min(FIRST_RETRY_SECONDS * 2 ** (attempt - 1), MAX_RETRY_DELAY_SECONDS);
+
+export type Outcome = "delivered" | "retry" | "dead" | "skipped";
+
+async function record(db: Db, deliveryId: string, attempt: number, started: number, status: number | null, error: string | null, final?: "delivered" | "dead") {
+  const at = nowIso();
+  await db.batch([
+    db.insert(webhookDeliveryAttempts).values({ id: newId("wha"), deliveryId, attempt, attemptedAt: nowIso(started), responseStatus: status, latencyMs: Date.now() - started, error }),
+    db
+      .update(webhookDeliveries)
+      .set({ attempts: attempt, lastResponseStatus: status, lastError: error, updatedAt: at, ...(final ? { status: final } : {}), ...(final === "delivered" ? { deliveredAt: at } : {}) })
+      .where(eq(webhookDeliveries.id, deliveryId)),
+  ]);
+}
+
+/**
+ * One attempt of one delivery. The envelope is built afresh: `event_id` stays, while
+ * `timestamp` is this attempt's and `nonce` is new, so receivers' 5-minute and 10-minute
+ * rules hold on retries. The receiver URL is checked again on every attempt.
+ */
+export async function attemptDelivery(env: Env, deliveryId: string, attempt: number): Promise<Outcome> {
+  const db = database(env.DB);
+  const row = await db
+    .select({ delivery: webhookDeliveries, endpoint: webhookEndpoints, event: events })
+    .from(webhookDeliveries)
+    .innerJoin(events, eq(events.id, webhookDeliveries.eventId))
+    .leftJoin(webhookEndpoints, eq(webhookEndpoints.id, webhookDeliveries.endpointId))
+    .where(eq(webhookDeliveries.id, deliveryId))
+    .get();
+  if (!row || row.delivery.status !== "pending") return "skipped";
+  const started = Date.now();
+  const { endpoint, event } = row;
+  if (!endpoint || !endpoint.isActive) {
+    await record(db, deliveryId, attempt, started, null, "endpoint removed", "dead");
+    return "dead";
+  }
+  const verdict = checkReceiverUrl(endpoint.url, { allowLocalHttp: env.ALLOW_HTTP_RECEIVERS === "true" });
+  if (!verdict.ok) {
+    await record(db, deliveryId, attempt, started, null, `receiver refused: url ${verdict.reason}`, "dead");
+    return "dead";
+  }
+  const body = JSON.stringify({
+    event_id: event.id,
+    event_type: event.eventType,
+    api_version: event.apiVersion,
+    timestamp: Math.floor(started / 1000),
+    nonce: randomToken(16),
+    data: event.data,
+  });
+  const secret = await decrypt(env.SECRET_KEY, SECRET_PURPOSE, endpoint.secretSealed);
+  let status: number | null = null;
+  let error: string | null = null;
+  try {
+    const res = await fetch(verdict.url, {
+      method: "POST",
+      redirect: "manual",
+      signal: AbortSignal.timeout(DELIVERY_TIMEOUT_MS),
+      headers: {
+        "Content-Type": "application/json",
+        "User-Agent": "ALMS-Webhooks/1.0",
+        [SIGNATURE_HEADER]: await signPayload(secret, body),
+        "X-Webhook-Event": event.eventType,
+        "X-Webhook-Id": event.id,
+        "X-Webhook-Delivery": deliveryId,
+      },
+      body,
+    });
+    status = res.status;
+    await res.body?.cancel();
+    if (status < 200 || status >= 300) error = `receiver answered ${status}`;
+  } catch (e) {
+    error = e instanceof Error && e.name === "TimeoutError" ? `no answer within ${DELIVERY_TIMEOUT_MS / 1000} s` : `request failed: ${e instanceof Error ? e.message : String(e)}`;
+  }
+  const delivered = error === null;
+  await record(db, deliveryId, attempt, started, status, error, delivered ? "delivered" : undefined);
+  return delivered ? "delivered" : "retry";
+}
+
+/** The webhook queue's consumer: one message per delivery, retried with backoff. */
+export async function consumeWebhooks(batch: MessageBatch<{ delivery_id: string }>, env: Env): Promise<void> {
+  for (const message of batch.messages) {
+    const outcome = await attemptDelivery(env, message.body.delivery_id, message.attempts);
+    if (outcome === "retry") message.retry({ delaySeconds: retryDelay(message.attempts) });
+    else message.ack();
+  }
+}
+
+/** The dead-letter queue's consumer: a delivery that exhausted its retries is dead. */
+export async function consumeDeadWebhooks(batch: MessageBatch<{ delivery_id: string }>, env: Env): Promise<void> {
+  const db = database(env.DB);
+  for (const message of batch.messages) {
+    await db
+      .update(webhookDeliveries)
+      .set({ status: "dead", updatedAt: nowIso() })
+      .where(eq(webhookDeliveries.id, message.body.delivery_id));
+    message.ack();
+  }
+}

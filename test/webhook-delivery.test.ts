@@ -1,0 +1,192 @@
+import { verify } from "@octokit/webhooks-methods";
+import { createExecutionContext, createMessageBatch, getQueueResult, waitOnExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { eq, inArray } from "drizzle-orm";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import worker from "../src/index";
+import { events, webhookDeliveries, webhookDeliveryAttempts, webhookEndpoints } from "../src/db/schema";
+import { consumeWebhooks, retryDelay } from "../src/webhooks/delivery";
+import { drainOutbox } from "../src/webhooks/dispatch";
+import { call, db, internal, makeListing, makeTenant, type Tenant } from "./harness";
+
+let sent: { delivery_id: string }[] = [];
+let received: { url: string; headers: Headers; body: string }[] = [];
+let answer: () => Response = () => new Response("ok");
+
+async function capture(messages: Iterable<MessageSendRequest<unknown>>): Promise<QueueSendBatchResponse> {
+  for (const m of messages) sent.push(m.body as { delivery_id: string });
+  return {} as QueueSendBatchResponse;
+}
+
+beforeEach(() => {
+  sent = [];
+  received = [];
+  answer = () => new Response("ok");
+  // Capture the queue's messages, so each test drives the consumer itself.
+  vi.spyOn(env.WEBHOOK_QUEUE, "sendBatch").mockImplementation(capture);
+  vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
+    const req = new Request(input as RequestInfo, init as RequestInit);
+    received.push({ url: req.url, headers: req.headers, body: await req.text() });
+    return answer();
+  });
+});
+afterEach(() => vi.restoreAllMocks());
+
+async function endpoint(t: Tenant, url: string, eventTypes?: string[]) {
+  const r = await call("/api/v1/webhooks/endpoints", { key: t.key, body: { url, ...(eventTypes ? { event_types: eventTypes } : {}) } });
+  expect(r.status, r.text).toBe(201);
+  return r.json as { id: string; signing_secret: string };
+}
+
+async function consume(queue: string, messages: { delivery_id: string; attempts?: number }[]) {
+  const batch = createMessageBatch(queue, messages.map((m, i) => ({ id: `m${i}`, timestamp: new Date(), attempts: m.attempts ?? 1, body: { delivery_id: m.delivery_id } })));
+  const ctx = createExecutionContext();
+  await worker.queue(batch, env, ctx);
+  await waitOnExecutionContext(ctx);
+  return getQueueResult(batch, ctx);
+}
+
+const deliveriesOf = (endpointId: string) => db().select().from(webhookDeliveries).where(eq(webhookDeliveries.endpointId, endpointId)).all();
+
+describe("delivery", () => {
+  it("a listing.created reaches the receiver signed over the raw body, with the envelope and headers", async () => {
+    const t = await makeTenant();
+    const hook = await endpoint(t, "http://localhost:9999/hooks", ["listing.created"]);
+    const listing = await makeListing(t);
+    await drainOutbox(env);
+    const [delivery] = await deliveriesOf(hook.id);
+    expect(delivery).toMatchObject({ status: "pending" });
+    expect(sent).toContainEqual({ delivery_id: delivery!.id });
+
+    const result = await consume("alms-webhooks-local", [{ delivery_id: delivery!.id }]);
+    expect(result.explicitAcks).toEqual(["m0"]);
+    expect(received).toHaveLength(1);
+    const [req] = received;
+    expect(req!.url).toBe("http://localhost:9999/hooks");
+    const signature = req!.headers.get("X-Webhook-Signature")!;
+    expect(await verify(hook.signing_secret, req!.body, signature)).toBe(true);
+    const envelope = JSON.parse(req!.body);
+    expect(envelope).toMatchObject({ event_type: "listing.created", api_version: "2026-11-01", data: { listing_number: listing.listing_number, status: "Coming Soon" } });
+    expect(envelope.event_id).toMatch(/^evt_/);
+    expect(Math.abs(envelope.timestamp - Date.now() / 1000)).toBeLessThan(60);
+    expect(req!.headers.get("X-Webhook-Event")).toBe("listing.created");
+    expect(req!.headers.get("X-Webhook-Id")).toBe(envelope.event_id);
+    expect(req!.headers.get("X-Webhook-Delivery")).toBe(delivery!.id);
+    expect((await deliveriesOf(hook.id))[0]).toMatchObject({ status: "delivered", attempts: 1, lastResponseStatus: 200 });
+  });
+
+  it("delivers only subscribed types, only to the event's agency; a repeated drain adds nothing", async () => {
+    const a = await makeTenant();
+    const b = await makeTenant();
+    const cancelledOnly = await endpoint(a, "http://localhost:9999/cancelled", ["listing.cancelled"]);
+    const everything = await endpoint(a, "http://localhost:9999/all");
+    const otherAgency = await endpoint(b, "http://localhost:9999/b");
+    await makeListing(a);
+    await drainOutbox(env);
+    await drainOutbox(env);
+    const listingCreated = (await db().select().from(events).where(eq(events.agencyId, a.agencyId)).all()).filter((e) => e.eventType === "listing.created");
+    expect(listingCreated).toHaveLength(1);
+    expect(await deliveriesOf(cancelledOnly.id)).toEqual([]);
+    const toEverything = await deliveriesOf(everything.id);
+    expect(toEverything.filter((d) => d.eventId === listingCreated[0]!.id)).toHaveLength(1);
+    expect(new Set(toEverything.map((d) => d.eventId)).size).toBe(toEverything.length);
+    const aEvents = new Set((await db().select().from(events).where(eq(events.agencyId, a.agencyId)).all()).map((e) => e.id));
+    expect((await deliveriesOf(otherAgency.id)).filter((d) => aEvents.has(d.eventId))).toEqual([]);
+  });
+
+  it("user.hierarchy_changed goes to the new owning agency", async () => {
+    const a = await makeTenant();
+    const b = await makeTenant();
+    const hookA = await endpoint(a, "http://localhost:9999/a", ["user.hierarchy_changed"]);
+    const hookB = await endpoint(b, "http://localhost:9999/b", ["user.hierarchy_changed"]);
+    await internal(`/internal/v1/users/${a.agent.id}/manager`, { method: "PATCH", body: { manager_id: b.owner.id } });
+    await drainOutbox(env);
+    expect(await deliveriesOf(hookA.id)).toEqual([]);
+    expect(await deliveriesOf(hookB.id)).toHaveLength(1);
+  });
+
+  it("a failed enqueue loses nothing: the event stays in the outbox for the next drain", async () => {
+    const t = await makeTenant();
+    const hook = await endpoint(t, "http://localhost:9999/hooks", ["listing.created"]);
+    vi.mocked(env.WEBHOOK_QUEUE.sendBatch).mockRejectedValue(new Error("queue down"));
+    const listing = await makeListing(t);
+    await expect(drainOutbox(env)).rejects.toThrow("queue down");
+    vi.mocked(env.WEBHOOK_QUEUE.sendBatch).mockImplementation(capture);
+    const created = (await db().select().from(events).where(eq(events.agencyId, t.agencyId)).all()).find((e) => e.eventType === "listing.created");
+    expect(created!.enqueuedAt).toBeNull();
+    const ctx = createExecutionContext();
+    await worker.scheduled({ cron: "* * * * *", scheduledTime: Date.now(), noRetry() {} } as ScheduledController, env, ctx);
+    await waitOnExecutionContext(ctx);
+    const [delivery] = await deliveriesOf(hook.id);
+    expect(sent).toContainEqual({ delivery_id: delivery!.id });
+    expect((await db().select().from(events).where(eq(events.id, created!.id)).get())!.enqueuedAt).not.toBeNull();
+    expect(listing.listing_number).toMatch(/^[a-z0-9]{7}$/);
+  });
+});
+
+describe("retries and dead letters", () => {
+  it("a failing receiver is retried with exponential backoff; every attempt is recorded", async () => {
+    const t = await makeTenant();
+    const hook = await endpoint(t, "http://localhost:9999/flaky", ["listing.created"]);
+    await makeListing(t);
+    await drainOutbox(env);
+    const [delivery] = await deliveriesOf(hook.id);
+    answer = () => new Response("nope", { status: 500 });
+    const first = await consume("alms-webhooks-local", [{ delivery_id: delivery!.id, attempts: 1 }]);
+    expect(first.retryMessages).toEqual([{ msgId: "m0" }]);
+    // The delay asked of the queue, seen on a message of our own.
+    const retry = vi.fn();
+    const message = { id: "m1", timestamp: new Date(), attempts: 3, body: { delivery_id: delivery!.id }, retry, ack: vi.fn() };
+    await consumeWebhooks({ queue: "alms-webhooks-local", messages: [message], ackAll() {}, retryAll() {} } as unknown as MessageBatch<{ delivery_id: string }>, env);
+    expect(retry).toHaveBeenCalledWith({ delaySeconds: 120 });
+    const nonces = received.map((r) => JSON.parse(r.body).nonce);
+    expect(new Set(nonces).size).toBe(2);
+    expect(new Set(received.map((r) => JSON.parse(r.body).event_id)).size).toBe(1);
+    answer = () => new Response(null, { status: 204 });
+    const last = await consume("alms-webhooks-local", [{ delivery_id: delivery!.id, attempts: 4 }]);
+    expect(last.explicitAcks).toEqual(["m0"]);
+    const attempts = await db().select().from(webhookDeliveryAttempts).where(eq(webhookDeliveryAttempts.deliveryId, delivery!.id)).all();
+    expect(attempts.map((a) => [a.attempt, a.responseStatus])).toEqual([[1, 500], [3, 500], [4, 204]]);
+    expect(attempts.every((a) => a.latencyMs >= 0)).toBe(true);
+    expect(attempts[0]!.error).toBe("receiver answered 500");
+    expect((await deliveriesOf(hook.id))[0]).toMatchObject({ status: "delivered", attempts: 4 });
+  });
+
+  it("the schedule doubles from 30 s, caps at 12 h, and spans about three days over 16 attempts", () => {
+    const delays = Array.from({ length: 15 }, (_, i) => retryDelay(i + 1));
+    expect(delays.slice(0, 4)).toEqual([30, 60, 120, 240]);
+    expect(Math.max(...delays)).toBe(12 * 3600);
+    const hours = delays.reduce((a, b) => a + b, 0) / 3600;
+    expect(hours).toBeGreaterThan(60);
+    expect(hours).toBeLessThan(80);
+  });
+
+  it("the dead-letter consumer marks the delivery dead", async () => {
+    const t = await makeTenant();
+    const hook = await endpoint(t, "http://localhost:9999/dead", ["listing.created"]);
+    await makeListing(t);
+    await drainOutbox(env);
+    const [delivery] = await deliveriesOf(hook.id);
+    const result = await consume("alms-webhooks-dlq-local", [{ delivery_id: delivery!.id }]);
+    expect(result.explicitAcks).toEqual(["m0"]);
+    expect((await deliveriesOf(hook.id))[0]!.status).toBe("dead");
+    await consume("alms-webhooks-local", [{ delivery_id: delivery!.id }]);
+    expect(received).toEqual([]);
+  });
+
+  it("the receiver URL is checked again on every delivery", async () => {
+    const t = await makeTenant();
+    const hook = await endpoint(t, "http://localhost:9999/moved", ["listing.created"]);
+    await makeListing(t);
+    await drainOutbox(env);
+    await db().update(webhookEndpoints).set({ url: "https://10.0.0.5/hook" }).where(eq(webhookEndpoints.id, hook.id));
+    const [delivery] = await deliveriesOf(hook.id);
+    const result = await consume("alms-webhooks-local", [{ delivery_id: delivery!.id }]);
+    expect(result.explicitAcks).toEqual(["m0"]);
+    expect(received).toEqual([]);
+    const after = (await deliveriesOf(hook.id))[0]!;
+    expect(after.status).toBe("dead");
+    expect(after.lastError).toContain("receiver refused");
+    expect(await db().select().from(webhookDeliveryAttempts).where(inArray(webhookDeliveryAttempts.deliveryId, [delivery!.id])).all()).toHaveLength(1);
+  });
+});
