@@ -24,6 +24,10 @@ beforeEach(() => {
   answer = () => new Response("ok");
   // Capture the queue's messages, so each test drives the consumer itself.
   vi.spyOn(env.WEBHOOK_QUEUE, "sendBatch").mockImplementation(capture);
+  vi.spyOn(env.WEBHOOK_QUEUE, "send").mockImplementation(async (body) => {
+    sent.push(body as { delivery_id: string });
+    return {} as QueueSendResponse;
+  });
   vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
     const req = new Request(input as RequestInfo, init as RequestInit);
     received.push({ url: req.url, headers: req.headers, body: await req.text() });
@@ -188,5 +192,35 @@ describe("retries and dead letters", () => {
     expect(after.status).toBe("dead");
     expect(after.lastError).toContain("receiver refused");
     expect(await db().select().from(webhookDeliveryAttempts).where(inArray(webhookDeliveryAttempts.deliveryId, [delivery!.id])).all()).toHaveLength(1);
+  });
+});
+
+describe("the dashboard's view of deliveries", () => {
+  it("lists deliveries with their attempts and replays a dead one as a fresh attempt", async () => {
+    const t = await makeTenant();
+    const hook = await endpoint(t, "http://localhost:9999/replay", ["listing.created"]);
+    await makeListing(t);
+    await drainOutbox(env);
+    const [delivery] = await deliveriesOf(hook.id);
+    answer = () => new Response("down", { status: 503 });
+    await consume("alms-webhooks-local", [{ delivery_id: delivery!.id, attempts: 1 }]);
+    await consume("alms-webhooks-dlq-local", [{ delivery_id: delivery!.id }]);
+    const listed = await internal(`/internal/v1/agencies/${t.agencyId}/webhook-deliveries?status=dead`);
+    expect(listed.status, listed.text).toBe(200);
+    expect(listed.json.data).toEqual([expect.objectContaining({ id: delivery!.id, status: "dead", attempt_log: [expect.objectContaining({ attempt: 1, response_status: 503 })] })]);
+    sent = [];
+    const replayed = await internal(`/internal/v1/webhook-deliveries/${delivery!.id}/replay`, { method: "POST" });
+    expect(replayed.status, replayed.text).toBe(202);
+    expect(replayed.json.status).toBe("pending");
+    expect(sent).toEqual([{ delivery_id: delivery!.id }]);
+    answer = () => new Response("ok");
+    await consume("alms-webhooks-local", [{ delivery_id: delivery!.id, attempts: 1 }]);
+    expect((await deliveriesOf(hook.id))[0]!.status).toBe("delivered");
+    const bodies = received.map((r) => JSON.parse(r.body));
+    expect(bodies).toHaveLength(2);
+    expect(bodies[0].event_id).toBe(bodies[1].event_id);
+    expect(bodies[0].nonce).not.toBe(bodies[1].nonce);
+    const missing = await internal("/internal/v1/webhook-deliveries/whd_missing/replay", { method: "POST" });
+    expect(missing.json.error.code, missing.text).toBe("webhook_delivery_not_found");
   });
 });

@@ -9,6 +9,7 @@ import { mediaInternal } from "./media";
 import { operatorAuth } from "./route";
 import { sessionsInternal } from "./sessions";
 import { usersInternal } from "./users";
+import { webhooksInternal } from "./webhooks";
 
 /** The operations the dashboard calls: everything the spec leaves to "the dashboard". */
 export const internalApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
@@ -17,7 +18,8 @@ export const internalApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook
   .route("/", apiKeysInternal)
   .route("/", sessionsInternal)
   .route("/", listingsInternal)
-  .route("/", mediaInternal);
+  .route("/", mediaInternal)
+  .route("/", webhooksInternal);
 
 internalApi.openAPIRegistry.registerComponent("securitySchemes", "OperatorToken", { type: "http", scheme: "bearer", description: "The operator token (Worker secret OPERATOR_TOKEN)." });
 registerPath("get", "/internal/v1/openapi.json");

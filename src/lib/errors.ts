@@ -71,6 +71,7 @@ export const ERRORS = {
   operator_token_invalid: [401, "Send Authorization: Bearer <operator token>."],
   // Webhook management
   webhook_endpoint_not_found: [404, "No such webhook endpoint."],
+  webhook_delivery_not_found: [404, "No such webhook delivery."],
   webhook_url_not_allowed: [422, "The receiver URL must be a public https URL."],
   webhook_event_type_not_allowed: [422, "An event type is unknown or cannot be subscribed to."],
   // Rate limiting
