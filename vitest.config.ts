@@ -14,6 +14,7 @@ export default defineConfig(async () => ({
                 TEST_MIGRATIONS: await readD1Migrations("./migrations"),
                 SECRET_KEY: "test-secret-key-0123456789abcdef0123456789abcdef",
                 OPERATOR_TOKEN: "test-operator-token",
+                STRIPE_WEBHOOK_SECRET: "whsec_stripe_test_secret",
               },
             },
           }),

@@ -13,6 +13,7 @@ import { mediaApi } from "./routes/media";
 import { reservedApi } from "./routes/reserved";
 import { toursApi } from "./routes/tours";
 import { usersApi } from "./routes/users";
+import { stripeHook } from "./routes/hooks/stripe";
 import { webhooksApi } from "./routes/webhooks";
 import { drainAfterWrites } from "./webhooks/dispatch";
 
@@ -42,5 +43,6 @@ export const app = new Hono<AppEnv>()
   })
   .route("/", publicApi)
   .route("/", internalApi)
+  .route("/", stripeHook)
   .notFound((c) => errorResponse(c, unmatched(c)))
   .onError(handleError);

@@ -15,6 +15,8 @@ interface OptionalSecrets {
   R2_SECRET_ACCESS_KEY?: string;
   /** The name of the bucket bound as UPLOADS in this environment. */
   R2_BUCKET_NAME?: string;
+  /** The payment provider's webhook signing secret; enables POST /hooks/stripe. */
+  STRIPE_WEBHOOK_SECRET?: string;
 }
 declare global {
   interface Env extends OptionalSecrets {}

@@ -372,3 +372,11 @@ export const webhookDeliveryAttempts = sqliteTable(
   (t) => [index("webhook_delivery_attempts_delivery").on(t.deliveryId, t.attempt)],
 );
 export type WebhookDelivery = typeof webhookDeliveries.$inferSelect;
+
+/** Payment-provider events already applied (by the provider's event id): a redelivery changes nothing. */
+export const providerEvents = sqliteTable("provider_events", {
+  id: text("id").primaryKey(),
+  provider: text("provider").notNull(),
+  type: text("type").notNull(),
+  receivedAt: text("received_at").notNull().default(now),
+});
