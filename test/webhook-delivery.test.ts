@@ -224,3 +224,23 @@ describe("the dashboard's view of deliveries", () => {
     expect(missing.json.error.code, missing.text).toBe("webhook_delivery_not_found");
   });
 });
+
+describe("the test event", () => {
+  it("sends a signed webhook.test now and answers what the receiver said", async () => {
+    const t = await makeTenant();
+    const hook = await endpoint(t, "http://localhost:9999/test");
+    const ok = await call(`/api/v1/webhooks/endpoints/${hook.id}/test`, { method: "POST", key: t.key });
+    expect(ok.json, ok.text).toMatchObject({ delivered: true, response_status: 200, error: null });
+    const [req] = received;
+    expect(req!.headers.get("X-Webhook-Event")).toBe("webhook.test");
+    expect(await verify(hook.signing_secret, req!.body, req!.headers.get("X-Webhook-Signature")!)).toBe(true);
+    expect(JSON.parse(req!.body)).toMatchObject({ event_type: "webhook.test", event_id: ok.json.event_id, data: { endpoint_id: hook.id } });
+    answer = () => new Response("no", { status: 500 });
+    const failed = await call(`/api/v1/webhooks/endpoints/${hook.id}/test`, { method: "POST", key: t.key });
+    expect(failed.json).toMatchObject({ delivered: false, response_status: 500, error: "receiver answered 500" });
+    expect((await deliveriesOf(hook.id)).filter((d) => d.eventId.startsWith("evt_test"))).toEqual([]);
+    const other = await makeTenant();
+    const foreign = await call(`/api/v1/webhooks/endpoints/${hook.id}/test`, { method: "POST", key: other.key });
+    expect(foreign.json.error.code, foreign.text).toBe("webhook_endpoint_not_found");
+  });
+});

@@ -1,6 +1,7 @@
 import { eq } from "drizzle-orm";
 import { database, type Db } from "../db/client";
-import { events, webhookDeliveries, webhookDeliveryAttempts, webhookEndpoints } from "../db/schema";
+import { events, webhookDeliveries, webhookDeliveryAttempts, webhookEndpoints, type WebhookEndpoint } from "../db/schema";
+import { ApiError } from "../lib/errors";
 import { decrypt } from "../lib/crypto";
 import { newId, nowIso, randomToken } from "../lib/ids";
 import { SECRET_PURPOSE } from "./endpoints";
@@ -57,19 +58,20 @@ export async function attemptDelivery(env: Env, deliveryId: string, attempt: num
     await record(db, deliveryId, attempt, started, null, `receiver refused: url ${verdict.reason}`, "dead");
     return "dead";
   }
-  const body = JSON.stringify({
-    event_id: event.id,
-    event_type: event.eventType,
-    api_version: event.apiVersion,
-    timestamp: Math.floor(started / 1000),
-    nonce: randomToken(16),
-    data: event.data,
-  });
   const secret = await decrypt(env.SECRET_KEY, SECRET_PURPOSE, endpoint.secretSealed);
+  const { status, error } = await post(verdict.url, secret, { id: event.id, type: event.eventType, apiVersion: event.apiVersion, data: event.data }, deliveryId, started);
+  const delivered = error === null;
+  await record(db, deliveryId, attempt, started, status, error, delivered ? "delivered" : undefined);
+  return delivered ? "delivered" : "retry";
+}
+
+/** One signed POST of an envelope built for this attempt. */
+async function post(url: string, secret: string, event: { id: string; type: string; apiVersion: string; data: unknown }, deliveryId: string, started: number) {
+  const body = JSON.stringify({ event_id: event.id, event_type: event.type, api_version: event.apiVersion, timestamp: Math.floor(started / 1000), nonce: randomToken(16), data: event.data });
   let status: number | null = null;
   let error: string | null = null;
   try {
-    const res = await fetch(verdict.url, {
+    const res = await fetch(url, {
       method: "POST",
       redirect: "manual",
       signal: AbortSignal.timeout(DELIVERY_TIMEOUT_MS),
@@ -77,7 +79,7 @@ export async function attemptDelivery(env: Env, deliveryId: string, attempt: num
         "Content-Type": "application/json",
         "User-Agent": "ALMS-Webhooks/1.0",
         [SIGNATURE_HEADER]: await signPayload(secret, body),
-        "X-Webhook-Event": event.eventType,
+        "X-Webhook-Event": event.type,
         "X-Webhook-Id": event.id,
         "X-Webhook-Delivery": deliveryId,
       },
@@ -89,9 +91,19 @@ export async function attemptDelivery(env: Env, deliveryId: string, attempt: num
   } catch (e) {
     error = e instanceof Error && e.name === "TimeoutError" ? `no answer within ${DELIVERY_TIMEOUT_MS / 1000} s` : `request failed: ${e instanceof Error ? e.message : String(e)}`;
   }
-  const delivered = error === null;
-  await record(db, deliveryId, attempt, started, status, error, delivered ? "delivered" : undefined);
-  return delivered ? "delivered" : "retry";
+  return { status, error };
+}
+
+/** A signed `webhook.test` ping to one endpoint, answered synchronously; nothing is recorded. */
+export async function sendTestEvent(env: Env, endpoint: WebhookEndpoint) {
+  const verdict = checkReceiverUrl(endpoint.url, { allowLocalHttp: env.ALLOW_HTTP_RECEIVERS === "true" });
+  if (!verdict.ok) throw new ApiError("webhook_url_not_allowed", { message: `url ${verdict.reason}.`, details: { field: "url", reason: verdict.reason } });
+  const secret = await decrypt(env.SECRET_KEY, SECRET_PURPOSE, endpoint.secretSealed);
+  const started = Date.now();
+  const eventId = newId("evt_test");
+  const data = { endpoint_id: endpoint.id, message: "A test event from the Agency Listing and Media Service." };
+  const { status, error } = await post(verdict.url, secret, { id: eventId, type: "webhook.test", apiVersion: "2026-11-01", data }, newId("whd_test"), started);
+  return { delivered: error === null, event_id: eventId, response_status: status, latency_ms: Date.now() - started, error };
 }
 
 /** The webhook queue's consumer: one message per delivery, retried with backoff. */

@@ -6,10 +6,12 @@ import { createEndpointHandler, createEndpointRoute } from "./create-endpoint";
 import { deleteEndpointHandler, deleteEndpointRoute } from "./delete-endpoint";
 import { getEndpointHandler, getEndpointRoute } from "./get-endpoint";
 import { listEndpointsHandler, listEndpointsRoute } from "./list-endpoints";
+import { testEndpointHandler, testEndpointRoute } from "./test-endpoint";
 
 export const webhooksApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
   .openapi(catalogRoute, catalogHandler)
   .openapi(createEndpointRoute, createEndpointHandler)
   .openapi(listEndpointsRoute, listEndpointsHandler)
   .openapi(getEndpointRoute, getEndpointHandler)
-  .openapi(deleteEndpointRoute, deleteEndpointHandler);
+  .openapi(deleteEndpointRoute, deleteEndpointHandler)
+  .openapi(testEndpointRoute, testEndpointHandler);
