@@ -11,6 +11,7 @@ import { adminApi } from "./routes/admin";
 import { listingsApi } from "./routes/listings";
 import { mediaApi } from "./routes/media";
 import { reservedApi } from "./routes/reserved";
+import { schedulingApi } from "./routes/scheduling";
 import { toursApi } from "./routes/tours";
 import { usersApi } from "./routes/users";
 import { stripeHook } from "./routes/hooks/stripe";
@@ -23,6 +24,7 @@ export const publicApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook }
   .route("/", toursApi)
   .route("/", usersApi)
   .route("/", webhooksApi)
+  .route("/", schedulingApi)
   .route("/", reservedApi)
   .route("/", adminApi);
 

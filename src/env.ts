@@ -17,6 +17,10 @@ interface OptionalSecrets {
   R2_BUCKET_NAME?: string;
   /** The payment provider's webhook signing secret; enables POST /hooks/stripe. */
   STRIPE_WEBHOOK_SECRET?: string;
+  /** The OAuth client secret used to refresh Google Calendar tokens. */
+  GOOGLE_CLIENT_SECRET?: string;
+  /** Calendar provider timeout in ms (default 8000). */
+  CALENDAR_TIMEOUT_MS?: string;
 }
 declare global {
   interface Env extends OptionalSecrets {}

@@ -380,3 +380,31 @@ export const providerEvents = sqliteTable("provider_events", {
   type: text("type").notNull(),
   receivedAt: text("received_at").notNull().default(now),
 });
+
+/** A user's external calendar. Credentials (OAuth tokens or the feed URL) are stored sealed. */
+export const calendarConnections = sqliteTable(
+  "calendar_connections",
+  {
+    id: text("id").primaryKey(),
+    userId: text("user_id").notNull().references(() => users.id),
+    agencyId: text("agency_id").notNull(),
+    provider: text("provider", { enum: ["google", "ics"] }).notNull(),
+    calendarId: text("calendar_id"),
+    credentialsSealed: text("credentials_sealed").notNull(),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [uniqueIndex("calendar_connections_user").on(t.userId)],
+);
+export type CalendarConnection = typeof calendarConnections.$inferSelect;
+
+/** An open discrepancy between a stored calendar event and the calendar: reported once while it lasts. */
+export const calendarDiscrepancies = sqliteTable("calendar_discrepancies", {
+  id: text("id").primaryKey(),
+  agencyId: text("agency_id").notNull(),
+  subjectType: text("subject_type", { enum: ["appointment", "tour"] }).notNull(),
+  subjectId: text("subject_id").notNull(),
+  kind: text("kind", { enum: ["missing", "moved", "malformed"] }).notNull(),
+  detectedAt: text("detected_at").notNull().default(now),
+  resolvedAt: text("resolved_at"),
+});

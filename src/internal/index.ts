@@ -4,6 +4,7 @@ import { registerPath } from "../lib/routing";
 import { validationHook } from "../lib/validation";
 import { agenciesInternal } from "./agencies";
 import { apiKeysInternal } from "./api-keys";
+import { calendarsInternal } from "./calendars";
 import { listingsInternal } from "./listings";
 import { mediaInternal } from "./media";
 import { operatorAuth } from "./route";
@@ -19,7 +20,8 @@ export const internalApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook
   .route("/", sessionsInternal)
   .route("/", listingsInternal)
   .route("/", mediaInternal)
-  .route("/", webhooksInternal);
+  .route("/", webhooksInternal)
+  .route("/", calendarsInternal);
 
 internalApi.openAPIRegistry.registerComponent("securitySchemes", "OperatorToken", { type: "http", scheme: "bearer", description: "The operator token (Worker secret OPERATOR_TOKEN)." });
 registerPath("get", "/internal/v1/openapi.json");

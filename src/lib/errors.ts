@@ -50,6 +50,8 @@ export const ERRORS = {
   invalid_delivery_destination: [422, "The delivery destination is not usable."],
   nothing_to_deliver: [409, "The listing has no completed uploads to deliver."],
   calendar_not_connected: [403, "No external calendar is connected in the manager chain."],
+  calendar_provider_error: [502, "The connected calendar answered with an error."],
+  calendar_provider_timeout: [504, "The connected calendar did not answer in time."],
   user_not_found: [404, "No such user."],
   // Tours and resources of the internal surface
   tour_not_found: [404, "No such tour."],

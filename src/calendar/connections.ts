@@ -1,0 +1,67 @@
+import { eq, inArray } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { calendarConnections, users, type CalendarConnection } from "../db/schema";
+import { decrypt, encrypt } from "../lib/crypto";
+import { ApiError } from "../lib/errors";
+import { newId, nowIso } from "../lib/ids";
+import { googleSource, type GoogleCredentials } from "./google";
+import { guarded, type CalendarSource } from "./http";
+import { icsSource } from "./ics";
+
+const PURPOSE = "calendar-credentials";
+const MAX_CHAIN = 64;
+
+export type ConnectInput = { provider: "google"; calendarId: string; credentials: GoogleCredentials } | { provider: "ics"; feedUrl: string };
+
+/** Connects (or replaces) a user's calendar; credentials are sealed before they are stored. */
+export async function connectCalendar(db: Db, secretKey: string, user: { id: string; agencyId: string }, input: ConnectInput): Promise<CalendarConnection> {
+  const sealed = await encrypt(secretKey, PURPOSE, JSON.stringify(input.provider === "google" ? input.credentials : { feed_url: input.feedUrl }));
+  const values = { userId: user.id, agencyId: user.agencyId, provider: input.provider, calendarId: input.provider === "google" ? input.calendarId : null, credentialsSealed: sealed, updatedAt: nowIso() };
+  const [row] = await db
+    .insert(calendarConnections)
+    .values({ id: newId("cal"), ...values })
+    .onConflictDoUpdate({ target: calendarConnections.userId, set: values })
+    .returning();
+  return row!;
+}
+
+export async function disconnectCalendar(db: Db, userId: string): Promise<void> {
+  await db.delete(calendarConnections).where(eq(calendarConnections.userId, userId));
+}
+
+/**
+ * The connection that answers for `userId`: the user's own, else the nearest manager's,
+ * walking up the hierarchy. None anywhere is 403 `calendar_not_connected`.
+ */
+export async function resolveConnection(db: Db, userId: string): Promise<CalendarConnection> {
+  const chain: string[] = [];
+  let next: string | null = userId;
+  while (next && chain.length < MAX_CHAIN && !chain.includes(next)) {
+    chain.push(next);
+    const row: { managerId: string | null } | undefined = await db.select({ managerId: users.managerId }).from(users).where(eq(users.id, next)).get();
+    next = row?.managerId ?? null;
+  }
+  const connections = await db.select().from(calendarConnections).where(inArray(calendarConnections.userId, chain));
+  for (const id of chain) {
+    const found = connections.find((c) => c.userId === id);
+    if (found) return found;
+  }
+  throw new ApiError("calendar_not_connected", { details: { checked_user_ids: chain } });
+}
+
+/** The provider behind a connection, with Google's refreshed tokens written back sealed. */
+export async function sourceFor(db: Db, env: { SECRET_KEY: string; GOOGLE_CLIENT_SECRET?: string }, conn: CalendarConnection, timeoutMs?: number): Promise<CalendarSource> {
+  const creds = JSON.parse(await decrypt(env.SECRET_KEY, PURPOSE, conn.credentialsSealed));
+  if (conn.provider === "ics") return guarded("ics", icsSource(creds.feed_url, timeoutMs));
+  return guarded(
+    "google",
+    googleSource(conn.calendarId!, creds as GoogleCredentials, {
+      clientSecret: env.GOOGLE_CLIENT_SECRET,
+      timeoutMs,
+      save: async (refreshed) => {
+        const credentialsSealed = await encrypt(env.SECRET_KEY, PURPOSE, JSON.stringify(refreshed));
+        await db.update(calendarConnections).set({ credentialsSealed, updatedAt: nowIso() }).where(eq(calendarConnections.id, conn.id));
+      },
+    }),
+  );
+}

@@ -1,0 +1,73 @@
+import { OpenAPIHono, z } from "@hono/zod-openapi";
+import type { AppEnv } from "../env";
+import { database } from "../db/client";
+import { connectCalendar, disconnectCalendar } from "../calendar/connections";
+import { getUserById } from "../domain/hierarchy";
+import { validationHook } from "../lib/validation";
+import { internalRoute } from "./route";
+
+const ConnectionSchema = z
+  .object({ id: z.string(), user_id: z.string(), provider: z.enum(["google", "ics"]), calendar_id: z.string().nullable(), updated_at: z.string() })
+  .openapi("CalendarConnection");
+
+const connect = internalRoute(["user_not_found"], {
+  method: "put",
+  path: "/internal/v1/users/{user_id}/calendar",
+  operationId: "connectCalendar",
+  tags: ["Calendars"],
+  summary: "Connect (or replace) a user's external calendar",
+  description: "Google Calendar (OAuth tokens; refreshed with GOOGLE_CLIENT_SECRET when expired) or an ICS feed URL. Credentials are stored sealed and never returned. The connection also answers for everyone below the user in the hierarchy who has none.",
+  request: {
+    params: z.object({ user_id: z.string() }),
+    body: {
+      content: {
+        "application/json": {
+          schema: z.discriminatedUnion("provider", [
+            z.strictObject({
+              provider: z.literal("google"),
+              calendar_id: z.string().min(1).max(300),
+              client_id: z.string().min(1),
+              refresh_token: z.string().min(1),
+              access_token: z.string().optional(),
+              access_token_expires_at: z.iso.datetime({ offset: true }).optional(),
+            }),
+            z.strictObject({ provider: z.literal("ics"), feed_url: z.url({ protocol: /^https?$/ }) }),
+          ]),
+        },
+      },
+    },
+  },
+  responses: { 200: { description: "The connection (without credentials).", content: { "application/json": { schema: ConnectionSchema } } } },
+});
+
+const disconnect = internalRoute(["user_not_found"], {
+  method: "delete",
+  path: "/internal/v1/users/{user_id}/calendar",
+  operationId: "disconnectCalendar",
+  tags: ["Calendars"],
+  summary: "Disconnect a user's calendar",
+  request: { params: z.object({ user_id: z.string() }) },
+  responses: { 204: { description: "Disconnected." } },
+});
+
+export const calendarsInternal = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
+  .openapi(connect, async (c) => {
+    const db = database(c.env.DB);
+    const user = await getUserById(db, c.req.valid("param").user_id);
+    const b = c.req.valid("json");
+    const conn = await connectCalendar(
+      db,
+      c.env.SECRET_KEY,
+      user,
+      b.provider === "ics"
+        ? { provider: "ics", feedUrl: b.feed_url }
+        : { provider: "google", calendarId: b.calendar_id, credentials: { client_id: b.client_id, refresh_token: b.refresh_token, access_token: b.access_token, access_token_expires_at: b.access_token_expires_at ? Date.parse(b.access_token_expires_at) : undefined } },
+    );
+    return c.json({ id: conn.id, user_id: conn.userId, provider: conn.provider, calendar_id: conn.calendarId, updated_at: conn.updatedAt }, 200);
+  })
+  .openapi(disconnect, async (c) => {
+    const db = database(c.env.DB);
+    const user = await getUserById(db, c.req.valid("param").user_id);
+    await disconnectCalendar(db, user.id);
+    return c.body(null, 204);
+  });
