@@ -1,6 +1,7 @@
 import { database } from "./db/client";
 import { keyGate, sweepRotatedSecrets } from "./domain/api-keys";
 import { drainOutbox } from "./webhooks/dispatch";
+import { RECONCILE_CRON, reconcileCalendars } from "./calendar/reconcile";
 
 export const NIGHTLY = "0 3 * * *";
 export const EVERY_MINUTE = "* * * * *";
@@ -11,6 +12,9 @@ export async function runScheduled(controller: ScheduledController, env: Env): P
     const keyIds = await sweepRotatedSecrets(database(env.DB), controller.scheduledTime);
     await Promise.all(keyIds.map((id) => keyGate(env, id).reload()));
     console.log(JSON.stringify({ job: "rotation_sweep", keys: keyIds.length }));
+  }
+  if (controller.cron === RECONCILE_CRON) {
+    console.log(JSON.stringify({ job: "calendar_reconciliation", ...(await reconcileCalendars(env)) }));
   }
   if (controller.cron === EVERY_MINUTE) {
     // The sweeper: whatever the after-write drain left behind (a failed send, a Worker that died) goes out now.
