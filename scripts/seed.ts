@@ -43,11 +43,13 @@ async function createTree(api: Api, agencyId: string, person: Person, managerId:
   return user.id as string;
 }
 
-async function seed(api: Api): Promise<{ agencyId: string; ownerId: string }> {
+async function seed(api: Api, origin: string): Promise<{ agencyId: string; ownerId: string }> {
   const platform = await api("POST", "/internal/v1/agencies", { name: "Platform", kind: "platform" });
   await api("POST", "/internal/v1/users", { agency_id: platform.id, role: "super_admin", name: "Platform Admin", email: "admin@platform.example" });
   const harbour = await api("POST", "/internal/v1/agencies", { name: DEMO_AGENCY, kind: "media_agency" });
   const ownerId = await createTree(api, harbour.id, HARBOUR, null);
+  // The owner's calendar answers availability for the whole hierarchy (resolved up the manager chain).
+  await api("PUT", `/internal/v1/users/${ownerId}/calendar`, { provider: "ics", feed_url: `${origin}/dev/demo-calendar.ics` });
   const northgate = await api("POST", "/internal/v1/agencies", { name: "Northgate Brokers", kind: "broker" });
   await createTree(api, northgate.id, NORTHGATE, null);
   return { agencyId: harbour.id, ownerId };
@@ -68,7 +70,7 @@ async function findDemo(api: Api): Promise<{ agencyId: string; ownerId: string }
  */
 export async function seedDemo(api: Api, origin: string): Promise<{ key: string; agencyName: string; seeded: boolean }> {
   const empty = ((await api("GET", "/internal/v1/agencies?limit=1")).data as unknown[]).length === 0;
-  const demo = empty ? await seed(api) : await findDemo(api);
+  const demo = empty ? await seed(api, origin) : await findDemo(api);
   if (!demo) throw new Error(`The local database has data but no "${DEMO_AGENCY}" agency with an active owner; delete .wrangler/state to start over.`);
   const keys = await api("GET", `/internal/v1/api-keys?agency_id=${demo.agencyId}`);
   for (const k of keys.data as { id: string; name: string; state: string }[]) {

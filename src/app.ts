@@ -14,6 +14,7 @@ import { reservedApi } from "./routes/reserved";
 import { schedulingApi } from "./routes/scheduling";
 import { toursApi } from "./routes/tours";
 import { usersApi } from "./routes/users";
+import { demoCalendar } from "./routes/dev/demo-calendar";
 import { stripeHook } from "./routes/hooks/stripe";
 import { webhooksApi } from "./routes/webhooks";
 import { drainAfterWrites } from "./webhooks/dispatch";
@@ -46,5 +47,6 @@ export const app = new Hono<AppEnv>()
   .route("/", publicApi)
   .route("/", internalApi)
   .route("/", stripeHook)
+  .route("/", demoCalendar)
   .notFound((c) => errorResponse(c, unmatched(c)))
   .onError(handleError);

@@ -126,3 +126,17 @@ describe("ICS parsing", () => {
     expect(events[1]).toMatchObject({ uid: "b", start: Date.UTC(2026, 6, 1, 10), cancelled: true });
   });
 });
+
+describe("the demo calendar", () => {
+  it("is served only in local development, as a feed the ICS source can read", async () => {
+    const r = await call("/dev/demo-calendar.ics");
+    expect(r.status, r.text).toBe(200);
+    expect(r.headers.get("Content-Type")).toContain("text/calendar");
+    expect(parseIcs(r.text).filter((e) => e.start !== undefined && e.end! > e.start)).toHaveLength(5);
+    const ctx = createExecutionContext();
+    const res = await worker.fetch(new Request(`${BASE}/dev/demo-calendar.ics`), { ...env, ENVIRONMENT: "sandbox" } as Env, ctx);
+    await waitOnExecutionContext(ctx);
+    expect(res.status).toBe(404);
+    expect(((await res.json()) as any).error.code).toBe("request_path_not_found");
+  });
+});
