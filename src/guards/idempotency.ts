@@ -122,17 +122,17 @@ export function idempotency(): MiddlewareHandler<AppEnv> {
 
 /**
  * The commit mark of the current idempotent request, to be appended to the handler's
- * `db.batch` so the change and its mark commit together (or not at all). Undefined when
- * the request carries no idempotency context.
+ * `db.batch` so the change and its mark commit together (or not at all). Empty when the
+ * request carries no idempotency context.
  */
 export function idempotencyMark(
   c: Context<AppEnv>,
   db: Db,
   result: { status: number; resourceType?: string; resourceId?: string },
-): BatchItem<"sqlite"> | undefined {
+): BatchItem<"sqlite">[] {
   const idem = c.get("idempotency");
-  if (!idem) return undefined;
-  return db.insert(idempotencyMarks).values({
+  if (!idem) return [];
+  return [db.insert(idempotencyMarks).values({
     agencyId: idem.agencyId,
     idemKey: idem.key,
     requestHash: idem.requestHash,
@@ -140,5 +140,5 @@ export function idempotencyMark(
     resourceType: result.resourceType ?? null,
     resourceId: result.resourceId ?? null,
     expiresAt: nowIso(Date.now() + IDEMPOTENCY_TTL_MS),
-  });
+  })];
 }

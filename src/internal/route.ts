@@ -7,6 +7,7 @@ import { errorResponses } from "../lib/openapi-errors";
 import { registerPath, unmatched } from "../lib/routing";
 import { registerRouteSchemas } from "../lib/validation";
 import { jsonBody } from "../lib/wire";
+import { BODY_CODES } from "../lib/route";
 import { timingSafeEqual } from "../lib/crypto";
 
 /**
@@ -24,21 +25,6 @@ export function operatorAuth(): MiddlewareHandler<AppEnv> {
 }
 
 const COMMON: ErrorCode[] = ["operator_token_invalid", "https_required", "internal_error"];
-const BODY: ErrorCode[] = [
-  "request_body_empty",
-  "request_body_not_json",
-  "request_body_too_large",
-  "request_content_type_mismatch",
-  "validation.failed",
-  "validation_type_mismatch",
-  "validation_missing_required",
-  "validation_unknown_field",
-  "validation_out_of_range",
-  "validation_enum_not_allowed",
-  "validation_string_pattern",
-  "validation_array_length",
-  "validation_nested_error",
-];
 
 export function internalRoute<const R extends RouteConfig>(errors: readonly ErrorCode[], route: R): R & { getRoutingPath(): string } {
   const body = (route.request?.body?.content as Record<string, { schema?: unknown }> | undefined)?.["application/json"]?.schema as ZodType | undefined;
@@ -46,7 +32,7 @@ export function internalRoute<const R extends RouteConfig>(errors: readonly Erro
   if (body) middleware.push(jsonBody());
   registerPath(route.method, route.path);
   registerRouteSchemas(route.method, route.path, { json: body, query: route.request?.query as ZodType | undefined });
-  const codes = [...COMMON, ...(body ? BODY : []), ...(route.request?.query ? (["request_query_invalid"] as ErrorCode[]) : []), ...errors];
+  const codes = [...COMMON, ...(body ? BODY_CODES : []), ...(route.request?.query ? (["request_query_invalid"] as ErrorCode[]) : []), ...errors];
   return createRoute({
     ...route,
     security: [{ OperatorToken: [] }],

@@ -38,7 +38,7 @@ const AUTH_CODES: ErrorCode[] = [
   "api_key_disabled",
   "api_key_wrong_mode",
 ];
-const VALIDATION_CODES: ErrorCode[] = [
+export const VALIDATION_CODES: ErrorCode[] = [
   "validation.failed",
   "validation_type_mismatch",
   "validation_missing_required",
@@ -49,6 +49,9 @@ const VALIDATION_CODES: ErrorCode[] = [
   "validation_array_length",
   "validation_nested_error",
 ];
+
+/** What any route with a JSON body can answer. */
+export const BODY_CODES: ErrorCode[] = ["request_body_empty", "request_body_not_json", "request_body_too_large", "request_content_type_mismatch", ...VALIDATION_CODES];
 
 /** What every route declares about itself, for the OpenAPI post-processing and tests. */
 export interface RouteMeta extends Guard {
@@ -73,7 +76,7 @@ export function routeCodes(route: RouteConfig, guard: Guard): ErrorCode[] {
   if (guard.scope) codes.push("auth.scope_denied");
   if (guard.roles) codes.push("role_forbidden");
   if (mutating) codes.push("idempotency.missing", "idempotency_key_invalid", "idempotency_key_conflict", "idempotency_key_in_progress", "idempotency_unavailable");
-  if (body) codes.push("request_body_empty", "request_body_not_json", "request_body_too_large", "request_content_type_mismatch", ...VALIDATION_CODES);
+  if (body) codes.push(...BODY_CODES);
   if (route.request?.query) codes.push("request_query_invalid");
   return [...new Set([...codes, ...(guard.errors ?? [])])];
 }

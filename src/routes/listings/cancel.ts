@@ -36,6 +36,6 @@ export const cancelListingHandler: RouteHandler<typeof cancelListingRoute, AppEn
   const db = database(c.env.DB);
   const listing = await findListing(db, c.get("caller").agencyId, c.req.valid("param").listing_number);
   const mark = idempotencyMark(c, db, { status: 200, resourceType: "listing", resourceId: listing.id });
-  const cancelled = await cancelListing(db, listing, { reason: c.req.valid("json").reason, source: "api" }, mark ? [mark] : []);
+  const cancelled = await cancelListing(db, listing, { reason: c.req.valid("json").reason, source: "api" }, mark);
   return c.json(ListingSchema.parse(presentListing(cancelled, c.env.SITE_URL)), 200);
 };

@@ -49,7 +49,7 @@ export const createListingHandler: RouteHandler<typeof createListingRoute, AppEn
     c.get("caller").agencyId,
     c.env.SITE_URL,
     { address: b.address, ownerUserId: b.owner_user_id, agentOneId: b.agent_one_id, agentTwoId: b.agent_two_id, listingNumber: b.listing_number },
-    ({ id }) => [idempotencyMark(c, db, { status: 201, resourceType: "listing", resourceId: id })].filter((s) => s !== undefined),
+    ({ id }) => idempotencyMark(c, db, { status: 201, resourceType: "listing", resourceId: id }),
   );
   return c.json(ListingSchema.parse(presentListing(listing, c.env.SITE_URL)), 201);
 };

@@ -48,7 +48,7 @@ export const floorplanHandler: RouteHandler<typeof floorplanRoute, AppEnv> = asy
   // Appending is one statement, so two appends at once both land.
   const floorplanUrls = change.operation === "append" ? sql`json_insert(${listings.floorplanUrls}, '$[#]', ${next[next.length - 1]})` : next;
   const mark = idempotencyMark(c, db, { status: 200, resourceType: "listing", resourceId: listing.id });
-  const updated = await writeSection(db, listing, "floorplan", change.operation, { floorplanUrls }, mark ? [mark] : []);
+  const updated = await writeSection(db, listing, "floorplan", change.operation, { floorplanUrls }, mark);
   return c.json(ListingSchema.parse(presentListing(updated, c.env.SITE_URL)), 200);
 };
 
@@ -82,7 +82,7 @@ export const matterportHandler: RouteHandler<typeof matterportRoute, AppEnv> = a
   const listing = await findListing(db, c.get("caller").agencyId, c.req.valid("param").listing_number);
   const change = c.req.valid("json");
   const mark = idempotencyMark(c, db, { status: 200, resourceType: "listing", resourceId: listing.id });
-  const updated = await writeSection(db, listing, "matterport", change.operation, { matterportUrl: nextMatterport(change) }, mark ? [mark] : []);
+  const updated = await writeSection(db, listing, "matterport", change.operation, { matterportUrl: nextMatterport(change) }, mark);
   return c.json(ListingSchema.parse(presentListing(updated, c.env.SITE_URL)), 200);
 };
 

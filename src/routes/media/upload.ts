@@ -67,7 +67,7 @@ export const uploadMediaHandler: RouteHandler<typeof uploadMediaRoute, AppEnv> =
     db,
     c.env,
     { agencyId: caller.agencyId, listing, assetType: b.asset_type, contentType, sizeBytes: b.size_bytes, filename: b.filename ?? null, userId: caller.userId },
-    (id) => [idempotencyMark(c, db, { status: 201, resourceType: "media_upload", resourceId: id })].filter((s) => s !== undefined),
+    (id) => idempotencyMark(c, db, { status: 201, resourceType: "media_upload", resourceId: id }),
   );
   return c.json(await presentUpload(c, upload, listing?.listingNumber ?? null), 201);
 };

@@ -30,7 +30,7 @@ export const createTourHandler: RouteHandler<typeof createTourRoute, AppEnv> = a
     db,
     c.get("caller").agencyId,
     { address: b.address, city: b.city, state: b.state, zipcode: b.zipcode, mlsNumber: b.mls_number, price: b.price, bedrooms: b.bedrooms, bathrooms: b.bathrooms, sqft: b.sqft, description: b.description, images: b.images, virtualTourUrl: b.virtual_tour_url },
-    ({ id }) => [idempotencyMark(c, db, { status: 201, resourceType: "tour", resourceId: id })].filter((s) => s !== undefined),
+    ({ id }) => idempotencyMark(c, db, { status: 201, resourceType: "tour", resourceId: id }),
   );
   return c.json(TourSchema.parse(presentTour(tour)), 201);
 };

@@ -24,6 +24,6 @@ export const deleteTourHandler: RouteHandler<typeof deleteTourRoute, AppEnv> = a
   const db = database(c.env.DB);
   const tour = await findTour(db, c.get("caller").agencyId, c.req.valid("param").tourNumber);
   const mark = idempotencyMark(c, db, { status: 204, resourceType: "tour", resourceId: tour.id });
-  await deleteTour(db, tour, mark ? [mark] : []);
+  await deleteTour(db, tour, mark);
   return c.body(null, 204);
 };

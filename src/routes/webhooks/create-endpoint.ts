@@ -26,7 +26,7 @@ export const createEndpointHandler: RouteHandler<typeof createEndpointRoute, App
   const db = database(c.env.DB);
   // The replay of a lost response cannot show the secret again, so the mark names only the endpoint.
   const { endpoint, secret } = await createEndpoint(db, c.get("caller").agencyId, c.env, { url: b.url, eventTypes: b.event_types, description: b.description }, ({ id }) =>
-    [idempotencyMark(c, db, { status: 201, resourceType: "webhook_endpoint", resourceId: id })].filter((s) => s !== undefined),
+    idempotencyMark(c, db, { status: 201, resourceType: "webhook_endpoint", resourceId: id }),
   );
   return c.json(CreatedWebhookEndpointSchema.parse({ ...presentEndpoint(endpoint), signing_secret: secret }), 201);
 };

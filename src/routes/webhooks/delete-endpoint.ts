@@ -24,6 +24,6 @@ export const deleteEndpointHandler: RouteHandler<typeof deleteEndpointRoute, App
   const db = database(c.env.DB);
   const endpoint = await findEndpoint(db, c.get("caller").agencyId, c.req.valid("param").endpoint_id);
   const mark = idempotencyMark(c, db, { status: 204, resourceType: "webhook_endpoint", resourceId: endpoint.id });
-  await deleteEndpoint(db, endpoint, mark ? [mark] : []);
+  await deleteEndpoint(db, endpoint, mark);
   return c.body(null, 204);
 };
