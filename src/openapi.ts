@@ -25,7 +25,8 @@ export function decorate(doc: Doc): Doc {
   for (const meta of publicRoutes) {
     const op = (doc.paths?.[meta.path] as Record<string, Operation> | undefined)?.[meta.method];
     if (!op) continue;
-    if (["post", "put", "patch", "delete"].includes(meta.method)) {
+    const mutating = ["post", "put", "patch", "delete"].includes(meta.method);
+    if (mutating) {
       op.parameters = [{ $ref: "#/components/parameters/IdempotencyKey" }, ...(op.parameters ?? [])];
     }
     if (meta.scope) op["x-required-scope"] = meta.scope;
@@ -38,6 +39,7 @@ export function decorate(doc: Doc): Doc {
       response.headers = { ...requestIdHeader, ...(meta.endpoint && !auth401 ? rateLimitHeaders : {}), ...response.headers };
       if (status === "429") response.headers["Retry-After"] = { description: "Seconds to wait before retrying (add 0 to 5 s of random jitter).", schema: { type: "integer" } };
       if (status === "405") response.headers["Allow"] = { description: "Methods the path supports.", schema: { type: "string" } };
+      if (mutating) response.headers["X-Idempotent-Replay"] = { description: "`true` when this is the cached answer of an earlier request with the same X-Idempotency-Key.", schema: { type: "string", enum: ["true"] } };
     }
   }
   return doc;
