@@ -54,13 +54,15 @@ export function nextMatterport(change: MatterportChange): string | null {
   return httpsUrl("url", change.url);
 }
 
+export type SectionValue = { floorplanUrls?: string[] | SQL; matterportUrl?: string | null };
+
 /** Writes a section and its `listing.section_modified` event together. */
 export async function writeSection(
   db: Db,
   listing: Listing,
   section: (typeof EXPOSED_SECTIONS)[number],
   operation: string,
-  value: { floorplanUrls?: string[] | SQL; matterportUrl?: string | null },
+  value: SectionValue,
   alsoWrite: BatchItem<"sqlite">[] = [],
 ): Promise<Listing> {
   const [[updated]] = await db.batch([

@@ -1,10 +1,11 @@
 import { z, type RouteHandler } from "@hono/zod-openapi";
 import { sql } from "drizzle-orm";
+import type { Context } from "hono";
 import type { AppEnv } from "../../env";
 import { database } from "../../db/client";
-import { listings } from "../../db/schema";
+import { listings, type Listing } from "../../db/schema";
 import { findListing } from "../../domain/listings";
-import { MAX_FLOORPLANS, nextFloorplans, nextMatterport, writeSection } from "../../domain/sections";
+import { MAX_FLOORPLANS, nextFloorplans, nextMatterport, writeSection, type SectionValue } from "../../domain/sections";
 import { idempotencyMark } from "../../guards/idempotency";
 import { ApiError } from "../../lib/errors";
 import { publicRoute } from "../../lib/route";
@@ -40,16 +41,23 @@ export const floorplanRoute = publicRoute(guard, {
   responses: answer,
 });
 
-export const floorplanHandler: RouteHandler<typeof floorplanRoute, AppEnv> = async (c) => {
+/** Both section routes: find the caller's listing, derive the section's new value, write it with its event and mark. */
+async function updateSection(c: Context<AppEnv>, listingNumber: string, section: "floorplan" | "matterport", operation: string, value: (listing: Listing) => SectionValue) {
   const db = database(c.env.DB);
-  const listing = await findListing(db, c.get("caller").agencyId, c.req.valid("param").listing_number);
-  const change = c.req.valid("json");
-  const next = nextFloorplans(listing.floorplanUrls, change);
-  // Appending is one statement, so two appends at once both land.
-  const floorplanUrls = change.operation === "append" ? sql`json_insert(${listings.floorplanUrls}, '$[#]', ${next[next.length - 1]})` : next;
+  const listing = await findListing(db, c.get("caller").agencyId, listingNumber);
   const mark = idempotencyMark(c, db, { status: 200, resourceType: "listing", resourceId: listing.id });
-  const updated = await writeSection(db, listing, "floorplan", change.operation, { floorplanUrls }, mark);
-  return c.json(ListingSchema.parse(presentListing(updated, c.env.SITE_URL)), 200);
+  const updated = await writeSection(db, listing, section, operation, value(listing), mark);
+  return ListingSchema.parse(presentListing(updated, c.env.SITE_URL));
+}
+
+export const floorplanHandler: RouteHandler<typeof floorplanRoute, AppEnv> = async (c) => {
+  const change = c.req.valid("json");
+  const body = await updateSection(c, c.req.valid("param").listing_number, "floorplan", change.operation, (listing) => {
+    const next = nextFloorplans(listing.floorplanUrls, change);
+    // Appending is one statement, so two appends at once both land.
+    return { floorplanUrls: change.operation === "append" ? sql`json_insert(${listings.floorplanUrls}, '$[#]', ${next[next.length - 1]})` : next };
+  });
+  return c.json(body, 200);
 };
 
 export const matterportRoute = publicRoute(guard, {
@@ -78,12 +86,8 @@ export const matterportRoute = publicRoute(guard, {
 });
 
 export const matterportHandler: RouteHandler<typeof matterportRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
-  const listing = await findListing(db, c.get("caller").agencyId, c.req.valid("param").listing_number);
   const change = c.req.valid("json");
-  const mark = idempotencyMark(c, db, { status: 200, resourceType: "listing", resourceId: listing.id });
-  const updated = await writeSection(db, listing, "matterport", change.operation, { matterportUrl: nextMatterport(change) }, mark);
-  return c.json(ListingSchema.parse(presentListing(updated, c.env.SITE_URL)), 200);
+  return c.json(await updateSection(c, c.req.valid("param").listing_number, "matterport", change.operation, () => ({ matterportUrl: nextMatterport(change) })), 200);
 };
 
 export const otherSectionRoute = publicRoute(
