@@ -1,5 +1,6 @@
 import { consumeMedia } from "./media/consumer";
 import { consumeDeadWebhooks, consumeWebhooks } from "./webhooks/delivery";
+import { kickOutbox } from "./webhooks/dispatch";
 
 /**
  * Queue names carry the environment as a suffix (`alms-media-live`); consumers are
@@ -11,7 +12,9 @@ export const queueBase = (name: string) => name.replace(/-(local|sandbox|live)$/
 export async function runQueue(batch: MessageBatch, env: Env, ctx: ExecutionContext): Promise<void> {
   switch (queueBase(batch.queue)) {
     case "alms-media":
-      return consumeMedia(batch, env, ctx);
+      await consumeMedia(batch, env, ctx);
+      // media.delivery.* events it wrote leave now rather than at the next minute's sweep.
+      return kickOutbox(env, ctx);
     case "alms-webhooks":
       return consumeWebhooks(batch as MessageBatch<{ delivery_id: string }>, env);
     case "alms-webhooks-dlq":

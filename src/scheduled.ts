@@ -1,6 +1,6 @@
 import { database } from "./db/client";
 import { keyGate, sweepRotatedSecrets } from "./domain/api-keys";
-import { drainOutbox } from "./webhooks/dispatch";
+import { sweepOutbox } from "./webhooks/dispatch";
 import { RECONCILE_CRON, reconcileCalendars } from "./calendar/reconcile";
 
 export const NIGHTLY = "0 3 * * *";
@@ -15,10 +15,12 @@ export async function runScheduled(controller: ScheduledController, env: Env): P
   }
   if (controller.cron === RECONCILE_CRON) {
     console.log(JSON.stringify({ job: "calendar_reconciliation", ...(await reconcileCalendars(env)) }));
+    // Discrepancies it reported leave now rather than at the next minute's sweep.
+    await sweepOutbox(env).catch((err: unknown) => console.error(JSON.stringify({ level: "error", job: "outbox_drain", error: String(err) })));
   }
   if (controller.cron === EVERY_MINUTE) {
     // The sweeper: whatever the after-write drain left behind (a failed send, a Worker that died) goes out now.
-    const drained = await drainOutbox(env);
+    const drained = await sweepOutbox(env);
     if (drained.events) console.log(JSON.stringify({ job: "outbox_sweep", ...drained }));
   }
 }

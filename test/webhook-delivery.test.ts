@@ -1,11 +1,12 @@
 import { verify } from "@octokit/webhooks-methods";
-import { createExecutionContext, createMessageBatch, getQueueResult, waitOnExecutionContext } from "cloudflare:test";
+import { createExecutionContext, createMessageBatch, createScheduledController, getQueueResult, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { eq, inArray } from "drizzle-orm";
+import { and, count, eq, gt, inArray, isNull } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import worker from "../src/index";
 import { events, webhookDeliveries, webhookDeliveryAttempts, webhookEndpoints } from "../src/db/schema";
 import { consumeWebhooks, retryDelay } from "../src/webhooks/delivery";
+import { outboxInsert } from "../src/events/outbox";
 import { drainOutbox } from "../src/webhooks/dispatch";
 import { call, db, internal, makeListing, makeTenant, type Tenant } from "./harness";
 
@@ -50,6 +51,41 @@ async function consume(queue: string, messages: { delivery_id: string; attempts?
   return getQueueResult(batch, ctx);
 }
 
+/**
+ * Every successful request also drains the outbox in the background; wait until no drain
+ * holds a claim, so the drain a test runs next is the only one.
+ */
+async function settle() {
+  await vi.waitFor(
+    async () => {
+      const [row] = await db().select({ n: count() }).from(events).where(and(isNull(events.enqueuedAt), gt(events.claimedUntil, new Date().toISOString())));
+      expect(row!.n, "outbox events still claimed by a background drain").toBe(0);
+    },
+    { timeout: 5_000, interval: 20 },
+  );
+}
+
+async function drained() {
+  await settle();
+  return drainOutbox(env);
+}
+
+async function cron(expression: string) {
+  const ctx = createExecutionContext();
+  await worker.scheduled(createScheduledController({ cron: expression, scheduledTime: Date.now() }), env, ctx);
+  await waitOnExecutionContext(ctx);
+}
+
+/** Events written straight to the outbox, as a change would, without a request that drains them. */
+async function writeEvents(agencyId: string, n: number) {
+  const d = db();
+  const inserts = Array.from({ length: n }, (_, i) => outboxInsert(d, agencyId, "user.deactivated", { user_id: `usr_${i}`, reason: "deactivated" }));
+  for (let i = 0; i < inserts.length; i += 50) {
+    const [first, ...rest] = inserts.slice(i, i + 50);
+    await d.batch([first!, ...rest]);
+  }
+}
+
 const deliveriesOf = (endpointId: string) => db().select().from(webhookDeliveries).where(eq(webhookDeliveries.endpointId, endpointId)).all();
 
 describe("delivery", () => {
@@ -57,7 +93,7 @@ describe("delivery", () => {
     const t = await makeTenant();
     const hook = await endpoint(t, "http://localhost:9999/hooks", ["listing.created"]);
     const listing = await makeListing(t);
-    await drainOutbox(env);
+    await drained();
     const [delivery] = await deliveriesOf(hook.id);
     expect(delivery).toMatchObject({ status: "pending" });
     expect(sent).toContainEqual({ delivery_id: delivery!.id });
@@ -86,8 +122,8 @@ describe("delivery", () => {
     const everything = await endpoint(a, "http://localhost:9999/all");
     const otherAgency = await endpoint(b, "http://localhost:9999/b");
     await makeListing(a);
-    await drainOutbox(env);
-    await drainOutbox(env);
+    await drained();
+    await drained();
     const listingCreated = (await db().select().from(events).where(eq(events.agencyId, a.agencyId)).all()).filter((e) => e.eventType === "listing.created");
     expect(listingCreated).toHaveLength(1);
     expect(await deliveriesOf(cancelledOnly.id)).toEqual([]);
@@ -104,7 +140,7 @@ describe("delivery", () => {
     const hookA = await endpoint(a, "http://localhost:9999/a", ["user.hierarchy_changed"]);
     const hookB = await endpoint(b, "http://localhost:9999/b", ["user.hierarchy_changed"]);
     await internal(`/internal/v1/users/${a.agent.id}/manager`, { method: "PATCH", body: { manager_id: b.owner.id } });
-    await drainOutbox(env);
+    await drained();
     expect(await deliveriesOf(hookA.id)).toEqual([]);
     expect(await deliveriesOf(hookB.id)).toHaveLength(1);
   });
@@ -114,17 +150,71 @@ describe("delivery", () => {
     const hook = await endpoint(t, "http://localhost:9999/hooks", ["listing.created"]);
     vi.mocked(env.WEBHOOK_QUEUE.sendBatch).mockRejectedValue(new Error("queue down"));
     const listing = await makeListing(t);
+    await settle();
     await expect(drainOutbox(env)).rejects.toThrow("queue down");
     vi.mocked(env.WEBHOOK_QUEUE.sendBatch).mockImplementation(capture);
     const created = (await db().select().from(events).where(eq(events.agencyId, t.agencyId)).all()).find((e) => e.eventType === "listing.created");
     expect(created!.enqueuedAt).toBeNull();
-    const ctx = createExecutionContext();
-    await worker.scheduled({ cron: "* * * * *", scheduledTime: Date.now(), noRetry() {} } as ScheduledController, env, ctx);
-    await waitOnExecutionContext(ctx);
+    expect(created!.claimedUntil, "a failed send releases its claim at once").toBeNull();
+    await cron("* * * * *");
     const [delivery] = await deliveriesOf(hook.id);
     expect(sent).toContainEqual({ delivery_id: delivery!.id });
     expect((await db().select().from(events).where(eq(events.id, created!.id)).get())!.enqueuedAt).not.toBeNull();
     expect(listing.listing_number).toMatch(/^[a-z0-9]{7}$/);
+  });
+});
+
+describe("draining the outbox", () => {
+  it("concurrent drains claim each event once: one message per delivery", async () => {
+    const t = await makeTenant();
+    const hook = await endpoint(t, "http://localhost:9999/once", ["user.deactivated"]);
+    await settle();
+    sent = [];
+    await writeEvents(t.agencyId, 30);
+    const results = await Promise.all([drainOutbox(env), drainOutbox(env), drainOutbox(env)]);
+    expect(results.reduce((n, r) => n + r.events, 0), JSON.stringify(results)).toBe(30);
+    const deliveries = await deliveriesOf(hook.id);
+    expect(deliveries).toHaveLength(30);
+    const ids = sent.map((m) => m.delivery_id).filter((id) => deliveries.some((d) => d.id === id));
+    expect(ids.sort()).toEqual(deliveries.map((d) => d.id).sort());
+  });
+
+  it("an event claimed by a drain that died waits for the claim to expire, then goes out", async () => {
+    const t = await makeTenant();
+    const hook = await endpoint(t, "http://localhost:9999/claimed", ["user.deactivated"]);
+    await settle();
+    await writeEvents(t.agencyId, 1);
+    const [event] = await db().select().from(events).where(and(eq(events.agencyId, t.agencyId), eq(events.eventType, "user.deactivated"))).all();
+    await db().update(events).set({ claimedUntil: new Date(Date.now() + 60_000).toISOString() }).where(eq(events.id, event!.id));
+    await drainOutbox(env);
+    expect(await deliveriesOf(hook.id)).toEqual([]);
+    await db().update(events).set({ claimedUntil: new Date(Date.now() - 1_000).toISOString() }).where(eq(events.id, event!.id));
+    await drainOutbox(env);
+    const [delivery] = await deliveriesOf(hook.id);
+    expect(delivery?.eventId).toBe(event!.id);
+    expect(sent).toContainEqual({ delivery_id: delivery!.id });
+  });
+
+  it("the every-minute sweep drains a backlog larger than one drain", async () => {
+    const t = await makeTenant();
+    const hook = await endpoint(t, "http://localhost:9999/backlog", ["user.deactivated"]);
+    await settle();
+    await writeEvents(t.agencyId, 230);
+    await cron("* * * * *");
+    const [left] = await db().select({ n: count() }).from(events).where(and(eq(events.agencyId, t.agencyId), isNull(events.enqueuedAt)));
+    expect(left!.n).toBe(0);
+    expect(await deliveriesOf(hook.id)).toHaveLength(230);
+  });
+
+  it("the nightly and reconciliation schedules do not replace the sweep", async () => {
+    const t = await makeTenant();
+    const hook = await endpoint(t, "http://localhost:9999/nightly", ["user.deactivated"]);
+    await settle();
+    await writeEvents(t.agencyId, 1);
+    await cron("0 3 * * *");
+    expect(await deliveriesOf(hook.id)).toEqual([]);
+    await cron("* * * * *");
+    expect(await deliveriesOf(hook.id)).toHaveLength(1);
   });
 });
 
@@ -133,7 +223,7 @@ describe("retries and dead letters", () => {
     const t = await makeTenant();
     const hook = await endpoint(t, "http://localhost:9999/flaky", ["listing.created"]);
     await makeListing(t);
-    await drainOutbox(env);
+    await drained();
     const [delivery] = await deliveriesOf(hook.id);
     answer = () => new Response("nope", { status: 500 });
     const first = await consume("alms-webhooks-local", [{ delivery_id: delivery!.id, attempts: 1 }]);
@@ -169,7 +259,7 @@ describe("retries and dead letters", () => {
     const t = await makeTenant();
     const hook = await endpoint(t, "http://localhost:9999/dead", ["listing.created"]);
     await makeListing(t);
-    await drainOutbox(env);
+    await drained();
     const [delivery] = await deliveriesOf(hook.id);
     const result = await consume("alms-webhooks-dlq-local", [{ delivery_id: delivery!.id }]);
     expect(result.explicitAcks).toEqual(["m0"]);
@@ -182,7 +272,7 @@ describe("retries and dead letters", () => {
     const t = await makeTenant();
     const hook = await endpoint(t, "http://localhost:9999/moved", ["listing.created"]);
     await makeListing(t);
-    await drainOutbox(env);
+    await drained();
     await db().update(webhookEndpoints).set({ url: "https://10.0.0.5/hook" }).where(eq(webhookEndpoints.id, hook.id));
     const [delivery] = await deliveriesOf(hook.id);
     const result = await consume("alms-webhooks-local", [{ delivery_id: delivery!.id }]);
@@ -200,7 +290,7 @@ describe("the dashboard's view of deliveries", () => {
     const t = await makeTenant();
     const hook = await endpoint(t, "http://localhost:9999/replay", ["listing.created"]);
     await makeListing(t);
-    await drainOutbox(env);
+    await drained();
     const [delivery] = await deliveriesOf(hook.id);
     answer = () => new Response("down", { status: 503 });
     await consume("alms-webhooks-local", [{ delivery_id: delivery!.id, attempts: 1 }]);

@@ -197,6 +197,8 @@ export const events = sqliteTable(
     data: text("data", { mode: "json" }).$type<Record<string, unknown>>().notNull(),
     enqueuedAt: text("enqueued_at"),
     createdAt: createdAt(),
+    /** Until when a drain holds this unsent event; past it, another drain may take it. */
+    claimedUntil: text("claimed_until"),
   },
   (t) => [index("events_pending").on(t.enqueuedAt, t.createdAt), index("events_agency").on(t.agencyId, t.createdAt)],
 );
