@@ -268,6 +268,56 @@ describe("retries and dead letters", () => {
     expect(received).toEqual([]);
   });
 
+  it("a failure of our own retries that message alone, on the same schedule", async () => {
+    const t = await makeTenant();
+    const good = await endpoint(t, "http://localhost:9999/good", ["listing.created"]);
+    const broken = await endpoint(t, "http://localhost:9999/broken", ["listing.created"]);
+    await makeListing(t);
+    await drained();
+    await db().update(webhookEndpoints).set({ secretSealed: "not-a-sealed-secret" }).where(eq(webhookEndpoints.id, broken.id));
+    const [toGood] = await deliveriesOf(good.id);
+    const [toBroken] = await deliveriesOf(broken.id);
+    const retry = vi.fn();
+    const ack = vi.fn();
+    const messages = [
+      { id: "b", timestamp: new Date(), attempts: 2, body: { delivery_id: toBroken!.id }, retry, ack },
+      { id: "g", timestamp: new Date(), attempts: 1, body: { delivery_id: toGood!.id }, retry: vi.fn(), ack },
+    ];
+    await consumeWebhooks({ queue: "alms-webhooks-local", messages, ackAll() {}, retryAll() {} } as unknown as MessageBatch<{ delivery_id: string }>, env);
+    expect(retry).toHaveBeenCalledWith({ delaySeconds: retryDelay(2) });
+    expect(ack).toHaveBeenCalledTimes(1);
+    expect(received.map((r) => r.url)).toEqual(["http://localhost:9999/good"]);
+    expect((await deliveriesOf(good.id))[0]!.status).toBe("delivered");
+    expect((await deliveriesOf(broken.id))[0]!.status).toBe("pending");
+  });
+
+  it("a late dead letter does not undo a delivery that succeeded since", async () => {
+    const t = await makeTenant();
+    const hook = await endpoint(t, "http://localhost:9999/late", ["listing.created"]);
+    await makeListing(t);
+    await drained();
+    const [delivery] = await deliveriesOf(hook.id);
+    await consume("alms-webhooks-local", [{ delivery_id: delivery!.id }]);
+    expect((await deliveriesOf(hook.id))[0]!.status).toBe("delivered");
+    const result = await consume("alms-webhooks-dlq-local", [{ delivery_id: delivery!.id }]);
+    expect(result.explicitAcks).toEqual(["m0"]);
+    expect((await deliveriesOf(hook.id))[0]!.status).toBe("delivered");
+  });
+
+  it("deliveries pending for a removed endpoint end dead without a request", async () => {
+    const t = await makeTenant();
+    const hook = await endpoint(t, "http://localhost:9999/removed", ["listing.created"]);
+    await makeListing(t);
+    await drained();
+    const [delivery] = await deliveriesOf(hook.id);
+    const del = await call(`/api/v1/webhooks/endpoints/${hook.id}`, { method: "DELETE", key: t.key });
+    expect(del.status, del.text).toBe(204);
+    const result = await consume("alms-webhooks-local", [{ delivery_id: delivery!.id }]);
+    expect(result.explicitAcks).toEqual(["m0"]);
+    expect(received).toEqual([]);
+    expect((await deliveriesOf(hook.id))[0]).toMatchObject({ status: "dead", lastError: "endpoint removed" });
+  });
+
   it("the receiver URL is checked again on every delivery", async () => {
     const t = await makeTenant();
     const hook = await endpoint(t, "http://localhost:9999/moved", ["listing.created"]);
@@ -310,6 +360,12 @@ describe("the dashboard's view of deliveries", () => {
     expect(bodies).toHaveLength(2);
     expect(bodies[0].event_id).toBe(bodies[1].event_id);
     expect(bodies[0].nonce).not.toBe(bodies[1].nonce);
+    vi.mocked(env.WEBHOOK_QUEUE.send).mockRejectedValueOnce(new Error("queue down"));
+    const refused = await internal(`/internal/v1/webhook-deliveries/${delivery!.id}/replay`, { method: "POST" });
+    expect(refused.status, refused.text).toBe(503);
+    expect(refused.json.error.code).toBe("queue_unavailable");
+    expect(refused.headers.get("Retry-After")).toBe("30");
+    expect((await deliveriesOf(hook.id))[0]!.status, "a refused replay leaves the delivery as it was").toBe("delivered");
     const missing = await internal("/internal/v1/webhook-deliveries/whd_missing/replay", { method: "POST" });
     expect(missing.json.error.code, missing.text).toBe("webhook_delivery_not_found");
   });

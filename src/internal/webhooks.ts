@@ -97,11 +97,14 @@ export const webhooksInternal = new OpenAPIHono<AppEnv>({ defaultHook: validatio
     const { delivery_id } = c.req.valid("param");
     const delivery = await db.select().from(webhookDeliveries).where(eq(webhookDeliveries.id, delivery_id)).get();
     if (!delivery) throw new ApiError("webhook_delivery_not_found");
+    // Pending before the message exists, or a fast consumer would skip it as already
+    // settled; if the queue refuses, the delivery goes back to what it was.
+    const [updated] = await db.update(webhookDeliveries).set({ status: "pending", updatedAt: nowIso() }).where(eq(webhookDeliveries.id, delivery_id)).returning();
     try {
       await c.env.WEBHOOK_QUEUE.send({ delivery_id });
     } catch {
+      await db.update(webhookDeliveries).set({ status: delivery.status, updatedAt: delivery.updatedAt }).where(and(eq(webhookDeliveries.id, delivery_id), eq(webhookDeliveries.updatedAt, updated!.updatedAt)));
       throw new ApiError("queue_unavailable", { headers: { "Retry-After": "30" } });
     }
-    const [updated] = await db.update(webhookDeliveries).set({ status: "pending", updatedAt: nowIso() }).where(eq(webhookDeliveries.id, delivery_id)).returning();
     return c.json((await present(db, [updated!]))[0]!, 202);
   });

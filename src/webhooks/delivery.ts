@@ -1,4 +1,4 @@
-import { eq } from "drizzle-orm";
+import { and, eq } from "drizzle-orm";
 import { database, type Db } from "../db/client";
 import { events, webhookDeliveries, webhookDeliveryAttempts, webhookEndpoints, type WebhookEndpoint } from "../db/schema";
 import { ApiError } from "../lib/errors";
@@ -106,23 +106,40 @@ export async function sendTestEvent(env: Env, endpoint: WebhookEndpoint) {
   return { delivered: error === null, event_id: eventId, response_status: status, latency_ms: Date.now() - started, error };
 }
 
-/** The webhook queue's consumer: one message per delivery, retried with backoff. */
+/**
+ * The webhook queue's consumer: one message per delivery, retried with backoff. The
+ * messages of a batch go to different receivers, so they are attempted concurrently, and
+ * a failure of our own (D1, a sealed secret that does not open) retries that message
+ * alone on the same schedule; it counts toward the retries like a receiver's failure.
+ */
 export async function consumeWebhooks(batch: MessageBatch<{ delivery_id: string }>, env: Env): Promise<void> {
-  for (const message of batch.messages) {
-    const outcome = await attemptDelivery(env, message.body.delivery_id, message.attempts);
-    if (outcome === "retry") message.retry({ delaySeconds: retryDelay(message.attempts) });
-    else message.ack();
-  }
+  await Promise.all(
+    batch.messages.map(async (message) => {
+      let outcome: Outcome;
+      try {
+        outcome = await attemptDelivery(env, message.body.delivery_id, message.attempts);
+      } catch (err) {
+        console.error(JSON.stringify({ level: "error", job: "webhook_delivery", delivery_id: message.body.delivery_id, attempt: message.attempts, error: String(err) }));
+        outcome = "retry";
+      }
+      if (outcome === "retry") message.retry({ delaySeconds: retryDelay(message.attempts) });
+      else message.ack();
+    }),
+  );
 }
 
-/** The dead-letter queue's consumer: a delivery that exhausted its retries is dead. */
+/**
+ * The dead-letter queue's consumer: a delivery that exhausted its retries is dead. Only a
+ * pending one: a delivery replayed and delivered since must not be marked dead by a late
+ * message.
+ */
 export async function consumeDeadWebhooks(batch: MessageBatch<{ delivery_id: string }>, env: Env): Promise<void> {
   const db = database(env.DB);
   for (const message of batch.messages) {
     await db
       .update(webhookDeliveries)
       .set({ status: "dead", updatedAt: nowIso() })
-      .where(eq(webhookDeliveries.id, message.body.delivery_id));
+      .where(and(eq(webhookDeliveries.id, message.body.delivery_id), eq(webhookDeliveries.status, "pending")));
     message.ack();
   }
 }

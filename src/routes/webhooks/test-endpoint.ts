@@ -17,7 +17,7 @@ export const TestResultSchema = z
   .openapi("WebhookTestResult");
 
 export const testEndpointRoute = publicRoute(
-  { endpoint: "manage_webhook_endpoints", scope: "webhooks:write", errors: ["webhook_endpoint_not_found", "webhook_url_not_allowed"] },
+  { endpoint: "manage_webhook_endpoints", scope: "webhooks:write", roles: ["super_admin", "admin", "media_agency", "broker", "team_lead"], errors: ["webhook_endpoint_not_found", "webhook_url_not_allowed"] },
   {
     method: "post",
     path: "/api/v1/webhooks/endpoints/{endpoint_id}/test",
