@@ -2,7 +2,7 @@ import { verify } from "@octokit/webhooks-methods";
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
-import { describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import worker from "../src/index";
 import { webhookEndpoints } from "../src/db/schema";
 import { EVENT_TYPES, EVENT_TYPE_NAMES } from "../src/events/catalog";
@@ -13,6 +13,22 @@ import { checkReceiverUrl } from "../src/webhooks/ssrf";
 import { BASE, call, db, expectError, makeTenant, type Tenant } from "./harness";
 
 const register = (t: Tenant, body: Record<string, unknown>) => call("/api/v1/webhooks/endpoints", { key: t.key, body });
+
+// Changes here are drained to the queue after each request; keep those messages from the
+// real consumer, which would call these made-up receivers once the test is over.
+beforeEach(() => {
+  vi.spyOn(env.WEBHOOK_QUEUE, "sendBatch").mockResolvedValue({} as QueueSendBatchResponse);
+  vi.spyOn(globalThis, "fetch").mockImplementation(async () => new Response("ok"));
+});
+afterEach(() => vi.restoreAllMocks());
+
+/** Every row of every table of the database, as text. */
+async function wholeDatabase(): Promise<string> {
+  const tables = await env.DB.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%'").all<{ name: string }>();
+  expect(tables.results.map((t) => t.name)).toContain("webhook_endpoints");
+  const dumps = await Promise.all(tables.results.map(async ({ name }) => JSON.stringify((await env.DB.prepare(`SELECT * FROM "${name}"`).all()).results)));
+  return dumps.join("\n");
+}
 
 describe("the event catalog", () => {
   it("lists the 17 public types with api_version and a payload_schema from the event's own schema", async () => {
@@ -62,6 +78,20 @@ describe("registering endpoints", () => {
     expect(one.json).not.toHaveProperty("signing_secret");
   });
 
+  it("no table of D1 holds a signing secret in plaintext, the idempotency records included", async () => {
+    const t = await makeTenant();
+    const secrets: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const r = await register(t, { url: `https://hooks.example.com/${i}` });
+      expect(r.status, r.text).toBe(201);
+      secrets.push(r.json.signing_secret);
+    }
+    const dump = await wholeDatabase();
+    for (const secret of secrets) {
+      expect(dump.includes(secret.slice("whsec_".length)), "the secret's random part appears in D1").toBe(false);
+    }
+  });
+
   it("omitted event_types means every active type", async () => {
     const t = await makeTenant();
     const r = await register(t, { url: "https://hooks.example.com/all" });
@@ -107,28 +137,6 @@ describe("registering endpoints", () => {
     const del = await call(`/api/v1/webhooks/endpoints/${r.json.id}`, { method: "DELETE", key: a.key });
     expect(del.status).toBe(204);
     expectError(await call(`/api/v1/webhooks/endpoints/${r.json.id}`, { key: a.key }), 404, "webhook_endpoint_not_found");
-  });
-});
-
-describe("receiver URL policy", () => {
-  const refused = (url: string) => checkReceiverUrl(url, { allowLocalHttp: false }).ok === false;
-
-  it("refuses loopback, private, link-local, shared, metadata and reserved targets in every spelling", () => {
-    for (const url of [
-      "https://127.0.0.1/", "https://127.1/", "https://0177.0.0.1/", "https://2130706433/", "https://0x7f.0.0.1/", "https://0/",
-      "https://10.0.0.1/", "https://172.16.5.4/", "https://172.31.255.255/", "https://192.168.1.1/", "https://100.64.0.1/", "https://169.254.169.254/",
-      "https://224.0.0.1/", "https://255.255.255.255/", "https://[::]/", "https://[::1]/", "https://[fe80::1]/", "https://[fd12:3456::1]/",
-      "https://[::ffff:127.0.0.1]/", "https://[::ffff:a9fe:a9fe]/", "https://[64:ff9b::a00:1]/", "https://localhost/", "https://api.localhost/",
-      "https://metadata.google.internal/", "https://printer.local/", "https://intranet/", "https://user:pass@hooks.example.com/", "ftp://hooks.example.com/",
-    ]) {
-      expect(refused(url), url).toBe(true);
-    }
-  });
-
-  it("accepts public https hosts and addresses", () => {
-    for (const url of ["https://hooks.example.com/x", "https://93.184.216.34/x", "https://[2606:4700::1111]/x", "https://172.32.0.1/", "https://100.128.0.1/"]) {
-      expect(refused(url), url).toBe(false);
-    }
   });
 });
 

@@ -25,9 +25,12 @@ function blockedIpv4([a, b, c]: number[]): boolean {
     (a === 100 && b! >= 64 && b! <= 127) || // shared address space
     (a === 169 && b === 254) || // link-local, cloud metadata
     (a === 172 && b! >= 16 && b! <= 31) ||
-    (a === 192 && b === 0 && c === 0) ||
+    (a === 192 && b === 0 && (c === 0 || c === 2)) || // IETF protocol assignments, TEST-NET-1
+    (a === 192 && b === 88 && c === 99) || // 6to4 relay anycast
     (a === 192 && b === 168) ||
     (a === 198 && (b === 18 || b === 19)) || // benchmarking
+    (a === 198 && b === 51 && c === 100) || // TEST-NET-2
+    (a === 203 && b === 0 && c === 113) || // TEST-NET-3
     a! >= 224 // multicast, reserved, broadcast
   );
 }
@@ -49,15 +52,27 @@ function ipv6Groups(host: string): number[] | undefined {
   return groups.length === 8 && groups.every((g) => Number.isInteger(g) && g >= 0 && g <= 0xffff) ? groups : undefined;
 }
 
+/** The IPv4 address held in two 16-bit groups. */
+const embedded = (hi: number, lo: number) => [hi >> 8, hi & 255, lo >> 8, lo & 255];
+
 function blockedIpv6(g: number[]): boolean {
   const zeroPrefix = (n: number) => g.slice(0, n).every((x) => x === 0);
   if (zeroPrefix(8)) return true; // ::
   if (zeroPrefix(7) && g[7] === 1) return true; // ::1
-  if (zeroPrefix(5) && g[5] === 0xffff) return blockedIpv4([g[6]! >> 8, g[6]! & 255, g[7]! >> 8, g[7]! & 255]); // IPv4-mapped
-  if (zeroPrefix(6)) return blockedIpv4([g[6]! >> 8, g[6]! & 255, g[7]! >> 8, g[7]! & 255]); // IPv4-compatible
-  if (g[0] === 0x64 && g[1] === 0xff9b) return blockedIpv4([g[6]! >> 8, g[6]! & 255, g[7]! >> 8, g[7]! & 255]); // NAT64
+  if (zeroPrefix(5) && g[5] === 0xffff) return blockedIpv4(embedded(g[6]!, g[7]!)); // IPv4-mapped
+  if (zeroPrefix(6)) return blockedIpv4(embedded(g[6]!, g[7]!)); // IPv4-compatible
+  if (zeroPrefix(4) && g[4] === 0xffff && g[5] === 0) return blockedIpv4(embedded(g[6]!, g[7]!)); // IPv4-translated
+  if (g[0] === 0x64 && g[1] === 0xff9b) return g[2] !== 0 || blockedIpv4(embedded(g[6]!, g[7]!)); // NAT64; local-use 64:ff9b:1::/48 always
+  if (g[0] === 0x2002) return blockedIpv4(embedded(g[1]!, g[2]!)); // 6to4
   const first = g[0]!;
-  return (first & 0xfe00) === 0xfc00 || (first & 0xffc0) === 0xfe80 || (first & 0xff00) === 0xff00 || first === 0x2001 && g[1] === 0x0db8;
+  return (
+    (first & 0xfe00) === 0xfc00 || // unique local, fc00::/7 (fd00::/8 included)
+    (first & 0xffc0) === 0xfe80 || // link-local
+    (first & 0xffc0) === 0xfec0 || // site-local (deprecated)
+    (first & 0xff00) === 0xff00 || // multicast
+    (first === 0x2001 && (g[1] === 0x0db8 || g[1] === 0)) || // documentation; Teredo hides an IPv4 address
+    (first === 0x0100 && g[1] === 0 && g[2] === 0 && g[3] === 0) // discard-only 100::/64
+  );
 }
 
 export function checkReceiverUrl(raw: string, opts: { allowLocalHttp: boolean }): ReceiverVerdict {
