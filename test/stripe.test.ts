@@ -51,6 +51,24 @@ describe("the Stripe receiver", () => {
     expect(r.json, r.text).toEqual({ received: true, outcome: "ignored" });
   });
 
+  it("acknowledges and ignores an event for an agency that is not ours", async () => {
+    const r = await deliver(invoicePaid("agy_not_in_this_environment", null));
+    expect(r.json, r.text).toEqual({ received: true, outcome: "ignored" });
+    expect(await outbox("agy_not_in_this_environment")).toEqual([]);
+  });
+
+  it("accepts any matching v1 signature, as Stripe sends while its secret is rolled", async () => {
+    const t = await makeTenant();
+    const event = invoicePaid(t.agencyId, null);
+    const payload = JSON.stringify(event);
+    const timestamp = Math.floor(Date.now() / 1000);
+    const old = await stripe.webhooks.generateTestHeaderStringAsync({ payload, secret: "whsec_previous", timestamp });
+    const current = await stripe.webhooks.generateTestHeaderStringAsync({ payload, secret: SECRET, timestamp });
+    const v1 = (header: string) => header.split(",").find((p) => p.startsWith("v1="))!;
+    const r = await deliver(event, { header: `t=${timestamp},${v1(old)},${v1(current)}` });
+    expect(r.json, r.text).toEqual({ received: true, outcome: "applied" });
+  });
+
   it("refuses a bad, foreign or stale signature, writing nothing", async () => {
     const t = await makeTenant();
     const event = invoicePaid(t.agencyId, null);

@@ -1,7 +1,7 @@
 import { and, eq } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../db/client";
-import { listingOrders, listings, providerEvents } from "../db/schema";
+import { agencies, listingOrders, listings, providerEvents } from "../db/schema";
 import { isUniqueViolation } from "../domain/constraint";
 import { outboxInsert } from "../events/outbox";
 import { timingSafeEqual } from "../lib/crypto";
@@ -46,6 +46,8 @@ export async function applyStripeEvent(db: Db, event: StripeEvent): Promise<Stri
   const object = event.data?.object ?? {};
   const agencyId = object.metadata?.agency_id as string | undefined;
   if (!agencyId) return "ignored";
+  // Metadata names an agency that is not ours (another environment's, or a typo): nothing to record.
+  if (!(await db.select({ id: agencies.id }).from(agencies).where(eq(agencies.id, agencyId)).get())) return "ignored";
   const seen = db.insert(providerEvents).values({ id: event.id, provider: "stripe", type: event.type });
   let writes: BatchItem<"sqlite">[];
   switch (event.type) {
