@@ -240,10 +240,10 @@ describe("retries and dead letters", () => {
     const last = await consume("alms-webhooks-local", [{ delivery_id: delivery!.id, attempts: 4 }]);
     expect(last.explicitAcks).toEqual(["m0"]);
     const attempts = await db().select().from(webhookDeliveryAttempts).where(eq(webhookDeliveryAttempts.deliveryId, delivery!.id)).all();
-    expect(attempts.map((a) => [a.attempt, a.responseStatus])).toEqual([[1, 500], [3, 500], [4, 204]]);
+    expect(attempts.map((a) => [a.attempt, a.responseStatus])).toEqual([[1, 500], [2, 500], [3, 204]]);
     expect(attempts.every((a) => a.latencyMs >= 0)).toBe(true);
     expect(attempts[0]!.error).toBe("receiver answered 500");
-    expect((await deliveriesOf(hook.id))[0]).toMatchObject({ status: "delivered", attempts: 4 });
+    expect((await deliveriesOf(hook.id))[0]).toMatchObject({ status: "delivered", attempts: 3 });
   });
 
   it("the schedule doubles from 30 s, caps at 12 h, and spans about three days over 16 attempts", () => {
@@ -356,6 +356,8 @@ describe("the dashboard's view of deliveries", () => {
     answer = () => new Response("ok");
     await consume("alms-webhooks-local", [{ delivery_id: delivery!.id, attempts: 1 }]);
     expect((await deliveriesOf(hook.id))[0]!.status).toBe("delivered");
+    const log = await internal(`/internal/v1/agencies/${t.agencyId}/webhook-deliveries?event_id=${delivery!.eventId}`);
+    expect(log.json.data[0].attempt_log.map((a: any) => [a.attempt, a.response_status]), log.text).toEqual([[1, 503], [2, 200]]);
     const bodies = received.map((r) => JSON.parse(r.body));
     expect(bodies).toHaveLength(2);
     expect(bodies[0].event_id).toBe(bodies[1].event_id);

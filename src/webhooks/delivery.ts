@@ -13,8 +13,8 @@ export const FIRST_RETRY_SECONDS = 30;
 export const MAX_RETRY_DELAY_SECONDS = 12 * 60 * 60;
 
 /**
- * Seconds before retry after failed attempt `attempt` (1-based): 30 s doubling, capped
- * at 12 hours. With the queue's 15 retries that is 16 attempts over about 65 hours, after
+ * Seconds before the queue redelivers a message after its failed attempt `attempt`
+ * (1-based; a replay starts again at 1): 30 s doubling, capped at 12 hours. With the queue's 15 retries that is 16 attempts over about 65 hours, after
  * which the message goes to the dead-letter queue.
  */
 export const retryDelay = (attempt: number) => Math.min(FIRST_RETRY_SECONDS * 2 ** (attempt - 1), MAX_RETRY_DELAY_SECONDS);
@@ -35,9 +35,10 @@ async function record(db: Db, deliveryId: string, attempt: number, started: numb
 /**
  * One attempt of one delivery. The envelope is built afresh: `event_id` stays, while
  * `timestamp` is this attempt's and `nonce` is new, so receivers' 5-minute and 10-minute
- * rules hold on retries. The receiver URL is checked again on every attempt.
+ * rules hold on retries. The receiver URL is checked again on every attempt. Attempts are
+ * numbered per delivery across replays, so the log never repeats a number.
  */
-export async function attemptDelivery(env: Env, deliveryId: string, attempt: number): Promise<Outcome> {
+export async function attemptDelivery(env: Env, deliveryId: string): Promise<Outcome> {
   const db = database(env.DB);
   const row = await db
     .select({ delivery: webhookDeliveries, endpoint: webhookEndpoints, event: events })
@@ -48,6 +49,7 @@ export async function attemptDelivery(env: Env, deliveryId: string, attempt: num
     .get();
   if (!row || row.delivery.status !== "pending") return "skipped";
   const started = Date.now();
+  const attempt = row.delivery.attempts + 1;
   const { endpoint, event } = row;
   if (!endpoint || !endpoint.isActive) {
     await record(db, deliveryId, attempt, started, null, "endpoint removed", "dead");
@@ -117,7 +119,7 @@ export async function consumeWebhooks(batch: MessageBatch<{ delivery_id: string 
     batch.messages.map(async (message) => {
       let outcome: Outcome;
       try {
-        outcome = await attemptDelivery(env, message.body.delivery_id, message.attempts);
+        outcome = await attemptDelivery(env, message.body.delivery_id);
       } catch (err) {
         console.error(JSON.stringify({ level: "error", job: "webhook_delivery", delivery_id: message.body.delivery_id, attempt: message.attempts, error: String(err) }));
         outcome = "retry";
