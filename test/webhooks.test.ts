@@ -41,6 +41,9 @@ describe("the event catalog", () => {
     expect(created).toMatchObject({ category: "Listing", api_version: EVENT_TYPES["listing.created"].apiVersion });
     expect(created.payload_schema).toMatchObject({ type: "object", properties: { listing_number: { type: "string" }, status: { type: "string" } } });
     expect(created.payload_schema.required).toEqual(expect.arrayContaining(["listing_number", "status"]));
+    expect(created.payload_schema.properties.listing_number, "field descriptions and examples come along").toMatchObject({ description: expect.any(String), examples: ["k3v9x2a"] });
+    // Fields may be added within an api_version, so no schema may close an object.
+    expect(JSON.stringify(r.json.data.map((e: any) => e.payload_schema))).not.toContain('"additionalProperties":false');
     const media = r.json.data.find((e: any) => e.event_type === "media.delivery.completed");
     expect(media.payload_schema.properties.summary.required).toEqual(expect.arrayContaining(["files_total", "files_delivered", "files_failed"]));
     expect(r.headers.get("X-Rate-Limit-Limit")).toBe("60");

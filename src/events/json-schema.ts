@@ -1,13 +1,29 @@
+import { getOpenApiMetadata } from "@asteasolutions/zod-to-openapi";
 import { z } from "zod";
 import { EVENT_TYPES, type EventType } from "./catalog";
 
 const cache = new Map<EventType, Record<string, unknown>>();
 
-/** The JSON Schema of an event type's `data`, generated from the schema that builds it. */
+/**
+ * The JSON Schema of an event type's `data`, generated from the schema that builds it,
+ * with the descriptions and examples its fields declare. Objects stay open: within an
+ * `api_version` fields may be added, so a receiver validating against this schema must
+ * not refuse a field it does not know yet.
+ */
 export function payloadSchema(type: EventType): Record<string, unknown> {
   let schema = cache.get(type);
   if (!schema) {
-    schema = z.toJSONSchema(EVENT_TYPES[type].data, { target: "draft-2020-12", unrepresentable: "any" }) as Record<string, unknown>;
+    schema = z.toJSONSchema(EVENT_TYPES[type].data, {
+      target: "draft-2020-12",
+      unrepresentable: "any",
+      override: (ctx) => {
+        const json = ctx.jsonSchema as Record<string, unknown>;
+        if (json.additionalProperties === false) delete json.additionalProperties;
+        const meta = getOpenApiMetadata(ctx.zodSchema as unknown as z.ZodType);
+        if (typeof meta.description === "string") json.description = meta.description;
+        if (meta.example !== undefined) json.examples = [meta.example];
+      },
+    }) as Record<string, unknown>;
     cache.set(type, schema);
   }
   return schema;
