@@ -48,6 +48,7 @@ createServer((req, res) => {
     if (Math.abs(now / 1000 - event.timestamp) > TOLERANCE_S) return refuse(400, "timestamp outside 5 minutes");
     if (!rememberNonce(event.nonce, now)) return refuse(409, "nonce seen in the last 10 minutes");
     if (processed.has(event.event_id)) {
+      console.log(`${event.event_type} ${event.event_id} again (a retry or replay): already handled`);
       res.writeHead(200).end("duplicate");
       return;
     }
