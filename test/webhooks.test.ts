@@ -131,6 +131,47 @@ describe("registering endpoints", () => {
     expect(checkReceiverUrl("http://localhost:9999/hook", { allowLocalHttp: false }).ok).toBe(false);
   });
 
+  it("lists in cursor pages, oldest first; a tampered cursor is request_query_invalid", async () => {
+    const t = await makeTenant();
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) ids.push((await register(t, { url: `https://hooks.example.com/page/${i}` })).json.id);
+    const first = await call("/api/v1/webhooks/endpoints?limit=2", { key: t.key });
+    expect(first.json.data.map((e: any) => e.id), first.text).toEqual(ids.slice(0, 2));
+    expect(first.json.next_cursor).not.toBe("");
+    expect(first.headers.get("X-Rate-Limit-Limit")).toBe("120");
+    const second = await call(`/api/v1/webhooks/endpoints?limit=2&cursor=${encodeURIComponent(first.json.next_cursor)}`, { key: t.key });
+    expect(second.json, second.text).toEqual({ data: [expect.objectContaining({ id: ids[2] })], next_cursor: "" });
+    const cursor: string = first.json.next_cursor;
+    const tampered = cursor.slice(0, -2) + (cursor.at(-2) === "A" ? "B" : "A") + cursor.slice(-1);
+    expect(tampered).not.toBe(cursor);
+    expectError(await call(`/api/v1/webhooks/endpoints?cursor=${encodeURIComponent(tampered)}`, { key: t.key }), 422, "request_query_invalid");
+    const other = await makeTenant();
+    expectError(await call(`/api/v1/webhooks/endpoints?cursor=${encodeURIComponent(cursor)}`, { key: other.key }), 422, "request_query_invalid");
+  });
+
+  it("a repeated registration under the same idempotency key creates one endpoint and answers the same", async () => {
+    const t = await makeTenant();
+    const key = crypto.randomUUID();
+    const body = { url: "https://hooks.example.com/once" };
+    const first = await call("/api/v1/webhooks/endpoints", { key: t.key, body, idempotencyKey: key });
+    expect(first.status, first.text).toBe(201);
+    expect(first.headers.get("X-Rate-Limit-Limit")).toBe("60");
+    const again = await call("/api/v1/webhooks/endpoints", { key: t.key, body, idempotencyKey: key });
+    expect(again.status, again.text).toBe(201);
+    expect(again.headers.get("X-Idempotent-Replay")).toBe("true");
+    expect(again.json.id).toBe(first.json.id);
+    expect((await call("/api/v1/webhooks/endpoints", { key: t.key })).json.data).toHaveLength(1);
+    expectError(await call("/api/v1/webhooks/endpoints", { key: t.key, body: { url: "https://hooks.example.com/other" }, idempotencyKey: key }), 409, "idempotency_key_conflict");
+  });
+
+  it("managing endpoints needs webhooks:write; reading them needs webhooks:read", async () => {
+    const readOnly = await makeTenant({ scopes: ["webhooks:read"] });
+    expectError(await register(readOnly, { url: "https://hooks.example.com/x" }), 403, "auth.scope_denied");
+    expect((await call("/api/v1/webhooks/endpoints", { key: readOnly.key })).status).toBe(200);
+    const writeOnly = await makeTenant({ scopes: ["webhooks:write"] });
+    expectError(await call("/api/v1/webhooks/endpoints", { key: writeOnly.key }), 403, "auth.scope_denied");
+  });
+
   it("another agency's endpoint is webhook_endpoint_not_found; delete answers 204", async () => {
     const a = await makeTenant();
     const b = await makeTenant();
