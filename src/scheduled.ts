@@ -1,5 +1,6 @@
 import { database } from "./db/client";
 import { keyGate, sweepRotatedSecrets } from "./domain/api-keys";
+import { markStaleDeliveriesDead } from "./webhooks/delivery";
 import { sweepOutbox } from "./webhooks/dispatch";
 import { RECONCILE_CRON, reconcileCalendars } from "./calendar/reconcile";
 
@@ -12,6 +13,7 @@ export async function runScheduled(controller: ScheduledController, env: Env): P
     const keyIds = await sweepRotatedSecrets(database(env.DB), controller.scheduledTime);
     await Promise.all(keyIds.map((id) => keyGate(env, id).reload()));
     console.log(JSON.stringify({ job: "rotation_sweep", keys: keyIds.length }));
+    console.log(JSON.stringify({ job: "stale_webhook_deliveries", dead: await markStaleDeliveriesDead(env, controller.scheduledTime) }));
   }
   if (controller.cron === RECONCILE_CRON) {
     console.log(JSON.stringify({ job: "calendar_reconciliation", ...(await reconcileCalendars(env)) }));

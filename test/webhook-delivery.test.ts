@@ -318,6 +318,19 @@ describe("retries and dead letters", () => {
     expect((await deliveriesOf(hook.id))[0]).toMatchObject({ status: "dead", lastError: "endpoint removed" });
   });
 
+  it("the nightly job marks dead a delivery pending long past its schedule, and only that one", async () => {
+    const t = await makeTenant();
+    const stale = await endpoint(t, "http://localhost:9999/stale", ["listing.created"]);
+    const fresh = await endpoint(t, "http://localhost:9999/fresh", ["listing.created"]);
+    await makeListing(t);
+    await drained();
+    const [lost] = await deliveriesOf(stale.id);
+    await db().update(webhookDeliveries).set({ updatedAt: new Date(Date.now() - 97 * 3600_000).toISOString() }).where(eq(webhookDeliveries.id, lost!.id));
+    await cron("0 3 * * *");
+    expect((await deliveriesOf(stale.id))[0]).toMatchObject({ status: "dead", lastError: "no attempt for 96 hours" });
+    expect((await deliveriesOf(fresh.id))[0]!.status).toBe("pending");
+  });
+
   it("the receiver URL is checked again on every delivery", async () => {
     const t = await makeTenant();
     const hook = await endpoint(t, "http://localhost:9999/moved", ["listing.created"]);

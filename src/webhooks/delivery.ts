@@ -1,4 +1,4 @@
-import { and, eq } from "drizzle-orm";
+import { and, eq, lt } from "drizzle-orm";
 import { database, type Db } from "../db/client";
 import { events, webhookDeliveries, webhookDeliveryAttempts, webhookEndpoints, type WebhookEndpoint } from "../db/schema";
 import { ApiError } from "../lib/errors";
@@ -144,4 +144,22 @@ export async function consumeDeadWebhooks(batch: MessageBatch<{ delivery_id: str
       .where(and(eq(webhookDeliveries.id, message.body.delivery_id), eq(webhookDeliveries.status, "pending")));
     message.ack();
   }
+}
+
+/** Longer than the whole retry schedule (about 65 hours, at most 12 hours between attempts). */
+export const STALE_PENDING_HOURS = 96;
+
+/**
+ * A delivery still pending long after its schedule would have ended has lost its queue
+ * message (a dead letter its consumer could not record, say): it is marked dead so the
+ * dashboard lists it for replay.
+ */
+export async function markStaleDeliveriesDead(env: Env, now = Date.now()): Promise<number> {
+  const cutoff = nowIso(now - STALE_PENDING_HOURS * 3600 * 1000);
+  const rows = await database(env.DB)
+    .update(webhookDeliveries)
+    .set({ status: "dead", lastError: `no attempt for ${STALE_PENDING_HOURS} hours`, updatedAt: nowIso(now) })
+    .where(and(eq(webhookDeliveries.status, "pending"), lt(webhookDeliveries.updatedAt, cutoff)))
+    .returning({ id: webhookDeliveries.id });
+  return rows.length;
 }
