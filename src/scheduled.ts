@@ -1,5 +1,6 @@
 import { database } from "./db/client";
-import { keyGate, sweepRotatedSecrets } from "./domain/api-keys";
+import { sweepRotatedSecrets } from "./domain/api-keys";
+import { keyGate } from "./durable/key-changes";
 import { markStaleDeliveriesDead } from "./webhooks/delivery";
 import { sweepOutbox } from "./webhooks/dispatch";
 import { RECONCILE_CRON, reconcileCalendars } from "./calendar/reconcile";

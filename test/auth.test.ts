@@ -4,12 +4,13 @@ import { eq } from "drizzle-orm";
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
 import worker from "../src/index";
-import { authorize } from "../src/auth/middleware";
+import { authorize } from "../src/http/auth";
 import { apiKeySecrets } from "../src/db/schema";
 import { mintKey } from "../src/domain/api-keys";
-import type { AppEnv } from "../src/env";
-import { ApiError } from "../src/lib/errors";
-import { errorResponse, handleError, requestId } from "../src/lib/wire";
+import type { AppEnv } from "../src/http/env";
+import { DomainError } from "../src/lib/errors";
+import { errorResponse, handleError } from "../src/http/errors";
+import { requestId } from "../src/http/wire";
 import { BASE, call, db, expectError, internal, makePlatformKey, makeTenant } from "./harness";
 
 const TOKEN = "A".repeat(43);
@@ -175,7 +176,7 @@ describe("scopes and roles", () => {
       })
       .get("/admin", authorize({ scope: "admin", roles: ["super_admin", "admin"] }), (c) => c.text("ok"))
       .onError(handleError)
-      .notFound((c) => errorResponse(c, new ApiError("request_path_not_found")));
+      .notFound((c) => errorResponse(c, new DomainError("request_path_not_found")));
     const res = await app.request("/admin");
     const json = (await res.json()) as any;
     expect(res.status).toBe(403);

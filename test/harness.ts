@@ -1,7 +1,7 @@
 import { env, exports } from "cloudflare:workers";
 import { expect } from "vitest";
 import { database } from "../src/db/client";
-import type { Role, Scope } from "../src/auth/caller";
+import type { Role, Scope } from "../src/domain/roles";
 import { mintKey } from "../src/domain/api-keys";
 import { createAgency, createUser } from "../src/domain/hierarchy";
 import { createSession } from "../src/domain/sessions";

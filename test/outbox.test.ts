@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { events, idempotencyMarks, listings, users } from "../src/db/schema";
 import { createUser } from "../src/domain/hierarchy";
 import { createListing } from "../src/domain/listings";
-import { EVENT_TYPES } from "../src/events/catalog";
+import { EVENT_TYPES } from "../src/domain/events";
 import { db, makeTenant, outbox, unique } from "./harness";
 
 describe("the transactional outbox", () => {

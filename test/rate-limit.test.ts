@@ -4,7 +4,7 @@ import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import worker from "../src/index";
 import { apiKeys } from "../src/db/schema";
-import { changeKey, keyGate } from "../src/domain/api-keys";
+import { changeKey, keyGate } from "../src/durable/key-changes";
 import { sha256Hex } from "../src/lib/ids";
 import { BASE, call, db, expectError, internal, makePlatformKey, makeTenant } from "./harness";
 

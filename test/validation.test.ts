@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { describe, expect, it } from "vitest";
-import { validationError, withRenames } from "../src/lib/validation";
+import { validationError, withRenames } from "../src/http/validation";
 import { call, expectError, internal, makeTenant, unique } from "./harness";
 
 const createUser = (body: unknown) => internal("/internal/v1/users", { method: "POST", body });

@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import worker from "../src/index";
 import { events, webhookDeliveries, webhookDeliveryAttempts, webhookEndpoints } from "../src/db/schema";
 import { consumeWebhooks, retryDelay } from "../src/webhooks/delivery";
-import { outboxInsert } from "../src/events/outbox";
+import { outboxInsert } from "../src/domain/outbox";
 import { drainOutbox } from "../src/webhooks/dispatch";
 import { call, db, internal, makeListing, makeTenant, type Tenant } from "./harness";
 

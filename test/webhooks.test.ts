@@ -5,7 +5,7 @@ import { eq } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import worker from "../src/index";
 import { webhookEndpoints } from "../src/db/schema";
-import { EVENT_TYPES, EVENT_TYPE_NAMES } from "../src/events/catalog";
+import { EVENT_TYPES, EVENT_TYPE_NAMES } from "../src/domain/events";
 import { decrypt } from "../src/lib/crypto";
 import { SECRET_PURPOSE } from "../src/webhooks/endpoints";
 import { newSigningSecret, signPayload } from "../src/webhooks/signing";

@@ -3,7 +3,7 @@ import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../db/client";
 import { agencies, listingOrders, listings, providerEvents } from "../db/schema";
 import { isUniqueViolation } from "../domain/constraint";
-import { outboxInsert } from "../events/outbox";
+import { outboxInsert } from "../domain/outbox";
 import { timingSafeEqual } from "../lib/crypto";
 import { newId } from "../lib/ids";
 

@@ -2,10 +2,10 @@ import { eq, inArray } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { calendarConnections, users, type CalendarConnection } from "../db/schema";
 import { decrypt, encrypt } from "../lib/crypto";
-import { ApiError } from "../lib/errors";
+import { DomainError } from "../lib/errors";
 import { newId, nowIso } from "../lib/ids";
 import { googleSource, type GoogleCredentials } from "./google";
-import { guarded, type CalendarSource } from "./http";
+import { guarded, type CalendarSource } from "./outbound";
 import { icsSource } from "./ics";
 
 const PURPOSE = "calendar-credentials";
@@ -46,7 +46,7 @@ export async function resolveConnection(db: Db, userId: string): Promise<Calenda
     const found = connections.find((c) => c.userId === id);
     if (found) return found;
   }
-  throw new ApiError("calendar_not_connected", { details: { checked_user_ids: chain } });
+  throw new DomainError("calendar_not_connected", { details: { checked_user_ids: chain } });
 }
 
 /** The provider behind a connection, with Google's refreshed tokens written back sealed. */

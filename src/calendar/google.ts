@@ -1,4 +1,4 @@
-import { providerFetch, type CalendarSource } from "./http";
+import { providerFetch, type CalendarSource } from "./outbound";
 
 export interface GoogleCredentials {
   client_id: string;

@@ -2,11 +2,11 @@ import { and, asc, eq, isNotNull, isNull } from "drizzle-orm";
 import { database, type Db } from "../db/client";
 import { appointments, calendarDiscrepancies, listings, tours, users } from "../db/schema";
 import { isUniqueViolation } from "../domain/constraint";
-import { outboxInsert } from "../events/outbox";
-import { ApiError } from "../lib/errors";
+import { outboxInsert } from "../domain/outbox";
+import { DomainError } from "../lib/errors";
 import { newId, nowIso } from "../lib/ids";
 import { resolveConnection, sourceFor } from "./connections";
-import type { CalendarEvent, CalendarSource } from "./http";
+import type { CalendarEvent, CalendarSource } from "./outbound";
 
 export const RECONCILE_CRON = "*/15 * * * *";
 /** A start that differs by more than this is "moved". */
@@ -68,7 +68,7 @@ export async function reconcileCalendars(env: Env): Promise<{ checked: number; d
       if (!source) sources.set(conn.id, (source = sourceFor(db, env, conn)));
       event = await (await source).event(subject.calendarEventId);
     } catch (err) {
-      if (!(err instanceof ApiError)) throw err;
+      if (!(err instanceof DomainError)) throw err;
       counts.skipped++;
       continue;
     }

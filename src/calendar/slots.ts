@@ -1,4 +1,4 @@
-import type { Interval } from "./http";
+import type { Interval } from "./outbound";
 import { localDate, zonedToUtc } from "./zoned";
 
 /** Shoots are offered Monday to Friday, 09:00 to 17:00 in the requested timezone. */

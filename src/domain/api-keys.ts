@@ -1,10 +1,9 @@
-import { and, eq, isNotNull, isNull, lte } from "drizzle-orm";
+import { and, eq, isNotNull, isNull, lte, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { apiKeys, apiKeySecrets, type ApiKey } from "../db/schema";
-import { AGENCY_OWNER_ROLES, DEFAULT_SCOPES, isPlatformRole, type Scope } from "../auth/caller";
-import { hashSecret, mintSecret, ROTATION_GRACE_MS, type KeyMode, type KeyPrefix } from "../auth/keys";
-import { ApiError } from "../lib/errors";
-import type { KeyChange, Refusal } from "../durable/key-gate";
+import { AGENCY_OWNER_ROLES, DEFAULT_SCOPES, isPlatformRole, type Scope } from "./roles";
+import { hashSecret, mintSecret, ROTATION_GRACE_MS, type KeyMode, type KeyPrefix } from "./keys";
+import { DomainError } from "../lib/errors";
 import { newId, nowIso } from "../lib/ids";
 import { getAgency, getUserById } from "./hierarchy";
 
@@ -29,12 +28,12 @@ export async function mintKey(db: Db, input: MintInput): Promise<{ key: ApiKey; 
   const platform = isPlatformRole(minter.role);
   const owner = (AGENCY_OWNER_ROLES as readonly string[]).includes(minter.role) && minter.agencyId === agency.id;
   if (!minter.isActive || (!platform && !owner) || agency.kind === "platform") {
-    throw new ApiError("key_mint_forbidden", { details: { minted_by_user_id: minter.id, role: minter.role } });
+    throw new DomainError("key_mint_forbidden", { details: { minted_by_user_id: minter.id, role: minter.role } });
   }
   const scopes = input.scopes ?? DEFAULT_SCOPES;
-  if (scopes.includes("admin") && !platform) throw new ApiError("scope_not_grantable");
+  if (scopes.includes("admin") && !platform) throw new DomainError("scope_not_grantable");
   const prefix = input.prefix ?? (input.mode === "test" ? "sk_test_" : "sk_live_");
-  if ((prefix === "sk_test_") !== (input.mode === "test")) throw new ApiError("key_mint_forbidden", { message: `The prefix ${prefix} does not belong to ${input.mode} mode.` });
+  if ((prefix === "sk_test_") !== (input.mode === "test")) throw new DomainError("key_mint_forbidden", { message: `The prefix ${prefix} does not belong to ${input.mode} mode.` });
   const secret = mintSecret(input.mode, prefix);
   const id = newId("key");
   const [[key]] = await db.batch([
@@ -49,7 +48,7 @@ export async function mintKey(db: Db, input: MintInput): Promise<{ key: ApiKey; 
 
 export async function getKey(db: Db, keyId: string): Promise<ApiKey> {
   const key = await db.select().from(apiKeys).where(eq(apiKeys.id, keyId)).get();
-  if (!key) throw new ApiError("api_key_not_found");
+  if (!key) throw new DomainError("api_key_not_found");
   return key;
 }
 
@@ -65,7 +64,7 @@ export async function keySecrets(db: Db, keyId: string) {
  */
 export async function rotateKey(db: Db, keyId: string): Promise<{ key: ApiKey; secret: string }> {
   const key = await getKey(db, keyId);
-  if (key.revokedAt || !key.isActive) throw new ApiError("api_key_not_rotatable", { details: { key_id: keyId } });
+  if (key.revokedAt || !key.isActive) throw new DomainError("api_key_not_rotatable", { details: { key_id: keyId } });
   const current = (await keySecrets(db, keyId)).find((s) => !s.supersededAt);
   const prefix = (current?.prefix as KeyPrefix | undefined) ?? (key.mode === "test" ? "sk_test_" : "sk_live_");
   const secret = mintSecret(key.mode, prefix);
@@ -82,7 +81,7 @@ export async function rotateKey(db: Db, keyId: string): Promise<{ key: ApiKey; s
 /** Revocation is immediate and final. */
 export async function revokeKey(db: Db, keyId: string): Promise<ApiKey> {
   const key = await getKey(db, keyId);
-  if (key.revokedAt) throw new ApiError("api_key_already_revoked", { details: { revoked_at: key.revokedAt } });
+  if (key.revokedAt) throw new DomainError("api_key_already_revoked", { details: { revoked_at: key.revokedAt } });
   const at = nowIso();
   const [updated] = await db.update(apiKeys).set({ revokedAt: at, updatedAt: at }).where(eq(apiKeys.id, keyId)).returning();
   return updated!;
@@ -93,15 +92,25 @@ export interface KeyPatch {
   expiresAt?: string | null;
   scopes?: Scope[];
   name?: string;
-  rateLimitOverrides?: Record<string, number>;
+  /** Override changes: a number sets an endpoint's budget, null clears it. */
+  rateLimitOverrides?: Partial<Record<string, number | null>>;
 }
+
+/** A change to a key; each runs in the key's gate so the very next request sees it. */
+export type KeyChange = { op: "rotate" } | { op: "revoke" } | { op: "update"; patch: KeyPatch };
 
 export async function updateKey(db: Db, keyId: string, patch: KeyPatch): Promise<ApiKey> {
   const key = await getKey(db, keyId);
-  if (patch.scopes?.includes("admin") && !isPlatformRole(key.role)) throw new ApiError("scope_not_grantable");
+  if (patch.scopes?.includes("admin") && !isPlatformRole(key.role)) throw new DomainError("scope_not_grantable");
+  const { rateLimitOverrides, ...fields } = patch;
+  // Override changes merge inside the statement (a JSON merge patch: null removes a
+  // budget), so concurrent changes to different endpoints never undo each other.
+  const overrides = rateLimitOverrides
+    ? { rateLimitOverrides: sql`json_patch(${apiKeys.rateLimitOverrides}, ${JSON.stringify(rateLimitOverrides)})` }
+    : {};
   const [updated] = await db
     .update(apiKeys)
-    .set({ ...patch, updatedAt: nowIso() })
+    .set({ ...fields, ...overrides, updatedAt: nowIso() })
     .where(eq(apiKeys.id, keyId))
     .returning();
   return updated!;
@@ -120,14 +129,4 @@ export async function sweepRotatedSecrets(db: Db, nowMs = Date.now()): Promise<s
     .where(and(isNotNull(apiKeySecrets.supersededAt), isNull(apiKeySecrets.deactivatedAt), lte(apiKeySecrets.supersededAt, cutoff)))
     .returning({ keyId: apiKeySecrets.keyId });
   return [...new Set(swept.map((s) => s.keyId))];
-}
-
-/** The gate of a key: its mutable state, its rate windows, and the only writer of its changes. */
-export const keyGate = (env: Env, keyId: string) => env.KEY_GATE.getByName(keyId);
-
-/** Changes a key through its gate, so the very next request sees the change. */
-export async function changeKey(env: Env, keyId: string, change: KeyChange): Promise<{ key: ApiKey; secret?: string }> {
-  const result = (await keyGate(env, keyId).apply(keyId, change)) as { ok: true; key: ApiKey; secret?: string } | Refusal;
-  if (!result.ok) throw new ApiError(result.code, { message: result.message, details: result.details });
-  return { key: result.key as ApiKey, secret: result.secret };
 }

@@ -1,17 +1,17 @@
 import { and, eq } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { appointments, type Appointment, type Listing } from "../db/schema";
-import { outboxInsert, outboxInsertIfChanged } from "../events/outbox";
-import { ApiError } from "../lib/errors";
+import { outboxInsert, outboxInsertIfChanged } from "./outbox";
+import { DomainError } from "../lib/errors";
 import { newId, nowIso } from "../lib/ids";
 
 function checkTimes(startsAt: string, endsAt: string) {
-  if (Date.parse(endsAt) <= Date.parse(startsAt)) throw new ApiError("invalid_appointment_time", { details: { starts_at: startsAt, ends_at: endsAt } });
+  if (Date.parse(endsAt) <= Date.parse(startsAt)) throw new DomainError("invalid_appointment_time", { details: { starts_at: startsAt, ends_at: endsAt } });
 }
 
 export async function getAppointment(db: Db, agencyId: string, id: string): Promise<Appointment> {
   const a = await db.select().from(appointments).where(and(eq(appointments.id, id), eq(appointments.agencyId, agencyId))).get();
-  if (!a) throw new ApiError("appointment_not_found");
+  if (!a) throw new DomainError("appointment_not_found");
   return a;
 }
 
@@ -20,7 +20,7 @@ export async function scheduleAppointment(
   listing: Listing,
   input: { startsAt: string; endsAt: string; calendarEventId?: string | null; source: "order_form" | "dashboard" | "api" },
 ): Promise<Appointment> {
-  if (listing.status === "Cancelled") throw new ApiError("listing_already_cancelled");
+  if (listing.status === "Cancelled") throw new DomainError("listing_already_cancelled");
   checkTimes(input.startsAt, input.endsAt);
   const id = newId("apt");
   const startsAt = new Date(input.startsAt).toISOString();
@@ -33,7 +33,7 @@ export async function scheduleAppointment(
 }
 
 export async function rescheduleAppointment(db: Db, listing: Listing, appointment: Appointment, input: { startsAt: string; endsAt: string }): Promise<Appointment> {
-  if (appointment.status !== "scheduled") throw new ApiError("appointment_not_scheduled");
+  if (appointment.status !== "scheduled") throw new DomainError("appointment_not_scheduled");
   checkTimes(input.startsAt, input.endsAt);
   const startsAt = new Date(input.startsAt).toISOString();
   const endsAt = new Date(input.endsAt).toISOString();
@@ -52,12 +52,12 @@ export async function rescheduleAppointment(db: Db, listing: Listing, appointmen
       ends_at: endsAt,
     }),
   ]);
-  if (!updated) throw new ApiError("appointment_not_scheduled");
+  if (!updated) throw new DomainError("appointment_not_scheduled");
   return updated;
 }
 
 export async function cancelAppointment(db: Db, listing: Listing, appointment: Appointment, reason: "dashboard" | "api"): Promise<Appointment> {
-  if (appointment.status !== "scheduled") throw new ApiError("appointment_not_scheduled");
+  if (appointment.status !== "scheduled") throw new DomainError("appointment_not_scheduled");
   const [[updated]] = await db.batch([
     db
       .update(appointments)
@@ -66,6 +66,6 @@ export async function cancelAppointment(db: Db, listing: Listing, appointment: A
       .returning(),
     outboxInsertIfChanged(db, listing.agencyId, "appointment.cancelled", { appointment_id: appointment.id, listing_number: listing.listingNumber, starts_at: appointment.startsAt, reason }),
   ]);
-  if (!updated) throw new ApiError("appointment_not_scheduled");
+  if (!updated) throw new DomainError("appointment_not_scheduled");
   return updated;
 }

@@ -1,9 +1,9 @@
 import { and, eq, inArray, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { agencies, users, type Agency, type User } from "../db/schema";
-import { AGENCY_OWNER_ROLES, AGENCY_ROLES, PLATFORM_ROLES, type Role } from "../auth/caller";
-import { outboxInsert, outboxInsertIfChanged } from "../events/outbox";
-import { ApiError } from "../lib/errors";
+import { AGENCY_OWNER_ROLES, AGENCY_ROLES, PLATFORM_ROLES, type Role } from "./roles";
+import { outboxInsert, outboxInsertIfChanged } from "./outbox";
+import { DomainError } from "../lib/errors";
 import { newId, nowIso } from "../lib/ids";
 import { isUniqueViolation } from "./constraint";
 
@@ -17,29 +17,29 @@ export async function createAgency(db: Db, input: { name: string; kind: Agency["
 
 export async function getAgency(db: Db, id: string): Promise<Agency> {
   const agency = await db.select().from(agencies).where(eq(agencies.id, id)).get();
-  if (!agency) throw new ApiError("agency_not_found");
+  if (!agency) throw new DomainError("agency_not_found");
   return agency;
 }
 
 export async function getUserById(db: Db, id: string): Promise<User> {
   const user = await db.select().from(users).where(eq(users.id, id)).get();
-  if (!user) throw new ApiError("user_not_found");
+  if (!user) throw new DomainError("user_not_found");
   return user;
 }
 
 function checkRoleFits(role: Role, agency: Agency, managerId: string | null) {
   const platform = agency.kind === "platform";
   if (platform !== (PLATFORM_ROLES as readonly string[]).includes(role)) {
-    throw new ApiError("invalid_role", { message: platform ? "Platform staff have the role super_admin or admin." : `Agency users have one of: ${AGENCY_ROLES.join(", ")}.`, details: { role } });
+    throw new DomainError("invalid_role", { message: platform ? "Platform staff have the role super_admin or admin." : `Agency users have one of: ${AGENCY_ROLES.join(", ")}.`, details: { role } });
   }
   if (!platform && managerId === null && !(AGENCY_OWNER_ROLES as readonly string[]).includes(role)) {
-    throw new ApiError("invalid_role", { message: "The top of an agency hierarchy is a media_agency or broker user; other roles need a manager.", details: { role } });
+    throw new DomainError("invalid_role", { message: "The top of an agency hierarchy is a media_agency or broker user; other roles need a manager.", details: { role } });
   }
 }
 
 async function activeManager(db: Db, managerId: string): Promise<User> {
   const manager = await db.select().from(users).where(eq(users.id, managerId)).get();
-  if (!manager || !manager.isActive) throw new ApiError("manager_not_found", { details: { manager_id: managerId } });
+  if (!manager || !manager.isActive) throw new DomainError("manager_not_found", { details: { manager_id: managerId } });
   return manager;
 }
 
@@ -53,9 +53,9 @@ export async function createUser(
 ): Promise<User> {
   const manager = input.managerId ? await activeManager(db, input.managerId) : undefined;
   const agencyId = manager?.agencyId ?? input.agencyId;
-  if (!agencyId) throw new ApiError("validation_missing_required", { message: "agency_id is required for a user without a manager.", details: { errors: [{ field: "agency_id", code: "validation_missing_required" }] } });
+  if (!agencyId) throw new DomainError("validation_missing_required", { message: "agency_id is required for a user without a manager.", details: { errors: [{ field: "agency_id", code: "validation_missing_required" }] } });
   if (manager && input.agencyId && input.agencyId !== manager.agencyId) {
-    throw new ApiError("manager_not_found", { message: "The manager belongs to another agency than agency_id.", details: { manager_id: manager.id } });
+    throw new DomainError("manager_not_found", { message: "The manager belongs to another agency than agency_id.", details: { manager_id: manager.id } });
   }
   const agency = await getAgency(db, agencyId);
   checkRoleFits(input.role, agency, manager?.id ?? null);
@@ -68,7 +68,7 @@ export async function createUser(
     ]);
     return user!;
   } catch (err) {
-    if (isUniqueViolation(err, "email")) throw new ApiError("user_email_taken", { details: { email: input.email.toLowerCase() } });
+    if (isUniqueViolation(err, "email")) throw new DomainError("user_email_taken", { details: { email: input.email.toLowerCase() } });
     throw err;
   }
 }
@@ -90,7 +90,7 @@ export async function changeManager(db: Db, userId: string, managerId: string | 
   if (user.managerId === managerId) return user;
   const manager = managerId ? await activeManager(db, managerId) : undefined;
   const subtree = await subtreeIds(db, userId);
-  if (manager && subtree.includes(manager.id)) throw new ApiError("hierarchy_cycle", { details: { manager_id: manager.id } });
+  if (manager && subtree.includes(manager.id)) throw new DomainError("hierarchy_cycle", { details: { manager_id: manager.id } });
   const agencyId = manager?.agencyId ?? user.agencyId;
   checkRoleFits(user.role as Role, await getAgency(db, agencyId), manager?.id ?? null);
   const at = nowIso();

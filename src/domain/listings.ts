@@ -2,8 +2,8 @@ import { and, asc, eq, inArray, sql } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../db/client";
 import { agencies, appointments, listings, users, type Listing } from "../db/schema";
-import { outboxInsert, outboxInsertIfChanged } from "../events/outbox";
-import { ApiError } from "../lib/errors";
+import { outboxInsert, outboxInsertIfChanged } from "./outbox";
+import { DomainError } from "../lib/errors";
 import { newId, nowIso, randomAlnum } from "../lib/ids";
 import { isUniqueViolation } from "./constraint";
 
@@ -19,8 +19,13 @@ export async function findListing(db: Db, agencyId: string, listingNumber: strin
   const listing = LISTING_NUMBER.test(listingNumber)
     ? await db.select().from(listings).where(and(eq(listings.agencyId, agencyId), eq(listings.listingNumber, listingNumber))).get()
     : undefined;
-  if (!listing) throw new ApiError("listing_not_found");
+  if (!listing) throw new DomainError("listing_not_found");
   return listing;
+}
+
+/** A listing by its internal id, held to the agency; undefined when it is not the agency's. */
+export async function listingById(db: Db, agencyId: string, id: string): Promise<Listing | undefined> {
+  return db.select().from(listings).where(and(eq(listings.id, id), eq(listings.agencyId, agencyId))).get();
 }
 
 /** Owner and agents must be users of the calling agency's hierarchy. */
@@ -30,7 +35,7 @@ async function checkPeople(db: Db, agencyId: string, people: Record<string, stri
   const known = new Set(found.map((u) => u.id));
   const outside = Object.entries(people).filter(([, id]) => id && !known.has(id));
   if (outside.length) {
-    throw new ApiError("agent_not_in_hierarchy", {
+    throw new DomainError("agent_not_in_hierarchy", {
       message: `${outside.map(([field]) => field).join(", ")} must be a user of your agency hierarchy.`,
       details: { fields: outside.map(([field]) => field) },
     });
@@ -76,7 +81,7 @@ export async function createListing(db: Db, agencyId: string, siteUrl: string, i
       return listing!;
     } catch (err) {
       if (!isUniqueViolation(err, "listings.")) throw err;
-      if (input.listingNumber) throw new ApiError("listing_number_taken", { details: { listing_number: input.listingNumber } });
+      if (input.listingNumber) throw new DomainError("listing_number_taken", { details: { listing_number: input.listingNumber } });
       if (attempt >= 5) throw err;
     }
   }
@@ -84,8 +89,8 @@ export async function createListing(db: Db, agencyId: string, siteUrl: string, i
 
 /** The state table: only an activated listing moves, and only to a different status. */
 export function checkTransition(listing: Pick<Listing, "isActivated" | "status">, next: ListingStatus) {
-  if (!listing.isActivated) throw new ApiError("listing_not_activated", { details: { status: listing.status } });
-  if (listing.status === next) throw new ApiError("no_op_transition", { details: { status: listing.status } });
+  if (!listing.isActivated) throw new DomainError("listing_not_activated", { details: { status: listing.status } });
+  if (listing.status === next) throw new DomainError("no_op_transition", { details: { status: listing.status } });
 }
 
 export async function changeStatus(db: Db, listing: Listing, next: ListingStatus, alsoWrite: BatchItem<"sqlite">[] = []): Promise<Listing> {
@@ -100,7 +105,7 @@ export async function changeStatus(db: Db, listing: Listing, next: ListingStatus
     ...alsoWrite,
   ]);
   // Lost a race with another change: answer from the state that won.
-  if (!updated) throw new ApiError("no_op_transition", { message: "The listing changed while this request ran; read it and retry.", details: { status: listing.status } });
+  if (!updated) throw new DomainError("no_op_transition", { message: "The listing changed while this request ran; read it and retry.", details: { status: listing.status } });
   return updated;
 }
 
@@ -125,11 +130,11 @@ export async function cancellationCutoff(db: Db, listing: Listing): Promise<Date
  * nothing again, even when two cancellations race.
  */
 export async function cancelListing(db: Db, listing: Listing, opts: { reason?: string | null; source: "api" | "dashboard"; now?: Date }, alsoWrite: BatchItem<"sqlite">[] = []): Promise<Listing> {
-  if (listing.status === "Cancelled") throw new ApiError("listing_already_cancelled", { details: { cancelled_at: listing.cancelledAt } });
+  if (listing.status === "Cancelled") throw new DomainError("listing_already_cancelled", { details: { cancelled_at: listing.cancelledAt } });
   const now = opts.now ?? new Date();
   if (opts.source === "api") {
     const cutoff = await cancellationCutoff(db, listing);
-    if (cutoff && now >= cutoff) throw new ApiError("outside_cancellation_window", { details: { cutoff: cutoff.toISOString() } });
+    if (cutoff && now >= cutoff) throw new DomainError("outside_cancellation_window", { details: { cutoff: cutoff.toISOString() } });
   }
   const scheduled = await db.select().from(appointments).where(and(eq(appointments.listingId, listing.id), eq(appointments.status, "scheduled"))).all();
   const at = now.toISOString();
@@ -153,7 +158,7 @@ export async function cancelListing(db: Db, listing: Listing, opts: { reason?: s
     ]),
     ...alsoWrite,
   ]);
-  if (!updated) throw new ApiError("listing_already_cancelled");
+  if (!updated) throw new DomainError("listing_already_cancelled");
   return updated;
 }
 

@@ -2,8 +2,8 @@ import { and, eq, type SQL } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../db/client";
 import { listings, type Listing } from "../db/schema";
-import { outboxInsert } from "../events/outbox";
-import { ApiError } from "../lib/errors";
+import { outboxInsert } from "./outbox";
+import { DomainError } from "../lib/errors";
 import { nowIso } from "../lib/ids";
 
 export const EXPOSED_SECTIONS = ["floorplan", "matterport"] as const;
@@ -12,8 +12,8 @@ export const MAX_FLOORPLANS = 50;
 export type FloorplanChange = { operation: "set" | "append" | "replace"; url?: string; urls?: string[] };
 export type MatterportChange = { operation: "set" | "remove"; url?: string };
 
-function invalid(field: string, reason: string): ApiError {
-  return new ApiError("invalid_section_payload", { message: `${field}: ${reason}`, details: { field, reason } });
+function invalid(field: string, reason: string): DomainError {
+  return new DomainError("invalid_section_payload", { message: `${field}: ${reason}`, details: { field, reason } });
 }
 
 function httpsUrl(field: string, value: string | undefined): string {

@@ -2,7 +2,7 @@ import { and, count, desc, eq, sql } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../db/client";
 import { tours, type Tour } from "../db/schema";
-import { ApiError } from "../lib/errors";
+import { DomainError } from "../lib/errors";
 import { newId, nowIso, randomAlnum } from "../lib/ids";
 import { isUniqueViolation } from "./constraint";
 
@@ -27,8 +27,13 @@ export interface TourInput {
 
 export async function findTour(db: Db, agencyId: string, tourNumber: string): Promise<Tour> {
   const tour = TOUR_NUMBER.test(tourNumber) ? await db.select().from(tours).where(and(eq(tours.agencyId, agencyId), eq(tours.tourNumber, tourNumber))).get() : undefined;
-  if (!tour) throw new ApiError("tour_not_found");
+  if (!tour) throw new DomainError("tour_not_found");
   return tour;
+}
+
+/** A tour by its internal id, held to the agency; undefined when it is not the agency's. */
+export async function tourById(db: Db, agencyId: string, id: string): Promise<Tour | undefined> {
+  return db.select().from(tours).where(and(eq(tours.id, id), eq(tours.agencyId, agencyId))).get();
 }
 
 /** Tour numbers are 8 characters of [a-z0-9], minted by the server and unique per agency. */
@@ -59,7 +64,7 @@ export async function updateTour(db: Db, tour: Tour, patch: { status?: TourStatu
       .returning(),
     ...alsoWrite,
   ]);
-  if (!updated) throw new ApiError("tour_not_found");
+  if (!updated) throw new DomainError("tour_not_found");
   return updated;
 }
 

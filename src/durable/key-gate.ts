@@ -2,10 +2,10 @@ import { DurableObject } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
 import { database } from "../db/client";
 import { apiKeys, apiKeySecrets, type ApiKey, type ApiKeySecret } from "../db/schema";
-import { checkKeyState, type KeyMode } from "../auth/keys";
-import { revokeKey, rotateKey, updateKey, type KeyPatch } from "../domain/api-keys";
-import { ApiError, type ErrorCode } from "../lib/errors";
-import { WINDOW_MS, budgetFor, type EndpointName } from "../guards/budgets";
+import { checkKeyState, type KeyMode } from "../domain/keys";
+import { type KeyChange, revokeKey, rotateKey, updateKey } from "../domain/api-keys";
+import { DomainError, type ErrorCode } from "../lib/errors";
+import { WINDOW_MS, budgetFor, type EndpointName } from "../domain/budgets";
 
 export interface RateDecision {
   limit: number;
@@ -24,8 +24,6 @@ export interface Refusal {
 }
 
 export type GateVerdict = { ok: true; key: Pick<ApiKey, "id" | "agencyId" | "role" | "scopes" | "mintedByUserId">; rate?: RateDecision } | Refusal;
-
-export type KeyChange = { op: "rotate" } | { op: "revoke" } | { op: "update"; patch: KeyPatch };
 
 interface Loaded {
   key: ApiKey;
@@ -92,7 +90,7 @@ export class KeyGate extends DurableObject<Env> {
       }
     } catch (err) {
       // Errors cross the RPC boundary as plain Errors; refusals travel as data.
-      if (err instanceof ApiError) return refuse(err);
+      if (err instanceof DomainError) return refuse(err);
       throw err;
     } finally {
       this.#loaded = undefined;
@@ -106,17 +104,17 @@ export class KeyGate extends DurableObject<Env> {
   async admit(keyId: string, secretHash: string, environmentMode: KeyMode, endpoint: EndpointName | null, now = Date.now()): Promise<GateVerdict> {
     const loaded = await this.#load(keyId);
     const secret = loaded?.secrets.get(secretHash);
-    if (!loaded || !secret) return refuse(new ApiError("api_key_invalid"));
+    if (!loaded || !secret) return refuse(new DomainError("api_key_invalid"));
     try {
       checkKeyState({ ...loaded.key, secret }, now, environmentMode);
     } catch (err) {
-      if (err instanceof ApiError) return refuse(err);
+      if (err instanceof DomainError) return refuse(err);
       throw err;
     }
     const { id, agencyId, role, scopes, mintedByUserId } = loaded.key;
     if (!endpoint) return { ok: true, key: { id, agencyId, role, scopes, mintedByUserId } };
     const limit = budgetFor(endpoint, loaded.key.rateLimitOverrides);
-    if (limit === undefined) return refuse(new ApiError("rate_limit_misconfigured", { details: { endpoint } }));
+    if (limit === undefined) return refuse(new DomainError("rate_limit_misconfigured", { details: { endpoint } }));
     return { ok: true, key: { id, agencyId, role, scopes, mintedByUserId }, rate: this.#hit(endpoint, limit, now) };
   }
 
@@ -142,6 +140,6 @@ export class KeyGate extends DurableObject<Env> {
   }
 }
 
-function refuse(err: ApiError): Refusal {
+function refuse(err: DomainError): Refusal {
   return { ok: false, code: err.code, message: err.message, details: err.details };
 }

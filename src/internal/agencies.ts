@@ -1,12 +1,12 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
-import type { AppEnv } from "../env";
+import type { AppEnv } from "../http/env";
 import { database } from "../db/client";
 import { asc } from "drizzle-orm";
 import { agencies, type Agency } from "../db/schema";
-import { after, cursorQuery, decodeCursor, pageSchema, toPage } from "../lib/pagination";
+import { after, cursorQuery, decodeCursor, pageSchema, toPage } from "../http/pagination";
 import { createAgency, getAgency } from "../domain/hierarchy";
-import { validationHook } from "../lib/validation";
-import { internalRoute } from "./route";
+import { validationHook } from "../http/validation";
+import { internalRoute } from "../http/route";
 
 export const AgencySchema = z
   .object({

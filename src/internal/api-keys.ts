@@ -1,15 +1,16 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
 import { and, asc, eq } from "drizzle-orm";
-import type { AppEnv } from "../env";
+import type { AppEnv } from "../http/env";
 import { database, type Db } from "../db/client";
 import { apiKeys, type ApiKey } from "../db/schema";
-import { SCOPES } from "../auth/caller";
-import { KEY_PREFIXES, ROTATION_GRACE_MS, type KeyMode } from "../auth/keys";
-import { changeKey, getKey, keySecrets, mintKey } from "../domain/api-keys";
+import { SCOPES } from "../domain/roles";
+import { KEY_PREFIXES, ROTATION_GRACE_MS, type KeyMode } from "../domain/keys";
+import { getKey, keySecrets, mintKey } from "../domain/api-keys";
+import { changeKey } from "../durable/key-changes";
 import { nowIso } from "../lib/ids";
-import { validationHook } from "../lib/validation";
-import { ENDPOINT_NAMES, MAX_BUDGET, MIN_BUDGET, mergeOverrides } from "../guards/budgets";
-import { internalRoute } from "./route";
+import { validationHook } from "../http/validation";
+import { ENDPOINT_NAMES, MAX_BUDGET, MIN_BUDGET } from "../domain/budgets";
+import { internalRoute } from "../http/route";
 
 export const ApiKeySchema = z
   .object({
@@ -198,8 +199,7 @@ export const apiKeysInternal = new OpenAPIHono<AppEnv>({ defaultHook: validation
     const db = database(c.env.DB);
     const b = c.req.valid("json");
     const keyId = c.req.valid("param").key_id;
-    const rateLimitOverrides = b.rate_limit_overrides ? mergeOverrides((await getKey(db, keyId)).rateLimitOverrides, b.rate_limit_overrides) : undefined;
-    const patch = { isActive: b.is_active, expiresAt: b.expires_at, scopes: b.scopes, name: b.name, rateLimitOverrides };
+    const patch = { isActive: b.is_active, expiresAt: b.expires_at, scopes: b.scopes, name: b.name, rateLimitOverrides: b.rate_limit_overrides };
     const { key } = await changeKey(c.env, keyId, { op: "update", patch });
     return c.json(await present(db, key), 200);
   });

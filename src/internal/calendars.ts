@@ -1,10 +1,10 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
-import type { AppEnv } from "../env";
+import type { AppEnv } from "../http/env";
 import { database } from "../db/client";
 import { connectCalendar, disconnectCalendar } from "../calendar/connections";
 import { getUserById } from "../domain/hierarchy";
-import { validationHook } from "../lib/validation";
-import { internalRoute } from "./route";
+import { validationHook } from "../http/validation";
+import { internalRoute } from "../http/route";
 
 const ConnectionSchema = z
   .object({ id: z.string(), user_id: z.string(), provider: z.enum(["google", "ics"]), calendar_id: z.string().nullable(), updated_at: z.string() })

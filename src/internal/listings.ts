@@ -1,14 +1,14 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
-import type { AppEnv } from "../env";
+import type { AppEnv } from "../http/env";
 import { database } from "../db/client";
 import type { Appointment } from "../db/schema";
 import { cancelAppointment, getAppointment, rescheduleAppointment, scheduleAppointment } from "../domain/appointments";
 import { activateListing, cancelListing, editListing, findListing } from "../domain/listings";
 import { recordOrder } from "../domain/orders";
-import { validationHook } from "../lib/validation";
-import { ListingSchema, presentListing } from "../routes/listings/schema";
+import { validationHook } from "../http/validation";
+import { ListingSchema, presentListing } from "../schemas/listings";
 import { OrderSchema, presentOrder } from "../routes/listings/orders";
-import { internalRoute } from "./route";
+import { internalRoute } from "../http/route";
 
 const listingParams = z.object({ agency_id: z.string(), listing_number: z.string() });
 const appointmentParams = listingParams.extend({ appointment_id: z.string() });

@@ -1,16 +1,16 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
 import { eq, inArray } from "drizzle-orm";
-import type { AppEnv } from "../env";
+import type { AppEnv } from "../http/env";
 import { database, type Db } from "../db/client";
 import { mediaDeliveries, mediaDeliveryFiles, type DeliveryDestination, type MediaDelivery, type MediaUpload } from "../db/schema";
 import { getUserById } from "../domain/hierarchy";
 import { findListing } from "../domain/listings";
-import { ApiError } from "../lib/errors";
-import { validationHook } from "../lib/validation";
+import { DomainError } from "../lib/errors";
+import { validationHook } from "../http/validation";
 import { deliveriesOf, destinationFor, hasCandidates, prepareDelivery } from "../media/deliveries";
 import { checkEndpoint, getDestination, removeDestination, saveDestination } from "../media/destinations";
 import { uploadsOf } from "../media/uploads";
-import { internalRoute } from "./route";
+import { internalRoute } from "../http/route";
 
 const DestinationSchema = z
   .object({
@@ -220,15 +220,15 @@ export const mediaInternal = new OpenAPIHono<AppEnv>({ defaultHook: validationHo
     const p = c.req.valid("param");
     const { scope } = c.req.valid("json");
     const listing = await findListing(db, p.agency_id, p.listing_number);
-    if (!(await destinationFor(db, listing))) throw new ApiError("delivery_destination_not_found", { details: { agent_ids: [listing.agentOneId, listing.agentTwoId].filter(Boolean) } });
-    if (!(await hasCandidates(db, listing.id, scope))) throw new ApiError("nothing_to_deliver", { details: { scope } });
+    if (!(await destinationFor(db, listing))) throw new DomainError("delivery_destination_not_found", { details: { agent_ids: [listing.agentOneId, listing.agentTwoId].filter(Boolean) } });
+    if (!(await hasCandidates(db, listing.id, scope))) throw new DomainError("nothing_to_deliver", { details: { scope } });
     const prepared = await prepareDelivery(c.env, db, listing, "manual", scope);
-    if (!prepared) throw new ApiError("delivery_destination_not_found");
+    if (!prepared) throw new DomainError("delivery_destination_not_found");
     const [first, ...rest] = prepared.statements;
     await db.batch([first!, ...rest]);
     const row = await db.select().from(mediaDeliveries).where(eq(mediaDeliveries.id, prepared.deliveryId)).get();
     // Another trigger claimed the files between the check and the batch.
-    if (!row) throw new ApiError("nothing_to_deliver", { details: { scope } });
+    if (!row) throw new DomainError("nothing_to_deliver", { details: { scope } });
     const [presented] = await presentDeliveries(db, [row]);
     return c.json(presented!, 202);
   });

@@ -1,10 +1,10 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
-import type { AppEnv } from "../env";
+import type { AppEnv } from "../http/env";
 import { database } from "../db/client";
-import { SESSION_COOKIE } from "../auth/middleware";
+import { SESSION_COOKIE } from "../http/auth";
 import { createSession } from "../domain/sessions";
-import { validationHook } from "../lib/validation";
-import { internalRoute } from "./route";
+import { validationHook } from "../http/validation";
+import { internalRoute } from "../http/route";
 
 const create = internalRoute(["user_not_found"], {
   method: "post",

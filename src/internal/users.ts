@@ -1,14 +1,14 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
-import type { AppEnv } from "../env";
+import type { AppEnv } from "../http/env";
 import { database } from "../db/client";
 import { and, asc, eq } from "drizzle-orm";
 import { users, type User } from "../db/schema";
-import { after, cursorQuery, decodeCursor, pageSchema, toPage } from "../lib/pagination";
-import { ROLES } from "../auth/caller";
+import { after, cursorQuery, decodeCursor, pageSchema, toPage } from "../http/pagination";
+import { ROLES } from "../domain/roles";
 import { changeManager, createUser, deactivateUser, getUserById } from "../domain/hierarchy";
-import { validationHook, withRenames } from "../lib/validation";
-import { UserSchema, presentUser } from "../routes/users/schema";
-import { internalRoute } from "./route";
+import { validationHook, withRenames } from "../http/validation";
+import { UserSchema, presentUser } from "../schemas/users";
+import { internalRoute } from "../http/route";
 
 const InternalUserSchema = UserSchema.extend({ agency_id: z.string().openapi({ example: "agy_0mhx3k2a1q8v2l0c9z7rj4" }) }).openapi("InternalUser");
 const present = (u: User) => ({ ...presentUser(u), agency_id: u.agencyId });

@@ -1,13 +1,13 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
 import { and, asc, eq, inArray } from "drizzle-orm";
-import type { AppEnv } from "../env";
+import type { AppEnv } from "../http/env";
 import { database } from "../db/client";
 import { webhookDeliveries, webhookDeliveryAttempts, type WebhookDelivery } from "../db/schema";
-import { ApiError } from "../lib/errors";
+import { DomainError } from "../lib/errors";
 import { nowIso } from "../lib/ids";
-import { after, cursorQuery, decodeCursor, pageSchema, toPage } from "../lib/pagination";
-import { validationHook } from "../lib/validation";
-import { internalRoute } from "./route";
+import { after, cursorQuery, decodeCursor, pageSchema, toPage } from "../http/pagination";
+import { validationHook } from "../http/validation";
+import { internalRoute } from "../http/route";
 
 const AttemptSchema = z.object({ attempt: z.number().int(), attempted_at: z.string(), response_status: z.number().int().nullable(), latency_ms: z.number().int(), error: z.string().nullable() });
 const DeliverySchema = z
@@ -96,7 +96,7 @@ export const webhooksInternal = new OpenAPIHono<AppEnv>({ defaultHook: validatio
     const db = database(c.env.DB);
     const { delivery_id } = c.req.valid("param");
     const delivery = await db.select().from(webhookDeliveries).where(eq(webhookDeliveries.id, delivery_id)).get();
-    if (!delivery) throw new ApiError("webhook_delivery_not_found");
+    if (!delivery) throw new DomainError("webhook_delivery_not_found");
     // Pending before the message exists, or a fast consumer would skip it as already
     // settled; if the queue refuses, the delivery goes back to what it was.
     const [updated] = await db.update(webhookDeliveries).set({ status: "pending", updatedAt: nowIso() }).where(eq(webhookDeliveries.id, delivery_id)).returning();
@@ -104,7 +104,7 @@ export const webhooksInternal = new OpenAPIHono<AppEnv>({ defaultHook: validatio
       await c.env.WEBHOOK_QUEUE.send({ delivery_id });
     } catch {
       await db.update(webhookDeliveries).set({ status: delivery.status, updatedAt: delivery.updatedAt }).where(and(eq(webhookDeliveries.id, delivery_id), eq(webhookDeliveries.updatedAt, updated!.updatedAt)));
-      throw new ApiError("queue_unavailable", { headers: { "Retry-After": "30" } });
+      throw new DomainError("queue_unavailable", { retryAfter: 30 });
     }
     return c.json((await present(db, [updated!]))[0]!, 202);
   });

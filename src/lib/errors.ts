@@ -109,30 +109,22 @@ export type ErrorStatus<C extends ErrorCode> = (typeof ERRORS)[C][0];
 
 export const statusOf = (code: ErrorCode): ContentfulStatusCode => ERRORS[code][0];
 
-/** The one error type of the service. Anything else thrown becomes `internal_error`. */
-export class ApiError extends Error {
+/**
+ * The one error type below the HTTP layer: a code from the table, a message, structured
+ * details, and (for failures a retry can cure) how many seconds to wait. Domain and
+ * infrastructure code throws it; only the HTTP layer turns it into a response.
+ */
+export class DomainError extends Error {
   readonly code: ErrorCode;
-  readonly status: ContentfulStatusCode;
   readonly details: Record<string, unknown>;
-  readonly headers: Record<string, string>;
+  /** Seconds after which a retry may succeed; answered as `Retry-After`. */
+  readonly retryAfter: number | undefined;
 
-  constructor(
-    code: ErrorCode,
-    opts: { message?: string; details?: Record<string, unknown>; headers?: Record<string, string> } = {},
-  ) {
+  constructor(code: ErrorCode, opts: { message?: string; details?: Record<string, unknown>; retryAfter?: number } = {}) {
     super(opts.message ?? ERRORS[code][1]);
-    this.name = "ApiError";
+    this.name = "DomainError";
     this.code = code;
-    this.status = ERRORS[code][0];
     this.details = opts.details ?? {};
-    this.headers = opts.headers ?? {};
+    this.retryAfter = opts.retryAfter;
   }
-}
-
-export interface ErrorEnvelope {
-  error: { code: ErrorCode; message: string; request_id: string; details: Record<string, unknown> };
-}
-
-export function envelope(err: ApiError, requestId: string): ErrorEnvelope {
-  return { error: { code: err.code, message: err.message, request_id: requestId, details: err.details } };
 }

@@ -2,7 +2,7 @@ import { and, eq, inArray } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import { database, type Db } from "../db/client";
 import { listings, mediaDeliveries, mediaDeliveryFiles, mediaUploads, type MediaDelivery } from "../db/schema";
-import { outboxInsertIfChanged } from "../events/outbox";
+import { outboxInsertIfChanged } from "../domain/outbox";
 import { nowIso } from "../lib/ids";
 import { putObject, type PutOutcome } from "./delivery";
 import { openDestination } from "./destinations";

@@ -2,7 +2,7 @@ import { and, eq } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { deliveryDestinations, type DeliveryDestination, type MediaDelivery, type User } from "../db/schema";
 import { decrypt, encrypt } from "../lib/crypto";
-import { ApiError } from "../lib/errors";
+import { DomainError } from "../lib/errors";
 import { nowIso } from "../lib/ids";
 import type { S3Destination } from "./delivery";
 
@@ -27,7 +27,7 @@ export function checkEndpoint(endpointUrl: string, allowHttp: boolean) {
   const url = new URL(endpointUrl);
   const ok = url.protocol === "https:" || (allowHttp && url.protocol === "http:");
   if (!ok || url.search || url.hash || url.username) {
-    throw new ApiError("invalid_delivery_destination", {
+    throw new DomainError("invalid_delivery_destination", {
       message: "endpoint_url must be an https URL without query, fragment or credentials.",
       details: { field: "endpoint_url" },
     });
@@ -58,13 +58,13 @@ export async function saveDestination(db: Db, secretKey: string, user: User, inp
 
 export async function getDestination(db: Db, user: User): Promise<DeliveryDestination> {
   const row = await db.select().from(deliveryDestinations).where(and(eq(deliveryDestinations.userId, user.id), eq(deliveryDestinations.agencyId, user.agencyId))).get();
-  if (!row) throw new ApiError("delivery_destination_not_found");
+  if (!row) throw new DomainError("delivery_destination_not_found");
   return row;
 }
 
 export async function removeDestination(db: Db, user: User): Promise<void> {
   const gone = await db.delete(deliveryDestinations).where(eq(deliveryDestinations.userId, user.id)).returning({ userId: deliveryDestinations.userId });
-  if (!gone.length) throw new ApiError("delivery_destination_not_found");
+  if (!gone.length) throw new DomainError("delivery_destination_not_found");
 }
 
 /** A delivery's destination with its secret unsealed, read when the delivery runs (so a changed destination applies). */

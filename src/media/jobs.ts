@@ -1,4 +1,4 @@
-import { ApiError } from "../lib/errors";
+import { DomainError } from "../lib/errors";
 
 /** Messages of the media queue that this service sends itself. */
 export type MediaJob =
@@ -27,6 +27,6 @@ export async function sendJob(queue: Queue, job: MediaJob, delaySeconds?: number
     await queue.send(job, delaySeconds ? { delaySeconds } : undefined);
   } catch (err) {
     console.error(JSON.stringify({ level: "error", job: job.kind, error: String(err) }));
-    throw new ApiError("queue_unavailable", { headers: { "Retry-After": String(QUEUE_RETRY_AFTER_SECONDS) }, details: { retry_after_seconds: QUEUE_RETRY_AFTER_SECONDS } });
+    throw new DomainError("queue_unavailable", { retryAfter: QUEUE_RETRY_AFTER_SECONDS, details: { retry_after_seconds: QUEUE_RETRY_AFTER_SECONDS } });
   }
 }

@@ -1,4 +1,4 @@
-import { ApiError } from "../lib/errors";
+import { DomainError } from "../lib/errors";
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
@@ -26,13 +26,13 @@ export function checkUpload(assetType: AssetType, contentType: string, sizeBytes
   const policy = ASSET_POLICIES[assetType];
   const normalized = normalizeContentType(contentType);
   if (!(policy.contentTypes as readonly string[]).includes(normalized)) {
-    throw new ApiError("unsupported_mime_type", {
+    throw new DomainError("unsupported_mime_type", {
       message: `'${contentType}' is not accepted for asset_type '${assetType}'. Accepted: ${policy.contentTypes.join(", ")}.`,
       details: { asset_type: assetType, content_type: contentType, allowed_content_types: policy.contentTypes },
     });
   }
   if (sizeBytes > policy.maxBytes) {
-    throw new ApiError("file_too_large", {
+    throw new DomainError("file_too_large", {
       message: `size_bytes ${sizeBytes} is above the ${assetType} cap of ${policy.maxBytes} bytes.`,
       details: { asset_type: assetType, size_bytes: sizeBytes, max_bytes: policy.maxBytes },
     });

@@ -50,6 +50,11 @@ export async function findUpload(db: Db, id: string) {
   return db.select().from(mediaUploads).where(eq(mediaUploads.id, id)).get();
 }
 
+/** An upload by id, held to the agency; undefined when it is not the agency's. */
+export async function uploadOfAgency(db: Db, agencyId: string, id: string) {
+  return db.select().from(mediaUploads).where(and(eq(mediaUploads.id, id), eq(mediaUploads.agencyId, agencyId))).get();
+}
+
 export async function listingOf(db: Db, upload: Pick<MediaUpload, "listingId">) {
   return upload.listingId ? db.select().from(listings).where(eq(listings.id, upload.listingId)).get() : undefined;
 }

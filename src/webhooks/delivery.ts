@@ -1,7 +1,7 @@
 import { and, eq, lt } from "drizzle-orm";
 import { database, type Db } from "../db/client";
 import { events, webhookDeliveries, webhookDeliveryAttempts, webhookEndpoints, type WebhookEndpoint } from "../db/schema";
-import { ApiError } from "../lib/errors";
+import { DomainError } from "../lib/errors";
 import { decrypt } from "../lib/crypto";
 import { newId, nowIso, randomToken } from "../lib/ids";
 import { SECRET_PURPOSE } from "./endpoints";
@@ -99,7 +99,7 @@ async function post(url: string, secret: string, event: { id: string; type: stri
 /** A signed `webhook.test` ping to one endpoint, answered synchronously; nothing is recorded. */
 export async function sendTestEvent(env: Env, endpoint: WebhookEndpoint) {
   const verdict = checkReceiverUrl(endpoint.url, { allowLocalHttp: env.ALLOW_HTTP_RECEIVERS === "true" });
-  if (!verdict.ok) throw new ApiError("webhook_url_not_allowed", { message: `url ${verdict.reason}.`, details: { field: "url", reason: verdict.reason } });
+  if (!verdict.ok) throw new DomainError("webhook_url_not_allowed", { message: `url ${verdict.reason}.`, details: { field: "url", reason: verdict.reason } });
   const secret = await decrypt(env.SECRET_KEY, SECRET_PURPOSE, endpoint.secretSealed);
   const started = Date.now();
   const eventId = newId("evt_test");

@@ -1,6 +1,4 @@
 import { and, asc, eq, getTableColumns, inArray, isNull, lt, or } from "drizzle-orm";
-import type { MiddlewareHandler } from "hono";
-import type { AppEnv } from "../env";
 import { database, type Db } from "../db/client";
 import { events, webhookDeliveries, webhookEndpoints, type EventRow } from "../db/schema";
 import { newId, nowIso } from "../lib/ids";
@@ -128,19 +126,4 @@ export async function sweepOutbox(env: Env, limit = DRAIN_BATCH): Promise<{ even
  */
 export function kickOutbox(env: Env, ctx: Pick<ExecutionContext, "waitUntil">): void {
   ctx.waitUntil(coalescedDrain(env).catch((err: unknown) => console.error(JSON.stringify({ level: "error", job: "outbox_drain", error: String(err) }))));
-}
-
-/** After a successful change, drain the outbox in the background so its events leave within seconds. */
-export function drainAfterWrites(): MiddlewareHandler<AppEnv> {
-  return async function drainAfterWrites(c, next) {
-    await next();
-    if (c.req.method === "GET" || c.req.method === "HEAD" || c.req.method === "OPTIONS" || c.res.status >= 400) return;
-    let ctx: Pick<ExecutionContext, "waitUntil">;
-    try {
-      ctx = c.executionCtx;
-    } catch {
-      return; // no execution context (called outside a Worker invocation)
-    }
-    kickOutbox(c.env, ctx);
-  };
 }

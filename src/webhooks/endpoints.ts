@@ -2,9 +2,9 @@ import { and, eq } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../db/client";
 import { webhookEndpoints, type WebhookEndpoint } from "../db/schema";
-import { EVENT_TYPE_NAMES } from "../events/catalog";
+import { EVENT_TYPE_NAMES } from "../domain/events";
 import { encrypt } from "../lib/crypto";
-import { ApiError } from "../lib/errors";
+import { DomainError } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { newSigningSecret } from "./signing";
 import { checkReceiverUrl } from "./ssrf";
@@ -21,7 +21,7 @@ export function checkEventTypes(types: string[] | undefined): string[] | null {
   const unknown = types.filter((t) => !known.has(t) && !DENIED_EVENT_TYPES.has(t));
   if (denied.length || unknown.length) {
     const named = [...unknown.map((t) => `'${t}' is not an event type`), ...denied.map((t) => `'${t}' cannot be subscribed to`)];
-    throw new ApiError("webhook_event_type_not_allowed", { message: `${named.join("; ")}.`, details: { unknown, denied } });
+    throw new DomainError("webhook_event_type_not_allowed", { message: `${named.join("; ")}.`, details: { unknown, denied } });
   }
   return [...new Set(types)];
 }
@@ -34,7 +34,7 @@ export async function createEndpoint(
   alsoWrite: (endpoint: { id: string }) => BatchItem<"sqlite">[] = () => [],
 ): Promise<{ endpoint: WebhookEndpoint; secret: string }> {
   const verdict = checkReceiverUrl(input.url, { allowLocalHttp: env.ALLOW_HTTP_RECEIVERS === "true" });
-  if (!verdict.ok) throw new ApiError("webhook_url_not_allowed", { message: `url ${verdict.reason}.`, details: { field: "url", reason: verdict.reason } });
+  if (!verdict.ok) throw new DomainError("webhook_url_not_allowed", { message: `url ${verdict.reason}.`, details: { field: "url", reason: verdict.reason } });
   const eventTypes = checkEventTypes(input.eventTypes);
   const secret = newSigningSecret();
   const id = newId("we");
@@ -50,7 +50,7 @@ export async function createEndpoint(
 
 export async function findEndpoint(db: Db, agencyId: string, id: string): Promise<WebhookEndpoint> {
   const endpoint = await db.select().from(webhookEndpoints).where(and(eq(webhookEndpoints.id, id), eq(webhookEndpoints.agencyId, agencyId))).get();
-  if (!endpoint) throw new ApiError("webhook_endpoint_not_found");
+  if (!endpoint) throw new DomainError("webhook_endpoint_not_found");
   return endpoint;
 }
 

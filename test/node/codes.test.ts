@@ -1,9 +1,9 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { app } from "../../src/app";
+import { app, routes } from "../../src/app";
 import { ERRORS } from "../../src/lib/errors";
-import { publicRoutes } from "../../src/lib/route";
+
 
 const testDir = join(__dirname, "..");
 const sources = readdirSync(testDir)
@@ -17,12 +17,12 @@ const asserted = (code: string) => new RegExp(`(expectError\\([^;]*?|toBe\\(|cod
 describe("documented error codes", () => {
   it("every code a public route documents is asserted by some test", () => {
     expect(app).toBeDefined();
-    expect(publicRoutes.length).toBeGreaterThan(10);
+    expect(routes.operations("public").length).toBeGreaterThan(10);
     // The matcher itself: a known asserted code, and one no test mentions.
     expect(asserted("api_key_revoked")).toBe(true);
     expect(asserted("no_such_code_anywhere")).toBe(false);
     const missing = new Map<string, string[]>();
-    for (const route of publicRoutes) {
+    for (const route of routes.operations("public")) {
       for (const code of route.codes) {
         if (!asserted(code)) missing.set(code, [...(missing.get(code) ?? []), `${route.method.toUpperCase()} ${route.path}`]);
       }
@@ -31,6 +31,6 @@ describe("documented error codes", () => {
   });
 
   it("every code documented exists in the one error table", () => {
-    for (const route of publicRoutes) for (const code of route.codes) expect(Object.keys(ERRORS)).toContain(code);
+    for (const route of routes.operations("public")) for (const code of route.codes) expect(Object.keys(ERRORS)).toContain(code);
   });
 });

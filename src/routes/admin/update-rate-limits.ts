@@ -1,9 +1,8 @@
 import { z, type RouteHandler } from "@hono/zod-openapi";
-import type { AppEnv } from "../../env";
-import { database } from "../../db/client";
-import { changeKey, getKey } from "../../domain/api-keys";
-import { DEFAULT_BUDGETS, ENDPOINT_NAMES, MAX_BUDGET, MIN_BUDGET, effectiveBudgets, mergeOverrides } from "../../guards/budgets";
-import { publicRoute } from "../../lib/route";
+import type { AppEnv } from "../../http/env";
+import { changeKey } from "../../durable/key-changes";
+import { DEFAULT_BUDGETS, ENDPOINT_NAMES, MAX_BUDGET, MIN_BUDGET, effectiveBudgets } from "../../domain/budgets";
+import { publicRoute } from "../../http/route";
 
 const budget = z.number().int().min(MIN_BUDGET).max(MAX_BUDGET);
 
@@ -48,8 +47,6 @@ export const updateRateLimitsRoute = publicRoute(
 export const updateRateLimits: RouteHandler<typeof updateRateLimitsRoute, AppEnv> = async (c) => {
   const { key_id } = c.req.valid("param");
   const { overrides } = c.req.valid("json");
-  const current = await getKey(database(c.env.DB), key_id);
-  const rateLimitOverrides = mergeOverrides(current.rateLimitOverrides, overrides);
-  const { key } = await changeKey(c.env, key_id, { op: "update", patch: { rateLimitOverrides } });
+  const { key } = await changeKey(c.env, key_id, { op: "update", patch: { rateLimitOverrides: overrides } });
   return c.json(RateLimitsSchema.parse({ key_id: key.id, overrides: key.rateLimitOverrides, effective_budgets: effectiveBudgets(key.rateLimitOverrides) }), 200);
 };

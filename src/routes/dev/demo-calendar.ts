@@ -1,10 +1,8 @@
 import { Hono } from "hono";
-import type { AppEnv } from "../../env";
-import { ApiError } from "../../lib/errors";
-import { registerPath } from "../../lib/routing";
+import type { AppEnv } from "../../http/env";
+import { DomainError } from "../../lib/errors";
 
 export const DEMO_CALENDAR_PATH = "/dev/demo-calendar.ics";
-registerPath("get", DEMO_CALENDAR_PATH);
 
 const stamp = (ms: number) => new Date(ms).toISOString().replaceAll(/[-:]/g, "").replace(/\.\d{3}/, "");
 
@@ -13,7 +11,7 @@ const stamp = (ms: number) => new Date(ms).toISOString().replaceAll(/[-:]/g, "")
  * served only in local development so availability works without any external account.
  */
 export const demoCalendar = new Hono<AppEnv>().get(DEMO_CALENDAR_PATH, (c) => {
-  if (c.env.ENVIRONMENT !== "local") throw new ApiError("request_path_not_found");
+  if (c.env.ENVIRONMENT !== "local") throw new DomainError("request_path_not_found");
   const day = 86_400_000;
   const today = Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth(), new Date().getUTCDate());
   const events = [1, 2, 3, 4, 5].map((n) => {

@@ -1,14 +1,12 @@
 import { Hono } from "hono";
-import type { AppEnv } from "../../env";
+import type { AppEnv } from "../../http/env";
 import { applyStripeEvent, verifyStripeSignature } from "../../billing/stripe";
 import { database } from "../../db/client";
-import { ApiError } from "../../lib/errors";
-import { registerPath } from "../../lib/routing";
+import { DomainError } from "../../lib/errors";
 
 export const STRIPE_HOOK_PATH = "/hooks/stripe";
 const MAX_BODY = 512 * 1024;
 
-registerPath("post", STRIPE_HOOK_PATH);
 
 /**
  * The payment provider's webhook receiver (Stripe's format). It exists only where
@@ -17,15 +15,15 @@ registerPath("post", STRIPE_HOOK_PATH);
  */
 export const stripeHook = new Hono<AppEnv>().post(STRIPE_HOOK_PATH, async (c) => {
   const secret = c.env.STRIPE_WEBHOOK_SECRET;
-  if (!secret) throw new ApiError("request_path_not_found", { message: `No route POST ${STRIPE_HOOK_PATH}.` });
+  if (!secret) throw new DomainError("request_path_not_found", { message: `No route POST ${STRIPE_HOOK_PATH}.` });
   const raw = await c.req.text();
-  if (raw.length > MAX_BODY) throw new ApiError("request_body_too_large", { details: { limit_bytes: MAX_BODY } });
-  if (!(await verifyStripeSignature(raw, c.req.header("stripe-signature"), secret))) throw new ApiError("stripe_signature_invalid");
+  if (raw.length > MAX_BODY) throw new DomainError("request_body_too_large", { details: { limit_bytes: MAX_BODY } });
+  if (!(await verifyStripeSignature(raw, c.req.header("stripe-signature"), secret))) throw new DomainError("stripe_signature_invalid");
   let event: { id: string; type: string; data: { object: Record<string, unknown> } };
   try {
     event = JSON.parse(raw);
   } catch {
-    throw new ApiError("request_body_not_json", { details: { parse_error_position: null } });
+    throw new DomainError("request_body_not_json", { details: { parse_error_position: null } });
   }
   const outcome = await applyStripeEvent(database(c.env.DB), event);
   return c.json({ received: true, outcome }, 200);

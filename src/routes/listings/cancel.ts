@@ -1,10 +1,10 @@
 import { z, type RouteHandler } from "@hono/zod-openapi";
-import type { AppEnv } from "../../env";
+import type { AppEnv } from "../../http/env";
 import { database } from "../../db/client";
 import { cancelListing, findListing } from "../../domain/listings";
-import { idempotencyMark } from "../../guards/idempotency";
-import { publicRoute } from "../../lib/route";
-import { listingNumberParam, ListingSchema, presentListing, WRITER_ROLES } from "./schema";
+import { idempotencyMark } from "../../http/idempotency";
+import { publicRoute } from "../../http/route";
+import { listingNumberParam, ListingSchema, presentListing, WRITER_ROLES } from "../../schemas/listings";
 
 export const cancelListingRoute = publicRoute(
   { endpoint: "cancel_listing", scope: "listings:write", roles: WRITER_ROLES, errors: ["listing_not_found", "outside_cancellation_window", "listing_already_cancelled"] },

@@ -1,11 +1,11 @@
 import { z, type RouteHandler } from "@hono/zod-openapi";
-import type { AppEnv } from "../../env";
+import type { AppEnv } from "../../http/env";
 import { database } from "../../db/client";
 import { createListing } from "../../domain/listings";
-import { idempotencyMark } from "../../guards/idempotency";
-import { publicRoute } from "../../lib/route";
-import { withRenames } from "../../lib/validation";
-import { ListingSchema, presentListing, WRITER_ROLES } from "./schema";
+import { idempotencyMark } from "../../http/idempotency";
+import { publicRoute } from "../../http/route";
+import { withRenames } from "../../http/validation";
+import { ListingSchema, presentListing, WRITER_ROLES } from "../../schemas/listings";
 
 const userId = (description: string) => z.string().min(1).max(64).openapi({ description, example: "usr_0mhx3k2a1q8v2l0c9z7rj4" });
 

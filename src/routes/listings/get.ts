@@ -1,9 +1,9 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import type { AppEnv } from "../../env";
+import type { AppEnv } from "../../http/env";
 import { database } from "../../db/client";
 import { findListing } from "../../domain/listings";
-import { publicRoute } from "../../lib/route";
-import { listingNumberParam, ListingSchema, presentListing } from "./schema";
+import { publicRoute } from "../../http/route";
+import { listingNumberParam, ListingSchema, presentListing } from "../../schemas/listings";
 
 export const getListingRoute = publicRoute(
   { endpoint: "read_listing_single", scope: "listings:read", errors: ["listing_not_found"] },

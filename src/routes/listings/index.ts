@@ -1,23 +1,22 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
-import { and, eq } from "drizzle-orm";
-import type { AppEnv } from "../../env";
-import { listings } from "../../db/schema";
-import { registerReplay } from "../../guards/idempotency";
-import { validationHook } from "../../lib/validation";
+import type { AppEnv } from "../../http/env";
+import type { Replayer } from "../../http/registry";
+import { listingById } from "../../domain/listings";
+import { validationHook } from "../../http/validation";
 import { cancelListingHandler, cancelListingRoute } from "./cancel";
 import { createListingHandler, createListingRoute } from "./create";
 import { getListingHandler, getListingRoute } from "./get";
 import { listListingsHandler, listListingsRoute } from "./list";
 import { listOrdersHandler, listOrdersRoute } from "./orders";
-import { ListingSchema, presentListing } from "./schema";
+import { ListingSchema, presentListing } from "../../schemas/listings";
 import { floorplanHandler, floorplanRoute, matterportHandler, matterportRoute, otherSectionHandler, otherSectionRoute } from "./sections";
 import { updateStatusHandler, updateStatusRoute } from "./update-status";
 
-// A listing write whose response was lost is answered with the listing as it stands.
-registerReplay("listing", async (c, db, id) => {
-  const listing = await db.select().from(listings).where(and(eq(listings.id, id), eq(listings.agencyId, c.get("caller").agencyId))).get();
-  return listing ? ListingSchema.parse(presentListing(listing, c.env.SITE_URL)) : undefined;
-});
+/** A listing write whose response was lost is answered with the listing as it stands. */
+export const replayListing: Replayer = async ({ db, env, agencyId }, id) => {
+  const listing = await listingById(db, agencyId, id);
+  return listing ? ListingSchema.parse(presentListing(listing, env.SITE_URL)) : undefined;
+};
 
 export const listingsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
   .openapi(createListingRoute, createListingHandler)

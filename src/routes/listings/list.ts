@@ -1,12 +1,12 @@
 import { z, type RouteHandler } from "@hono/zod-openapi";
 import { and, asc, eq, or } from "drizzle-orm";
-import type { AppEnv } from "../../env";
+import type { AppEnv } from "../../http/env";
 import { database } from "../../db/client";
 import { listings } from "../../db/schema";
 import { LISTING_STATUSES } from "../../domain/listings";
-import { after, cursorQuery, decodeCursor, pageSchema, toPage } from "../../lib/pagination";
-import { publicRoute } from "../../lib/route";
-import { ListingSchema, presentListing } from "./schema";
+import { after, cursorQuery, decodeCursor, pageSchema, toPage } from "../../http/pagination";
+import { publicRoute } from "../../http/route";
+import { ListingSchema, presentListing } from "../../schemas/listings";
 
 export const ListingPageSchema = pageSchema(ListingSchema, "ListingPage");
 

@@ -1,12 +1,12 @@
 import { z, type RouteHandler } from "@hono/zod-openapi";
 import { and, asc, eq } from "drizzle-orm";
-import type { AppEnv } from "../../env";
+import type { AppEnv } from "../../http/env";
 import { database } from "../../db/client";
 import { listingOrders, type ListingOrder } from "../../db/schema";
 import { findListing } from "../../domain/listings";
-import { after, cursorQuery, decodeCursor, pageSchema, toPage } from "../../lib/pagination";
-import { publicRoute } from "../../lib/route";
-import { listingNumberParam } from "./schema";
+import { after, cursorQuery, decodeCursor, pageSchema, toPage } from "../../http/pagination";
+import { publicRoute } from "../../http/route";
+import { listingNumberParam } from "../../schemas/listings";
 
 export const OrderSchema = z
   .object({

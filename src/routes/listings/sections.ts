@@ -1,15 +1,15 @@
 import { z, type RouteHandler } from "@hono/zod-openapi";
 import { sql } from "drizzle-orm";
 import type { Context } from "hono";
-import type { AppEnv } from "../../env";
+import type { AppEnv } from "../../http/env";
 import { database } from "../../db/client";
 import { listings, type Listing } from "../../db/schema";
 import { findListing } from "../../domain/listings";
 import { MAX_FLOORPLANS, nextFloorplans, nextMatterport, writeSection, type SectionValue } from "../../domain/sections";
-import { idempotencyMark } from "../../guards/idempotency";
-import { ApiError } from "../../lib/errors";
-import { publicRoute } from "../../lib/route";
-import { listingNumberParam, ListingSchema, presentListing, WRITER_ROLES } from "./schema";
+import { idempotencyMark } from "../../http/idempotency";
+import { DomainError } from "../../lib/errors";
+import { publicRoute } from "../../http/route";
+import { listingNumberParam, ListingSchema, presentListing, WRITER_ROLES } from "../../schemas/listings";
 
 const guard = { endpoint: "update_section", scope: "listings:write", roles: WRITER_ROLES, errors: ["listing_not_found", "invalid_section_payload"] } as const;
 const url = (description: string) => z.string().max(2048).openapi({ description, example: "https://cdn.example.com/plans/k3v9x2a-1.pdf" });
@@ -105,5 +105,5 @@ export const otherSectionRoute = publicRoute(
 );
 
 export const otherSectionHandler: RouteHandler<typeof otherSectionRoute, AppEnv> = (c) => {
-  throw new ApiError("section_not_exposed", { details: { section: c.req.valid("param").section, exposed: ["floorplan", "matterport"] } });
+  throw new DomainError("section_not_exposed", { details: { section: c.req.valid("param").section, exposed: ["floorplan", "matterport"] } });
 };

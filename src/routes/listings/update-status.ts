@@ -1,10 +1,10 @@
 import { z, type RouteHandler } from "@hono/zod-openapi";
-import type { AppEnv } from "../../env";
+import type { AppEnv } from "../../http/env";
 import { database } from "../../db/client";
 import { changeStatus, findListing, SETTABLE_STATUSES } from "../../domain/listings";
-import { idempotencyMark } from "../../guards/idempotency";
-import { publicRoute } from "../../lib/route";
-import { listingNumberParam, ListingSchema, presentListing, WRITER_ROLES } from "./schema";
+import { idempotencyMark } from "../../http/idempotency";
+import { publicRoute } from "../../http/route";
+import { listingNumberParam, ListingSchema, presentListing, WRITER_ROLES } from "../../schemas/listings";
 
 export const updateStatusRoute = publicRoute(
   { endpoint: "update_listing_status", scope: "listings:write", roles: WRITER_ROLES, errors: ["listing_not_found", "listing_not_activated", "no_op_transition"] },

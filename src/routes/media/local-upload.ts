@@ -1,10 +1,13 @@
-import type { Context } from "hono";
-import type { AppEnv } from "../../env";
+import { type Context, Hono } from "hono";
+import type { AppEnv } from "../../http/env";
 import { database } from "../../db/client";
-import { ApiError } from "../../lib/errors";
+import { DomainError } from "../../lib/errors";
 import { checkLocalUploadUrl } from "../../media/local-signing";
 import { normalizeContentType } from "../../media/policy";
 import { findUpload, settleUpload } from "../../media/uploads";
+
+/** Where an upload is sent when R2 is not signed for directly. */
+export const LOCAL_UPLOAD_PATH = "/uploads/{upload_id}";
 
 /**
  * PUT /uploads/{upload_id}?expires=…&sig=…: the upload URL where R2 is not signed for
@@ -14,15 +17,15 @@ import { findUpload, settleUpload } from "../../media/uploads";
 export async function localUpload(c: Context<AppEnv>) {
   const db = database(c.env.DB);
   const upload = await findUpload(db, c.req.param("upload_id") ?? "");
-  if (!upload) throw new ApiError("upload_url_invalid");
+  if (!upload) throw new DomainError("upload_url_invalid");
   const check = await checkLocalUploadUrl(c.env.SECRET_KEY, upload, c.req.query("expires"), c.req.query("sig"));
-  if (check === "invalid") throw new ApiError("upload_url_invalid");
-  if (check === "expired" || upload.status === "expired") throw new ApiError("upload_url_expired");
-  if (upload.status === "completed") throw new ApiError("upload_already_completed", { details: { upload_id: upload.id } });
+  if (check === "invalid") throw new DomainError("upload_url_invalid");
+  if (check === "expired" || upload.status === "expired") throw new DomainError("upload_url_expired");
+  if (upload.status === "completed") throw new DomainError("upload_already_completed", { details: { upload_id: upload.id } });
 
   const received = c.req.header("content-type");
   if (!received || normalizeContentType(received) !== upload.contentType) {
-    throw new ApiError("request_content_type_mismatch", {
+    throw new DomainError("request_content_type_mismatch", {
       message: `This upload accepts Content-Type ${upload.contentType} only.`,
       details: { received: received ?? null, accepted: [upload.contentType] },
     });
@@ -59,8 +62,10 @@ export async function localUpload(c: Context<AppEnv>) {
 }
 
 function sizeMismatch(expected: number, declared: string | undefined) {
-  return new ApiError("upload_size_mismatch", {
+  return new DomainError("upload_size_mismatch", {
     message: `This upload accepts exactly ${expected} bytes.`,
     details: { expected_bytes: expected, declared_content_length: declared === undefined ? null : Number(declared) },
   });
 }
+
+export const localUploadApp = new Hono<AppEnv>().put("/uploads/:upload_id", localUpload);

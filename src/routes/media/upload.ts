@@ -1,15 +1,12 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import type { Context } from "hono";
-import type { AppEnv } from "../../env";
+import type { AppEnv } from "../../http/env";
 import { database } from "../../db/client";
-import type { MediaUpload } from "../../db/schema";
 import { findListing } from "../../domain/listings";
-import { idempotencyMark } from "../../guards/idempotency";
-import { publicRoute } from "../../lib/route";
+import { idempotencyMark } from "../../http/idempotency";
+import { publicRoute } from "../../http/route";
 import { checkUpload } from "../../media/policy";
-import { uploadTarget } from "../../media/presign";
 import { createUpload } from "../../media/uploads";
-import { UPLOADER_ROLES, UploadRequestSchema, UploadTargetSchema, type UploadTargetBody } from "./schema";
+import { presentUpload, UPLOADER_ROLES, UploadRequestSchema, UploadTargetSchema } from "../../schemas/media";
 
 export const uploadMediaRoute = publicRoute(
   {
@@ -39,24 +36,6 @@ export const uploadMediaRoute = publicRoute(
   },
 );
 
-export async function presentUpload(c: Context<AppEnv>, upload: MediaUpload, listingNumber: string | null): Promise<UploadTargetBody> {
-  const target = await uploadTarget(c.env, new URL(c.req.url).origin, upload, new Date(upload.expiresAt));
-  return UploadTargetSchema.parse({
-    upload_id: upload.id,
-    status: upload.status,
-    method: target.method,
-    url: target.url,
-    headers: target.headers,
-    expires_at: target.expiresAt.toISOString(),
-    expires_in: Math.max(0, Math.round((target.expiresAt.getTime() - Date.now()) / 1000)),
-    asset_type: upload.assetType,
-    content_type: upload.contentType,
-    size_bytes: upload.sizeBytes,
-    listing_number: listingNumber,
-    filename: upload.filename,
-  });
-}
-
 export const uploadMediaHandler: RouteHandler<typeof uploadMediaRoute, AppEnv> = async (c) => {
   const b = c.req.valid("json");
   const caller = c.get("caller");
@@ -69,5 +48,5 @@ export const uploadMediaHandler: RouteHandler<typeof uploadMediaRoute, AppEnv> =
     { agencyId: caller.agencyId, listing, assetType: b.asset_type, contentType, sizeBytes: b.size_bytes, filename: b.filename ?? null, userId: caller.userId },
     (id) => idempotencyMark(c, db, { status: 201, resourceType: "media_upload", resourceId: id }),
   );
-  return c.json(await presentUpload(c, upload, listing?.listingNumber ?? null), 201);
+  return c.json(await presentUpload(c.env, new URL(c.req.url).origin, upload, listing?.listingNumber ?? null), 201);
 };

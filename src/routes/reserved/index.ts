@@ -1,8 +1,8 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
-import type { AppEnv } from "../../env";
-import { ApiError } from "../../lib/errors";
-import { publicRoute } from "../../lib/route";
-import { validationHook } from "../../lib/validation";
+import type { AppEnv } from "../../http/env";
+import { DomainError } from "../../lib/errors";
+import { publicRoute } from "../../http/route";
+import { validationHook } from "../../http/validation";
 
 /**
  * Routes announced for a later release of /api/v1. They authenticate like any route
@@ -23,5 +23,5 @@ const bookAppointment = publicRoute(
 );
 
 export const reservedApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook }).openapi(bookAppointment, () => {
-  throw new ApiError("not_implemented", { details: { available_via: ["dashboard", "order_form"] } });
+  throw new DomainError("not_implemented", { details: { available_via: ["dashboard", "order_form"] } });
 });

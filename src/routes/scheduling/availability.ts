@@ -1,13 +1,13 @@
 import { z, type RouteHandler } from "@hono/zod-openapi";
 import { and, eq } from "drizzle-orm";
-import type { AppEnv } from "../../env";
+import type { AppEnv } from "../../http/env";
 import { database } from "../../db/client";
 import { users } from "../../db/schema";
 import { resolveConnection, sourceFor } from "../../calendar/connections";
 import { freeSlots, WORKING_HOURS } from "../../calendar/slots";
 import { isTimeZone } from "../../calendar/zoned";
-import { ApiError } from "../../lib/errors";
-import { publicRoute } from "../../lib/route";
+import { DomainError } from "../../lib/errors";
+import { publicRoute } from "../../http/route";
 
 const MAX_RANGE_DAYS = 31;
 const instant = z.iso.datetime({ offset: true });
@@ -62,7 +62,7 @@ export const availabilityHandler: RouteHandler<typeof availabilityRoute, AppEnv>
   const userId = q.user_id ?? caller.userId;
   if (q.user_id) {
     const inAgency = await db.select({ id: users.id }).from(users).where(and(eq(users.id, q.user_id), eq(users.agencyId, caller.agencyId))).get();
-    if (!inAgency) throw new ApiError("user_not_found");
+    if (!inAgency) throw new DomainError("user_not_found");
   }
   const connection = await resolveConnection(db, userId);
   const timeoutMs = c.env.CALENDAR_TIMEOUT_MS ? Number(c.env.CALENDAR_TIMEOUT_MS) : undefined;

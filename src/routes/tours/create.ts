@@ -1,11 +1,11 @@
 import { type RouteHandler } from "@hono/zod-openapi";
-import type { AppEnv } from "../../env";
+import type { AppEnv } from "../../http/env";
 import { database } from "../../db/client";
 import { createTour } from "../../domain/tours";
-import { idempotencyMark } from "../../guards/idempotency";
-import { publicRoute } from "../../lib/route";
-import { WRITER_ROLES } from "../listings/schema";
-import { CreateTourBody, presentTour, TourSchema } from "./schema";
+import { idempotencyMark } from "../../http/idempotency";
+import { publicRoute } from "../../http/route";
+import { WRITER_ROLES } from "../../schemas/listings";
+import { CreateTourBody, presentTour, TourSchema } from "../../schemas/tours";
 
 const tourAnswer = (status: 200 | 201, description: string) => ({ [status]: { description, content: { "application/json": { schema: TourSchema } } } }) as const;
 

@@ -1,11 +1,11 @@
 import { type RouteHandler } from "@hono/zod-openapi";
-import type { AppEnv } from "../../env";
+import type { AppEnv } from "../../http/env";
 import { database } from "../../db/client";
 import { deleteTour, findTour } from "../../domain/tours";
-import { idempotencyMark } from "../../guards/idempotency";
-import { publicRoute } from "../../lib/route";
-import { WRITER_ROLES } from "../listings/schema";
-import { tourNumberParam } from "./schema";
+import { idempotencyMark } from "../../http/idempotency";
+import { publicRoute } from "../../http/route";
+import { WRITER_ROLES } from "../../schemas/listings";
+import { tourNumberParam } from "../../schemas/tours";
 
 export const deleteTourRoute = publicRoute(
   { endpoint: "delete_tour", scope: "tours:write", roles: WRITER_ROLES, errors: ["tour_not_found"] },

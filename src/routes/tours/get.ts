@@ -1,9 +1,9 @@
 import { type RouteHandler } from "@hono/zod-openapi";
-import type { AppEnv } from "../../env";
+import type { AppEnv } from "../../http/env";
 import { database } from "../../db/client";
 import { findTour } from "../../domain/tours";
-import { publicRoute } from "../../lib/route";
-import { presentTour, tourNumberParam, TourSchema } from "./schema";
+import { publicRoute } from "../../http/route";
+import { presentTour, tourNumberParam, TourSchema } from "../../schemas/tours";
 
 const tourAnswer = (status: 200 | 201, description: string) => ({ [status]: { description, content: { "application/json": { schema: TourSchema } } } }) as const;
 

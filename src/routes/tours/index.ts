@@ -1,21 +1,20 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
-import { and, eq } from "drizzle-orm";
-import type { AppEnv } from "../../env";
-import { tours } from "../../db/schema";
-import { registerReplay } from "../../guards/idempotency";
-import { validationHook } from "../../lib/validation";
+import type { AppEnv } from "../../http/env";
+import type { Replayer } from "../../http/registry";
+import { tourById } from "../../domain/tours";
+import { validationHook } from "../../http/validation";
 import { createTourHandler, createTourRoute } from "./create";
 import { deleteTourHandler, deleteTourRoute } from "./delete";
 import { getTour, getTourRoute } from "./get";
 import { listTours, listToursRoute } from "./list";
-import { presentTour, TourSchema } from "./schema";
+import { presentTour, TourSchema } from "../../schemas/tours";
 import { updateTourHandler, updateTourRoute } from "./update";
 
-// A tour write whose response was lost is answered with the tour as it stands.
-registerReplay("tour", async (c, db, id) => {
-  const tour = await db.select().from(tours).where(and(eq(tours.id, id), eq(tours.agencyId, c.get("caller").agencyId))).get();
+/** A tour write whose response was lost is answered with the tour as it stands. */
+export const replayTour: Replayer = async ({ db, agencyId }, id) => {
+  const tour = await tourById(db, agencyId, id);
   return tour ? TourSchema.parse(presentTour(tour)) : undefined;
-});
+};
 
 export const toursApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
   .openapi(listToursRoute, listTours)

@@ -1,9 +1,9 @@
 import { z, type RouteHandler } from "@hono/zod-openapi";
-import type { AppEnv } from "../../env";
+import type { AppEnv } from "../../http/env";
 import { database } from "../../db/client";
 import { pageTours, TOUR_STATUSES } from "../../domain/tours";
-import { publicRoute } from "../../lib/route";
-import { presentSummary, TourSummarySchema } from "./schema";
+import { publicRoute } from "../../http/route";
+import { presentSummary, TourSummarySchema } from "../../schemas/tours";
 
 export const TourPageSchema = z
   .object({

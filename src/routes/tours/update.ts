@@ -1,12 +1,12 @@
 import { type RouteHandler } from "@hono/zod-openapi";
-import type { AppEnv } from "../../env";
+import type { AppEnv } from "../../http/env";
 import { database } from "../../db/client";
 import { findTour, updateTour } from "../../domain/tours";
-import { idempotencyMark } from "../../guards/idempotency";
-import { ApiError } from "../../lib/errors";
-import { publicRoute } from "../../lib/route";
-import { WRITER_ROLES } from "../listings/schema";
-import { presentTour, tourNumberParam, TourSchema, UpdateTourBody } from "./schema";
+import { idempotencyMark } from "../../http/idempotency";
+import { DomainError } from "../../lib/errors";
+import { publicRoute } from "../../http/route";
+import { WRITER_ROLES } from "../../schemas/listings";
+import { presentTour, tourNumberParam, TourSchema, UpdateTourBody } from "../../schemas/tours";
 
 const tourAnswer = (status: 200 | 201, description: string) => ({ [status]: { description, content: { "application/json": { schema: TourSchema } } } }) as const;
 
@@ -27,7 +27,7 @@ export const updateTourRoute = publicRoute(
 export const updateTourHandler: RouteHandler<typeof updateTourRoute, AppEnv> = async (c) => {
   const b = c.req.valid("json");
   if (b.status === undefined && b.price === undefined && b.description === undefined) {
-    throw new ApiError("validation_missing_required", { message: "Send at least one of status, price, description.", details: { errors: [{ field: "status", code: "validation_missing_required", message: "Send at least one of status, price, description." }] } });
+    throw new DomainError("validation_missing_required", { message: "Send at least one of status, price, description.", details: { errors: [{ field: "status", code: "validation_missing_required", message: "Send at least one of status, price, description." }] } });
   }
   const db = database(c.env.DB);
   const tour = await findTour(db, c.get("caller").agencyId, c.req.valid("param").tourNumber);

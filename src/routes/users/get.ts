@@ -1,12 +1,12 @@
 import { z } from "@hono/zod-openapi";
 import { and, eq } from "drizzle-orm";
 import type { RouteHandler } from "@hono/zod-openapi";
-import type { AppEnv } from "../../env";
+import type { AppEnv } from "../../http/env";
 import { database } from "../../db/client";
 import { users } from "../../db/schema";
-import { ApiError } from "../../lib/errors";
-import { publicRoute } from "../../lib/route";
-import { presentUser, UserSchema } from "./schema";
+import { DomainError } from "../../lib/errors";
+import { publicRoute } from "../../http/route";
+import { presentUser, UserSchema } from "../../schemas/users";
 
 export const getUserRoute = publicRoute(
   { endpoint: "read_user_single", scope: "users:read", errors: ["user_not_found"] },
@@ -29,6 +29,6 @@ export const getUser: RouteHandler<typeof getUserRoute, AppEnv> = async (c) => {
     .from(users)
     .where(and(eq(users.id, user_id), eq(users.agencyId, c.get("caller").agencyId)))
     .get();
-  if (!user) throw new ApiError("user_not_found");
+  if (!user) throw new DomainError("user_not_found");
   return c.json(UserSchema.parse(presentUser(user)), 200);
 };

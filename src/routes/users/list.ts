@@ -1,13 +1,13 @@
 import { z } from "@hono/zod-openapi";
 import { and, asc, eq } from "drizzle-orm";
 import type { RouteHandler } from "@hono/zod-openapi";
-import type { AppEnv } from "../../env";
+import type { AppEnv } from "../../http/env";
 import { database } from "../../db/client";
 import { users } from "../../db/schema";
-import { ROLES } from "../../auth/caller";
-import { after, cursorQuery, decodeCursor, pageSchema, toPage } from "../../lib/pagination";
-import { publicRoute } from "../../lib/route";
-import { presentUser, UserSchema } from "./schema";
+import { ROLES } from "../../domain/roles";
+import { after, cursorQuery, decodeCursor, pageSchema, toPage } from "../../http/pagination";
+import { publicRoute } from "../../http/route";
+import { presentUser, UserSchema } from "../../schemas/users";
 
 export const UserPageSchema = pageSchema(UserSchema, "UserPage");
 

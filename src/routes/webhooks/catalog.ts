@@ -1,8 +1,8 @@
 import { z, type RouteHandler } from "@hono/zod-openapi";
-import type { AppEnv } from "../../env";
-import { EVENT_TYPES, EVENT_TYPE_NAMES } from "../../events/catalog";
-import { payloadSchema } from "../../events/json-schema";
-import { publicRoute } from "../../lib/route";
+import type { AppEnv } from "../../http/env";
+import { EVENT_TYPES, EVENT_TYPE_NAMES } from "../../domain/events";
+import { payloadSchema } from "../../schemas/events";
+import { publicRoute } from "../../http/route";
 
 export const CatalogEntrySchema = z
   .object({

@@ -1,10 +1,10 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import type { AppEnv } from "../../env";
+import type { AppEnv } from "../../http/env";
 import { database } from "../../db/client";
-import { idempotencyMark } from "../../guards/idempotency";
-import { publicRoute } from "../../lib/route";
+import { idempotencyMark } from "../../http/idempotency";
+import { publicRoute } from "../../http/route";
 import { createEndpoint } from "../../webhooks/endpoints";
-import { CreatedWebhookEndpointSchema, CreateWebhookEndpointBody, presentEndpoint } from "./schema";
+import { CreatedWebhookEndpointSchema, CreateWebhookEndpointBody, presentEndpoint } from "../../schemas/webhooks";
 
 export const createEndpointRoute = publicRoute(
   { endpoint: "manage_webhook_endpoints", scope: "webhooks:write", roles: ["super_admin", "admin", "media_agency", "broker", "team_lead"], errors: ["webhook_url_not_allowed", "webhook_event_type_not_allowed"] },

@@ -1,10 +1,10 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import type { AppEnv } from "../../env";
+import type { AppEnv } from "../../http/env";
 import { database } from "../../db/client";
-import { idempotencyMark } from "../../guards/idempotency";
-import { publicRoute } from "../../lib/route";
+import { idempotencyMark } from "../../http/idempotency";
+import { publicRoute } from "../../http/route";
 import { deleteEndpoint, findEndpoint } from "../../webhooks/endpoints";
-import { endpointIdParam } from "./schema";
+import { endpointIdParam } from "../../schemas/webhooks";
 
 export const deleteEndpointRoute = publicRoute(
   { endpoint: "manage_webhook_endpoints", scope: "webhooks:write", roles: ["super_admin", "admin", "media_agency", "broker", "team_lead"], errors: ["webhook_endpoint_not_found"] },

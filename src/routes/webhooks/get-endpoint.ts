@@ -1,9 +1,9 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import type { AppEnv } from "../../env";
+import type { AppEnv } from "../../http/env";
 import { database } from "../../db/client";
-import { publicRoute } from "../../lib/route";
+import { publicRoute } from "../../http/route";
 import { findEndpoint } from "../../webhooks/endpoints";
-import { endpointIdParam, presentEndpoint, WebhookEndpointSchema } from "./schema";
+import { endpointIdParam, presentEndpoint, WebhookEndpointSchema } from "../../schemas/webhooks";
 
 export const getEndpointRoute = publicRoute(
   { endpoint: "read_webhook_endpoints", scope: "webhooks:read", errors: ["webhook_endpoint_not_found"] },

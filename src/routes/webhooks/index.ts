@@ -1,6 +1,6 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
-import type { AppEnv } from "../../env";
-import { validationHook } from "../../lib/validation";
+import type { AppEnv } from "../../http/env";
+import { validationHook } from "../../http/validation";
 import { catalogHandler, catalogRoute } from "./catalog";
 import { createEndpointHandler, createEndpointRoute } from "./create-endpoint";
 import { deleteEndpointHandler, deleteEndpointRoute } from "./delete-endpoint";

@@ -1,11 +1,11 @@
 import { z, type RouteHandler } from "@hono/zod-openapi";
 import { and, asc, eq } from "drizzle-orm";
-import type { AppEnv } from "../../env";
+import type { AppEnv } from "../../http/env";
 import { database } from "../../db/client";
 import { webhookEndpoints } from "../../db/schema";
-import { after, cursorQuery, decodeCursor, pageSchema, toPage } from "../../lib/pagination";
-import { publicRoute } from "../../lib/route";
-import { presentEndpoint, WebhookEndpointSchema } from "./schema";
+import { after, cursorQuery, decodeCursor, pageSchema, toPage } from "../../http/pagination";
+import { publicRoute } from "../../http/route";
+import { presentEndpoint, WebhookEndpointSchema } from "../../schemas/webhooks";
 
 export const EndpointPageSchema = pageSchema(WebhookEndpointSchema, "WebhookEndpointPage");
 

@@ -1,10 +1,10 @@
 import { z, type RouteHandler } from "@hono/zod-openapi";
-import type { AppEnv } from "../../env";
+import type { AppEnv } from "../../http/env";
 import { database } from "../../db/client";
-import { publicRoute } from "../../lib/route";
+import { publicRoute } from "../../http/route";
 import { findEndpoint } from "../../webhooks/endpoints";
 import { sendTestEvent } from "../../webhooks/delivery";
-import { endpointIdParam } from "./schema";
+import { endpointIdParam } from "../../schemas/webhooks";
 
 export const TestResultSchema = z
   .object({

@@ -2,7 +2,7 @@ import { getTableColumns, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { events } from "../db/schema";
 import { newId } from "../lib/ids";
-import { EVENT_TYPES, type EventData, type EventType } from "./catalog";
+import { EVENT_TYPES, type EventData, type EventType } from "./events";
 
 function row<T extends EventType>(agencyId: string, type: T, data: EventData<T>) {
   const spec = EVENT_TYPES[type];

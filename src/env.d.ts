@@ -1,8 +1,5 @@
-import type { Caller } from "./auth/caller";
-import type { IdempotencyContext } from "./guards/idempotency";
-import type { RateDecision } from "./durable/key-gate";
-
-/** Secrets that are optional in every environment (see README, "Configuration"). */
+// Secrets that are optional in every environment (see docs/operators.md). They are not
+// listed as required in wrangler.jsonc, so `wrangler types` leaves them out of Env.
 interface OptionalSecrets {
   /** Enables the internal (dashboard) surface; without it every /internal/ path is an unknown path. */
   OPERATOR_TOKEN?: string;
@@ -22,25 +19,8 @@ interface OptionalSecrets {
   /** Calendar provider timeout in ms (default 8000). */
   CALENDAR_TIMEOUT_MS?: string;
 }
-declare global {
+
+interface Env extends OptionalSecrets {}
+declare namespace Cloudflare {
   interface Env extends OptionalSecrets {}
-  namespace Cloudflare {
-    interface Env extends OptionalSecrets {}
-  }
-}
-
-export type Bindings = Env;
-
-export interface AppVariables {
-  requestId: string;
-  caller: Caller;
-  /** Set by the idempotency guard on mutating public routes. */
-  idempotency?: IdempotencyContext;
-  /** The rate decision the key's gate took during authentication. */
-  rateLimit?: RateDecision;
-}
-
-export interface AppEnv {
-  Bindings: Bindings;
-  Variables: AppVariables;
 }

@@ -51,13 +51,3 @@ export function budgetFor(endpoint: string, overrides: Record<string, unknown> |
 export function effectiveBudgets(overrides: Record<string, unknown> | null | undefined): Record<EndpointName, number> {
   return Object.fromEntries(ENDPOINT_NAMES.map((name) => [name, budgetFor(name, overrides) ?? DEFAULT_BUDGETS[name]])) as Record<EndpointName, number>;
 }
-
-/** Applies override changes: a number sets an endpoint's budget, null clears it. */
-export function mergeOverrides(current: Record<string, number>, changes: Partial<Record<string, number | null>>): Record<string, number> {
-  const merged = { ...current };
-  for (const [name, value] of Object.entries(changes)) {
-    if (value === null || value === undefined) delete merged[name];
-    else merged[name] = value;
-  }
-  return merged;
-}

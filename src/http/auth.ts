@@ -1,15 +1,15 @@
 import { and, eq, gt, isNull } from "drizzle-orm";
 import type { MiddlewareHandler } from "hono";
 import { getCookie } from "hono/cookie";
-import type { AppEnv } from "../env";
+import type { AppEnv } from "./env";
 import { database } from "../db/client";
 import { agencies, apiKeySecrets, sessions, users } from "../db/schema";
 import type { GateVerdict, RateDecision } from "../durable/key-gate";
-import type { EndpointName } from "../guards/budgets";
-import { ApiError } from "../lib/errors";
+import type { EndpointName } from "../domain/budgets";
+import { DomainError } from "../lib/errors";
 import { nowIso, sha256Hex } from "../lib/ids";
-import { DEFAULT_SCOPES, isPlatformRole, type Caller, type Role, type Scope } from "./caller";
-import { checkKeyFormat, hashSecret, type KeyMode } from "./keys";
+import { DEFAULT_SCOPES, isPlatformRole, type Caller, type Role, type Scope } from "../domain/roles";
+import { checkKeyFormat, hashSecret, type KeyMode } from "../domain/keys";
 
 export const SESSION_COOKIE = "alms_session";
 
@@ -30,8 +30,8 @@ export function authenticate(opts: AuthenticateOptions = {}): MiddlewareHandler<
     }
     const secret = c.req.header("x-api-key");
     if (secret === undefined || secret === "") {
-      if (/^bearer\s/i.test(c.req.header("authorization") ?? "")) throw new ApiError("api_key_header_mismatch");
-      throw new ApiError(opts.session ? "auth_required" : "api_key_missing");
+      if (/^bearer\s/i.test(c.req.header("authorization") ?? "")) throw new DomainError("api_key_header_mismatch");
+      throw new DomainError(opts.session ? "auth_required" : "api_key_missing");
     }
     const { caller, rate } = await callerFromKey(c.env, secret, opts.endpoint ?? null);
     c.set("caller", caller);
@@ -62,19 +62,19 @@ export async function callerFromKey(env: Env, secret: string, endpoint: Endpoint
   checkKeyFormat(secret, environmentMode);
   const hash = await hashSecret(secret);
   const keyId = await keyIdFor(env.DB, hash);
-  if (!keyId) throw new ApiError("api_key_invalid");
+  if (!keyId) throw new DomainError("api_key_invalid");
   let answer: unknown;
   try {
     answer = await env.KEY_GATE.getByName(keyId).admit(keyId, hash, environmentMode, endpoint);
   } catch {
-    throw new ApiError("rate_limit_unavailable", { headers: { "Retry-After": "5" } });
+    throw new DomainError("rate_limit_unavailable", { retryAfter: 5 });
   }
   // Fail closed on an answer that is not a verdict.
   if (!answer || typeof answer !== "object" || typeof (answer as { ok?: unknown }).ok !== "boolean") {
-    throw new ApiError("rate_limit_unavailable", { headers: { "Retry-After": "5" } });
+    throw new DomainError("rate_limit_unavailable", { retryAfter: 5 });
   }
   const verdict = answer as GateVerdict;
-  if (!verdict.ok) throw new ApiError(verdict.code, { message: verdict.message, details: verdict.details });
+  if (!verdict.ok) throw new DomainError(verdict.code, { message: verdict.message, details: verdict.details });
   const { key, rate } = verdict;
   return {
     caller: { via: "api_key", agencyId: key.agencyId, role: key.role as Role, scopes: new Set(key.scopes as Scope[]), userId: key.mintedByUserId, keyId: key.id },
@@ -91,11 +91,11 @@ async function callerFromSession(d1: D1Database, token: string): Promise<Caller>
     .where(and(eq(sessions.tokenHash, await sha256Hex(token)), isNull(sessions.revokedAt), gt(sessions.expiresAt, nowIso())))
     .get();
   if (!row || !row.user.isActive) {
-    throw new ApiError("auth_required", { message: "The session cookie is invalid or expired; sign in again or send X-API-Key.", details: { reason: "session_invalid" } });
+    throw new DomainError("auth_required", { message: "The session cookie is invalid or expired; sign in again or send X-API-Key.", details: { reason: "session_invalid" } });
   }
   // A session proves who the user is; the agency it acts for must come from the hierarchy.
   if (!row.agencyKind || row.agencyKind === "platform" || isPlatformRole(row.user.role)) {
-    throw new ApiError("agency_resolution_failed", { details: { user_id: row.user.id } });
+    throw new DomainError("agency_resolution_failed", { details: { user_id: row.user.id } });
   }
   return { via: "session", agencyId: row.user.agencyId, role: row.user.role as Role, scopes: new Set(DEFAULT_SCOPES), userId: row.user.id };
 }
@@ -110,10 +110,10 @@ export function authorize(opts: AuthorizeOptions): MiddlewareHandler<AppEnv> {
   return async function authorize(c, next) {
     const caller = c.get("caller");
     if (opts.scope && !caller.scopes.has(opts.scope)) {
-      throw new ApiError("auth.scope_denied", { message: `The API key lacks the '${opts.scope}' scope.`, details: { required_scope: opts.scope } });
+      throw new DomainError("auth.scope_denied", { message: `The API key lacks the '${opts.scope}' scope.`, details: { required_scope: opts.scope } });
     }
     if (opts.roles && !opts.roles.includes(caller.role)) {
-      throw new ApiError("role_forbidden", { message: `The role '${caller.role}' is not permitted on this endpoint.`, details: { role: caller.role, allowed_roles: opts.roles } });
+      throw new DomainError("role_forbidden", { message: `The role '${caller.role}' is not permitted on this endpoint.`, details: { role: caller.role, allowed_roles: opts.roles } });
     }
     await next();
   };

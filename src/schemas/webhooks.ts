@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
-import type { WebhookEndpoint } from "../../db/schema";
-import { EVENT_TYPE_NAMES } from "../../events/catalog";
+import type { WebhookEndpoint } from "../db/schema";
+import { EVENT_TYPE_NAMES } from "../domain/events";
 
 export const endpointIdParam = z.object({ endpoint_id: z.string().openapi({ example: "we_0mhx3k2a1q8v2l0c9z7rj4" }) });
 

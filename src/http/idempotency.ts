@@ -1,37 +1,18 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { and, eq, gt } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
-import type { AppEnv } from "../env";
+import type { AppEnv, IdempotencyContext } from "./env";
 import { database, type Db } from "../db/client";
 import { idempotencyMarks, type IdempotencyMark } from "../db/schema";
 import type { Begin, CachedResponse } from "../durable/idempotency-lock";
 import { IDEMPOTENCY_TTL_MS } from "../lib/limits";
 import { isUniqueViolation } from "../domain/constraint";
-import { ApiError } from "../lib/errors";
+import { DomainError } from "../lib/errors";
 import { nowIso, sha256Hex } from "../lib/ids";
 
 export const IDEMPOTENCY_HEADER = "X-Idempotency-Key";
 export const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,128}$/;
 export { IDEMPOTENCY_TTL_MS };
-
-/** What the idempotency guard puts on `c.var.idempotency` for the handler. */
-export interface IdempotencyContext {
-  agencyId: string;
-  key: string;
-  /** SHA-256 of method, path and body: the same key with another request is a conflict. */
-  requestHash: string;
-}
-
-/**
- * How a committed request is answered when its response was lost (the Worker died
- * between the D1 commit and caching the response): each resource type that handlers
- * mark registers how to present the resource again.
- */
-type Replayer = (c: Context<AppEnv>, db: Db, resourceId: string) => Promise<unknown | undefined>;
-const replayers = new Map<string, Replayer>();
-export function registerReplay(resourceType: string, replayer: Replayer) {
-  replayers.set(resourceType, replayer);
-}
 
 const REPLAYED_HEADERS = new Set(["content-type", "location", "retry-after"]);
 
@@ -42,8 +23,9 @@ function replay(response: CachedResponse): Response {
 }
 
 async function answerFromMark(c: Context<AppEnv>, mark: IdempotencyMark): Promise<CachedResponse> {
-  const replayer = mark.resourceType ? replayers.get(mark.resourceType) : undefined;
-  const body = replayer && mark.resourceId ? await replayer(c, database(c.env.DB), mark.resourceId) : undefined;
+  const replayer = mark.resourceType ? c.var.routes.replayer(mark.resourceType) : undefined;
+  const request = { db: database(c.env.DB), env: c.env, agencyId: mark.agencyId, origin: new URL(c.req.url).origin };
+  const body = replayer && mark.resourceId ? await replayer(request, mark.resourceId) : undefined;
   const json = body ?? { resource_type: mark.resourceType, resource_id: mark.resourceId };
   return { status: mark.status, headers: [["content-type", "application/json"]], body: mark.status === 204 ? "" : JSON.stringify(json) };
 }
@@ -65,8 +47,8 @@ async function findMark(c: Context<AppEnv>, idem: IdempotencyContext) {
 export function idempotency(): MiddlewareHandler<AppEnv> {
   return async function idempotency(c, next) {
     const key = c.req.header(IDEMPOTENCY_HEADER);
-    if (key === undefined || key === "") throw new ApiError("idempotency.missing");
-    if (!IDEMPOTENCY_KEY_PATTERN.test(key)) throw new ApiError("idempotency_key_invalid", { details: { max_length: 128, received_length: key.length } });
+    if (key === undefined || key === "") throw new DomainError("idempotency.missing");
+    if (!IDEMPOTENCY_KEY_PATTERN.test(key)) throw new DomainError("idempotency_key_invalid", { details: { max_length: 128, received_length: key.length } });
     const agencyId = c.get("caller").agencyId;
     const body = await c.req.text();
     const idem: IdempotencyContext = { agencyId, key, requestHash: await sha256Hex(`${c.req.method} ${c.req.path}\n${body}`) };
@@ -76,11 +58,11 @@ export function idempotency(): MiddlewareHandler<AppEnv> {
     try {
       begin = (await lock.begin(agencyId, key, idem.requestHash)) as Begin;
     } catch {
-      throw new ApiError("idempotency_unavailable", { headers: { "Retry-After": "5" } });
+      throw new DomainError("idempotency_unavailable", { retryAfter: 5 });
     }
     if (begin.state === "replay") return replay(begin.response);
-    if (begin.state === "conflict") throw new ApiError("idempotency_key_conflict");
-    if (begin.state === "in_progress") throw new ApiError("idempotency_key_in_progress", { headers: { "Retry-After": "5" } });
+    if (begin.state === "conflict") throw new DomainError("idempotency_key_conflict");
+    if (begin.state === "in_progress") throw new DomainError("idempotency_key_in_progress", { retryAfter: 5 });
     const token = begin.token;
 
     if (begin.recovering) {
@@ -105,6 +87,8 @@ export function idempotency(): MiddlewareHandler<AppEnv> {
       if (mark) {
         const answer = await answerFromMark(c, mark);
         await lock.complete(token, answer);
+        // Recovered: the duplicate is answered like the request that committed, and is no failure.
+        c.set("unexpected", undefined);
         c.res = replay(answer);
         return;
       }

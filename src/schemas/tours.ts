@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
-import type { Tour } from "../../db/schema";
-import { TOUR_STATUSES } from "../../domain/tours";
+import type { Tour } from "../db/schema";
+import { TOUR_STATUSES } from "../domain/tours";
 
 export const tourNumberParam = z.object({ tourNumber: z.string().openapi({ description: "The tour's number: 8 characters of [a-z0-9].", example: "q7x2m9ka" }) });
 

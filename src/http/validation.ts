@@ -1,6 +1,7 @@
 import type { Context } from "hono";
 import type { ZodError, ZodType } from "zod";
-import { ApiError, type ErrorCode } from "./errors";
+import { DomainError, type ErrorCode } from "../lib/errors";
+import type { AppEnv } from "./env";
 
 type Issue = ZodError["issues"][number];
 type PathKey = PropertyKey;
@@ -21,13 +22,6 @@ const renames = new WeakMap<object, Record<string, string>>();
 export function withRenames<T extends ZodType>(schema: T, map: Record<string, string>): T {
   renames.set(schema, map);
   return schema;
-}
-
-/** Validated schemas per route, so that an unknown field can be compared with the declared ones. */
-const routeSchemas = new Map<string, { json?: ZodType; query?: ZodType }>();
-
-export function registerRouteSchemas(method: string, path: string, schemas: { json?: ZodType; query?: ZodType }) {
-  routeSchemas.set(`${method.toUpperCase()} ${path.replaceAll(/\{(\w+)\}/g, ":$1")}`, schemas);
 }
 
 const fieldName = (path: readonly PathKey[]) =>
@@ -153,26 +147,27 @@ function nest(flat: Located[]): FieldError[] {
   return out;
 }
 
-export function validationError(target: string, error: ZodError, root: ZodType | undefined, input: unknown): ApiError {
+export function validationError(target: string, error: ZodError, root: ZodType | undefined, input: unknown): DomainError {
   const flat = error.issues.flatMap((issue) => issueToErrors(issue, root, input));
   const errors = nest(flat);
   const fields: Record<string, string[]> = {};
   for (const { error: e } of flat) (fields[e.field || "body"] ??= []).push(e.message);
   if (target === "query") {
     const summary = flat.map(({ error: e }) => `${e.field}: ${e.message}`).join("; ");
-    return new ApiError("request_query_invalid", { message: `Invalid query parameter. ${summary}`, details: { errors, fields } });
+    return new DomainError("request_query_invalid", { message: `Invalid query parameter. ${summary}`, details: { errors, fields } });
   }
   const codes = new Set(errors.map((e) => e.code));
   const code: ErrorCode = codes.size === 1 ? [...codes][0]! : "validation.failed";
   const only = flat.length === 1 ? flat[0]!.error : undefined;
   const message = only ? `${only.field ? `${only.field}: ` : ""}${only.message}` : `The request failed validation (${flat.length} problems).`;
-  return new ApiError(code, { message, details: { errors, fields } });
+  return new DomainError(code, { message, details: { errors, fields } });
 }
 
 /** The validation hook every route uses: a failed parse becomes the spec's validation codes. */
 export function validationHook(result: { target: string } & ({ success: true } | { success: false; error: ZodError }), c: Context): void {
   if (result.success) return;
-  const schemas = routeSchemas.get(`${c.req.method} ${c.req.routePath}`);
+  // The route's declared schemas, so that an unknown field can be compared with the declared ones.
+  const schemas = (c as Context<AppEnv>).var.routes?.operation(c.req.method, c.req.routePath)?.schemas;
   const root = result.target === "query" ? schemas?.query : schemas?.json;
   // The validator passes the raw input along as `data`; it tells a missing field from a mistyped one.
   const input = (result as { data?: unknown }).data;

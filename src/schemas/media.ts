@@ -1,6 +1,8 @@
+import type { MediaUpload } from "../db/schema";
+import { uploadTarget } from "../media/presign";
 import { z } from "@hono/zod-openapi";
-import { AGENCY_ROLES, PLATFORM_ROLES } from "../../auth/caller";
-import { ASSET_POLICIES, ASSET_TYPES } from "../../media/policy";
+import { AGENCY_ROLES, PLATFORM_ROLES } from "../domain/roles";
+import { ASSET_POLICIES, ASSET_TYPES } from "../media/policy";
 
 /** Everyone in the agency may upload but a viewer; keys minted by platform staff act like the agency's own. */
 export const UPLOADER_ROLES = [...AGENCY_ROLES.filter((r) => r !== "viewer"), ...PLATFORM_ROLES] as const;
@@ -59,3 +61,22 @@ export const UploadTargetSchema = z
   .openapi("MediaUploadTarget");
 
 export type UploadTargetBody = z.infer<typeof UploadTargetSchema>;
+
+/** An upload as its destination: a fresh signature for the same file, until the upload expires. */
+export async function presentUpload(env: Env, origin: string, upload: MediaUpload, listingNumber: string | null): Promise<UploadTargetBody> {
+  const target = await uploadTarget(env, origin, upload, new Date(upload.expiresAt));
+  return UploadTargetSchema.parse({
+    upload_id: upload.id,
+    status: upload.status,
+    method: target.method,
+    url: target.url,
+    headers: target.headers,
+    expires_at: target.expiresAt.toISOString(),
+    expires_in: Math.max(0, Math.round((target.expiresAt.getTime() - Date.now()) / 1000)),
+    asset_type: upload.assetType,
+    content_type: upload.contentType,
+    size_bytes: upload.sizeBytes,
+    listing_number: listingNumber,
+    filename: upload.filename,
+  });
+}

@@ -1,9 +1,9 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { AppEnv } from "./env";
-import { publicRoutes } from "./lib/route";
-import { DEFAULT_BUDGETS } from "./guards/budgets";
-import { EVENT_TYPES, EVENT_TYPE_NAMES } from "./events/catalog";
-import { envelopeSchema } from "./events/json-schema";
+import type { RouteRegistry } from "./registry";
+import { DEFAULT_BUDGETS } from "../domain/budgets";
+import { EVENT_TYPES, EVENT_TYPE_NAMES } from "../domain/events";
+import { envelopeSchema } from "../schemas/events";
 
 export const API_VERSION = "1.0.0";
 
@@ -21,8 +21,8 @@ const requestIdHeader = { "X-Request-Id": { description: "Unique id of this requ
  * Adds to the generated document what the guards do on every route: the idempotency
  * header on mutating operations, rate-limit headers and budgets, required scopes.
  */
-export function decorate(doc: Doc): Doc {
-  for (const meta of publicRoutes) {
+export function decorate(doc: Doc, routes: RouteRegistry): Doc {
+  for (const meta of routes.operations("public")) {
     const op = (doc.paths?.[meta.path] as Record<string, Operation> | undefined)?.[meta.method];
     if (!op) continue;
     const mutating = ["post", "put", "patch", "delete"].includes(meta.method);
@@ -45,7 +45,7 @@ export function decorate(doc: Doc): Doc {
   return doc;
 }
 
-export function publicDocument(app: OpenAPIHono<AppEnv>, origin: string): Doc {
+export function publicDocument(app: OpenAPIHono<AppEnv>, routes: RouteRegistry, origin: string): Doc {
   app.openAPIRegistry.registerComponent("securitySchemes", "ApiKey", {
     type: "apiKey",
     in: "header",
@@ -77,7 +77,7 @@ export function publicDocument(app: OpenAPIHono<AppEnv>, origin: string): Doc {
     servers: [{ url: `${origin}/api/v1`, description: "This environment" }],
     security: [{ ApiKey: [] }],
   });
-  return withWebhooks(decorate(doc));
+  return withWebhooks(decorate(doc, routes));
 }
 
 /** Every public event type under the OpenAPI 3.1 `webhooks` section, from the same schemas as the catalog. */
@@ -97,4 +97,28 @@ function withWebhooks(doc: Doc): Doc {
     };
   }
   return { ...doc, webhooks } as Doc;
+}
+
+const withOperatorScheme = new WeakSet<object>();
+
+/** The internal (dashboard) surface's own document; it never appears in the public one. */
+export function internalDocument(app: OpenAPIHono<AppEnv>, origin: string): Doc {
+  if (!withOperatorScheme.has(app)) {
+    app.openAPIRegistry.registerComponent("securitySchemes", "OperatorToken", {
+      type: "http",
+      scheme: "bearer",
+      description: "The operator token (Worker secret OPERATOR_TOKEN).",
+    });
+    withOperatorScheme.add(app);
+  }
+  return app.getOpenAPI31Document({
+    openapi: "3.1.0",
+    info: {
+      title: "Agency Listing and Media Service: internal (dashboard) API",
+      version: "1.0.0",
+      description: "Operations the dashboard performs on the shared data. Not part of the public contract.",
+    },
+    servers: [{ url: origin }],
+    security: [{ OperatorToken: [] }],
+  });
 }

@@ -1,4 +1,4 @@
-import { ApiError } from "../lib/errors";
+import { DomainError } from "../lib/errors";
 
 export const PROVIDER_TIMEOUT_MS = 8_000;
 
@@ -14,13 +14,13 @@ export async function providerFetch(provider: string, url: string, init: Request
     res = await fetch(url, { ...init, redirect: "follow", signal: AbortSignal.timeout(timeoutMs) });
   } catch (e) {
     if (e instanceof Error && (e.name === "TimeoutError" || e.name === "AbortError")) {
-      throw new ApiError("calendar_provider_timeout", { message: `The ${provider} calendar did not answer within ${timeoutMs / 1000} s.`, details: { provider, timeout_ms: timeoutMs } });
+      throw new DomainError("calendar_provider_timeout", { message: `The ${provider} calendar did not answer within ${timeoutMs / 1000} s.`, details: { provider, timeout_ms: timeoutMs } });
     }
-    throw new ApiError("calendar_provider_error", { message: `The ${provider} calendar could not be reached.`, details: { provider } });
+    throw new DomainError("calendar_provider_error", { message: `The ${provider} calendar could not be reached.`, details: { provider } });
   }
   if (!res.ok && !(opts.accept ?? []).includes(res.status)) {
     await res.body?.cancel();
-    throw new ApiError("calendar_provider_error", { message: `The ${provider} calendar answered ${res.status}.`, details: { provider, provider_status: res.status } });
+    throw new DomainError("calendar_provider_error", { message: `The ${provider} calendar answered ${res.status}.`, details: { provider, provider_status: res.status } });
   }
   return res;
 }
@@ -46,8 +46,8 @@ export function guarded(provider: string, source: CalendarSource): CalendarSourc
       try {
         return await fn(...a);
       } catch (e) {
-        if (e instanceof ApiError) throw e;
-        throw new ApiError("calendar_provider_error", { message: `The ${provider} calendar gave an answer that could not be read.`, details: { provider } });
+        if (e instanceof DomainError) throw e;
+        throw new DomainError("calendar_provider_error", { message: `The ${provider} calendar gave an answer that could not be read.`, details: { provider } });
       }
     };
   return { busy: wrap(source.busy), event: wrap(source.event) };

@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
-import type { User } from "../../db/schema";
-import { ROLES } from "../../auth/caller";
+import type { User } from "../db/schema";
+import { ROLES } from "../domain/roles";
 
 export const UserSchema = z
   .object({

@@ -1,16 +1,23 @@
-import type { Context, MiddlewareHandler } from "hono";
-import { HTTPException } from "hono/http-exception";
-import type { AppEnv } from "../env";
-import { ApiError, envelope } from "./errors";
-import { newId } from "./ids";
+import type { MiddlewareHandler } from "hono";
+import type { AppEnv } from "./env";
+import { DomainError } from "../lib/errors";
+import { newId } from "../lib/ids";
 
-/** Every response carries `X-Request-Id`; error envelopes repeat it as `error.request_id`. */
+/**
+ * Every response carries `X-Request-Id`; error envelopes repeat it as `error.request_id`.
+ * An unexpected failure is logged here, once, when the request ends.
+ */
 export function requestId(): MiddlewareHandler<AppEnv> {
   return async function requestId(c, next) {
     const id = newId("req");
     c.set("requestId", id);
     await next();
     c.header("X-Request-Id", id);
+    const err = c.get("unexpected");
+    if (err) {
+      const entry = { level: "error", request_id: id, path: c.req.path, error: String(err), stack: err.stack };
+      console.error(JSON.stringify(entry));
+    }
   };
 }
 
@@ -24,7 +31,7 @@ export function httpsOnly(): MiddlewareHandler<AppEnv> {
     if (c.env.ENVIRONMENT !== "local") {
       const visitor = c.req.header("cf-visitor");
       const scheme = visitor ? (safeJson(visitor) as { scheme?: string } | undefined)?.scheme : new URL(c.req.url).protocol.replace(":", "");
-      if (scheme !== "https") throw new ApiError("https_required");
+      if (scheme !== "https") throw new DomainError("https_required");
     }
     await next();
   };
@@ -53,10 +60,10 @@ export function jsonBody(opts: { limit?: number } = {}): MiddlewareHandler<AppEn
     if (Number.isFinite(declared) && declared > limit) throw tooLarge(limit);
     const text = await c.req.text();
     if (new TextEncoder().encode(text).byteLength > limit) throw tooLarge(limit);
-    if (text.trim() === "") throw new ApiError("request_body_empty");
+    if (text.trim() === "") throw new DomainError("request_body_empty");
     const mediaType = (c.req.header("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
     if (!/^application\/([\w.-]+\+)?json$/.test(mediaType)) {
-      throw new ApiError("request_content_type_mismatch", { details: { received: mediaType || null, accepted: ["application/json"] } });
+      throw new DomainError("request_content_type_mismatch", { details: { received: mediaType || null, accepted: ["application/json"] } });
     }
     try {
       JSON.parse(text);
@@ -68,33 +75,12 @@ export function jsonBody(opts: { limit?: number } = {}): MiddlewareHandler<AppEn
 }
 
 function tooLarge(limit: number) {
-  return new ApiError("request_body_too_large", { message: `The body is larger than this endpoint accepts (${limit} bytes).`, details: { limit_bytes: limit } });
+  return new DomainError("request_body_too_large", { message: `The body is larger than this endpoint accepts (${limit} bytes).`, details: { limit_bytes: limit } });
 }
 
 function notJson(e: unknown, text: string) {
   const message = e instanceof Error ? e.message : String(e);
   const m = /position (\d+)/.exec(message);
   const position = m ? Number(m[1]) : /end of JSON input|Unterminated/i.test(message) ? text.length : null;
-  return new ApiError("request_body_not_json", { message: `The body is not valid JSON: ${message}`, details: { parse_error_position: position } });
-}
-
-/** The one error handler: the envelope for every failure, never a stack trace. */
-export function handleError(err: Error, c: Context<AppEnv>): Response {
-  let apiError: ApiError;
-  if (err instanceof ApiError) apiError = err;
-  else if (err instanceof HTTPException && err.status === 400 && /JSON/i.test(err.message)) apiError = new ApiError("request_body_not_json", { details: { parse_error_position: null } });
-  else if (err instanceof HTTPException && err.status === 413) apiError = new ApiError("request_body_too_large");
-  else {
-    console.error(JSON.stringify({ level: "error", request_id: c.get("requestId"), path: c.req.path, error: String(err), stack: err.stack }));
-    apiError = new ApiError("internal_error");
-  }
-  return errorResponse(c, apiError);
-}
-
-export function errorResponse(c: Context<AppEnv>, err: ApiError): Response {
-  const requestId = c.get("requestId") ?? newId("req");
-  const res = c.json(envelope(err, requestId), err.status);
-  res.headers.set("X-Request-Id", requestId);
-  for (const [k, v] of Object.entries(err.headers)) res.headers.set(k, v);
-  return res;
+  return new DomainError("request_body_not_json", { message: `The body is not valid JSON: ${message}`, details: { parse_error_position: position } });
 }

@@ -1,10 +1,10 @@
 import type { Context, MiddlewareHandler } from "hono";
-import type { AppEnv } from "../env";
+import type { AppEnv } from "./env";
 import type { RateDecision } from "../durable/key-gate";
-import { ApiError } from "../lib/errors";
-import type { EndpointName } from "./budgets";
+import { DomainError } from "../lib/errors";
+import type { EndpointName } from "../domain/budgets";
 
-export { DEFAULT_BUDGETS, type EndpointName } from "./budgets";
+export { DEFAULT_BUDGETS, type EndpointName } from "../domain/budgets";
 
 export function setRateHeaders(c: Context<AppEnv>, rate: RateDecision) {
   c.header("X-Rate-Limit-Limit", String(rate.limit));
@@ -27,20 +27,20 @@ export function rateLimit(endpoint: EndpointName): MiddlewareHandler<AppEnv> {
       try {
         answer = await c.env.KEY_GATE.getByName(`session:${caller.userId}`).hit(endpoint);
       } catch {
-        throw new ApiError("rate_limit_unavailable", { headers: { "Retry-After": "5" } });
+        throw new DomainError("rate_limit_unavailable", { retryAfter: 5 });
       }
-      if ("misconfigured" in answer) throw new ApiError("rate_limit_misconfigured", { details: { endpoint } });
+      if ("misconfigured" in answer) throw new DomainError("rate_limit_misconfigured", { details: { endpoint } });
       rate = answer;
     }
     if (!rate || typeof rate.limit !== "number" || typeof rate.remaining !== "number") {
-      throw new ApiError("rate_limit_misconfigured", { details: { endpoint } });
+      throw new DomainError("rate_limit_misconfigured", { details: { endpoint } });
     }
     setRateHeaders(c, rate);
     if (rate.retryAfter !== undefined) {
-      throw new ApiError("rate_limit_exceeded", {
+      throw new DomainError("rate_limit_exceeded", {
         message: `The budget of ${rate.limit} requests per 60 s for ${endpoint} is exhausted; retry after ${rate.retryAfter} s.`,
         details: { endpoint, limit: rate.limit, window_seconds: 60 },
-        headers: { "Retry-After": String(rate.retryAfter) },
+        retryAfter: rate.retryAfter,
       });
     }
     await next();

@@ -1,9 +1,9 @@
 import { z } from "@hono/zod-openapi";
 import { and, eq, gt, or, type SQL } from "drizzle-orm";
 import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
-import { ApiError } from "./errors";
-import { base64url, fromBase64url } from "./ids";
-import { sign, timingSafeEqual } from "./crypto";
+import { DomainError } from "../lib/errors";
+import { base64url, fromBase64url } from "../lib/ids";
+import { sign, timingSafeEqual } from "../lib/crypto";
 
 export const DEFAULT_PAGE_SIZE = 50;
 export const MAX_PAGE_SIZE = 200;
@@ -44,7 +44,7 @@ export async function encodeCursor(secret: string, list: string, at: Position): 
 export async function decodeCursor(secret: string, list: string, cursor: string | undefined): Promise<Position | undefined> {
   if (cursor === undefined || cursor === "") return undefined;
   const invalid = (reason: string) =>
-    new ApiError("request_query_invalid", {
+    new DomainError("request_query_invalid", {
       message: `The cursor is not valid for this list: ${reason}. Restart from the first page.`,
       details: { errors: [{ field: "cursor", code: "validation_string_pattern", message: reason }] },
     });

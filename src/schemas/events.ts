@@ -1,6 +1,6 @@
 import { getOpenApiMetadata } from "@asteasolutions/zod-to-openapi";
 import { z } from "zod";
-import { EVENT_TYPES, type EventType } from "./catalog";
+import { EVENT_TYPES, type EventType } from "../domain/events";
 
 const cache = new Map<EventType, Record<string, unknown>>();
 

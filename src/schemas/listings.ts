@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
-import type { Listing } from "../../db/schema";
-import { LISTING_STATUSES, publicUrl } from "../../domain/listings";
+import type { Listing } from "../db/schema";
+import { LISTING_STATUSES, publicUrl } from "../domain/listings";
 
 export const listingNumberParam = z.object({
   listing_number: z.string().openapi({ description: "The listing's identifier: 7 characters of [a-z0-9].", example: "k3v9x2a" }),

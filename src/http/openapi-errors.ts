@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { ERRORS, type ErrorCode } from "./errors";
+import { ERRORS, type ErrorCode } from "../lib/errors";
 
 export const ErrorEnvelopeSchema = z
   .object({

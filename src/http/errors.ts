@@ -1,0 +1,53 @@
+import type { Context } from "hono";
+import { HTTPException } from "hono/http-exception";
+import { DomainError, type ErrorCode, statusOf } from "../lib/errors";
+import { newId } from "../lib/ids";
+import type { AppEnv } from "./env";
+
+/** A failure that only the HTTP layer knows of, with headers of its own (`Allow` on a 405). */
+export class HttpError extends DomainError {
+  readonly headers: Record<string, string>;
+
+  constructor(
+    code: ErrorCode,
+    opts: { message?: string; details?: Record<string, unknown>; headers?: Record<string, string> } = {},
+  ) {
+    super(code, opts);
+    this.name = "HttpError";
+    this.headers = opts.headers ?? {};
+  }
+}
+
+export interface ErrorEnvelope {
+  error: { code: ErrorCode; message: string; request_id: string; details: Record<string, unknown> };
+}
+
+export function envelope(err: DomainError, requestId: string): ErrorEnvelope {
+  return { error: { code: err.code, message: err.message, request_id: requestId, details: err.details } };
+}
+
+/** The one error handler: the envelope for every failure, never a stack trace. */
+export function handleError(err: Error, c: Context<AppEnv>): Response {
+  return errorResponse(c, asDomainError(err, c));
+}
+
+function asDomainError(err: Error, c: Context<AppEnv>): DomainError {
+  if (err instanceof DomainError) return err;
+  if (err instanceof HTTPException && err.status === 400 && /JSON/i.test(err.message)) {
+    return new DomainError("request_body_not_json", { details: { parse_error_position: null } });
+  }
+  if (err instanceof HTTPException && err.status === 413) return new DomainError("request_body_too_large");
+  // Logged when the request ends (see `requestId`), unless a guard recovers from it first.
+  c.set("unexpected", err);
+  return new DomainError("internal_error");
+}
+
+/** The envelope of `err`, with the status its code has in the one table. */
+export function errorResponse(c: Context<AppEnv>, err: DomainError): Response {
+  const requestId = c.get("requestId") ?? newId("req");
+  const res = c.json(envelope(err, requestId), statusOf(err.code));
+  res.headers.set("X-Request-Id", requestId);
+  if (err.retryAfter !== undefined) res.headers.set("Retry-After", String(err.retryAfter));
+  if (err instanceof HttpError) for (const [k, v] of Object.entries(err.headers)) res.headers.set(k, v);
+  return res;
+}

@@ -1,0 +1,109 @@
+import type { ZodType } from "zod";
+import type { Db } from "../db/client";
+import type { EndpointName } from "../domain/budgets";
+import type { Role, Scope } from "../domain/roles";
+import type { ErrorCode } from "../lib/errors";
+
+/** What a route declares about its guards. */
+export interface Guard {
+  /** Rate-limit budget name; the route is rate limited when set. */
+  endpoint?: EndpointName;
+  scope?: Scope;
+  roles?: readonly Role[];
+  /** Also accept the dashboard session cookie. */
+  session?: boolean;
+  /** Largest accepted body in bytes (413 above it). */
+  bodyLimit?: number;
+  /** The route's own error codes, beyond those its guards can answer. */
+  errors?: readonly ErrorCode[];
+}
+
+/** Everything the route factory knows of an operation, read back when the app is built. */
+export interface RouteMeta extends Guard {
+  surface: "public" | "internal";
+  method: string;
+  path: string;
+  codes: ErrorCode[];
+  schemas: { json?: ZodType; query?: ZodType };
+}
+
+/** Where the route factory leaves an operation's meta on its route definition. */
+export const ROUTE_META = Symbol("route meta");
+
+/** What a replayer needs to present a resource again. */
+export interface ReplayRequest {
+  db: Db;
+  env: Env;
+  agencyId: string;
+  origin: string;
+}
+
+/**
+ * How a committed request is answered when its response was lost (the Worker died
+ * between the D1 commit and caching the response): each resource type that handlers
+ * mark has a replayer that presents the resource as it stands.
+ */
+export type Replayer = (req: ReplayRequest, resourceId: string) => Promise<unknown | undefined>;
+
+interface Definitions {
+  openAPIRegistry: { definitions: readonly unknown[] };
+}
+
+const patternOf = (template: string) =>
+  new RegExp(`^${template.replaceAll(/\{\w+\}/g, "[^/]+").replaceAll(/:\w+/g, "[^/]+")}/?$`);
+const routeKey = (method: string, path: string) => `${method.toUpperCase()} ${path.replaceAll(/\{(\w+)\}/g, ":$1")}`;
+
+/**
+ * The routes of both surfaces, built once, explicitly, when the app is created: the
+ * operations the route factory described, the plain paths served beside them, and the
+ * replayers of committed writes. Guards and hooks read it from `c.var.routes`.
+ */
+export class RouteRegistry {
+  readonly #operations: RouteMeta[] = [];
+  readonly #byKey = new Map<string, RouteMeta>();
+  readonly #paths: { method: string; pattern: RegExp }[] = [];
+  readonly #replayers: Map<string, Replayer>;
+
+  constructor(replayers: ReadonlyMap<string, Replayer>) {
+    this.#replayers = new Map(replayers);
+  }
+
+  /** Every operation registered on an OpenAPI app (sub-apps mounted on it included). */
+  addOperations(app: Definitions): this {
+    for (const def of app.openAPIRegistry.definitions) {
+      const route = (def as { type?: string; route?: Record<symbol, unknown> }).route;
+      const meta = route?.[ROUTE_META] as RouteMeta | undefined;
+      if ((def as { type?: string }).type !== "route" || !meta) continue;
+      this.#operations.push(meta);
+      this.#byKey.set(routeKey(meta.method, meta.path), meta);
+      this.addPath(meta.method, meta.path);
+    }
+    return this;
+  }
+
+  /** A path served outside the OpenAPI operations (documents, the signed upload path, receivers). */
+  addPath(method: string, template: string): this {
+    this.#paths.push({ method: method.toUpperCase(), pattern: patternOf(template) });
+    return this;
+  }
+
+  operations(surface?: RouteMeta["surface"]): readonly RouteMeta[] {
+    return surface ? this.#operations.filter((op) => op.surface === surface) : this.#operations;
+  }
+
+  /** The operation matched as `method` + Hono's route path (`/api/v1/listings/:listing_number`). */
+  operation(method: string, routePath: string): RouteMeta | undefined {
+    return this.#byKey.get(routeKey(method, routePath));
+  }
+
+  allowedMethods(path: string): string[] {
+    const methods = new Set(this.#paths.filter((r) => r.pattern.test(path)).map((r) => r.method));
+    if (methods.has("GET")) methods.add("HEAD");
+    if (methods.size) methods.add("OPTIONS");
+    return [...methods].sort();
+  }
+
+  replayer(resourceType: string): Replayer | undefined {
+    return this.#replayers.get(resourceType);
+  }
+}

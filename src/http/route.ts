@@ -1,0 +1,136 @@
+import { createRoute, type RouteConfig } from "@hono/zod-openapi";
+import type { MiddlewareHandler } from "hono";
+import type { ZodType } from "zod";
+import type { ErrorCode } from "../lib/errors";
+import { authenticate, authorize } from "./auth";
+import type { AppEnv } from "./env";
+import { idempotency } from "./idempotency";
+import { operatorAuth } from "./operator";
+import { errorResponses } from "./openapi-errors";
+import { rateLimit } from "./rate-limit";
+import { type Guard, ROUTE_META, type RouteMeta } from "./registry";
+import { jsonBody } from "./wire";
+
+const MUTATING = new Set(["post", "put", "patch", "delete"]);
+
+const AUTH_CODES: ErrorCode[] = [
+  "api_key_missing",
+  "api_key_header_mismatch",
+  "api_key_malformed_prefix",
+  "api_key_malformed_length",
+  "api_key_invalid",
+  "api_key_revoked",
+  "api_key_expired",
+  "api_key_disabled",
+  "api_key_wrong_mode",
+];
+export const VALIDATION_CODES: ErrorCode[] = [
+  "validation.failed",
+  "validation_type_mismatch",
+  "validation_missing_required",
+  "validation_unknown_field",
+  "validation_out_of_range",
+  "validation_enum_not_allowed",
+  "validation_string_pattern",
+  "validation_array_length",
+  "validation_nested_error",
+];
+
+/** What any route with a JSON body can answer. */
+export const BODY_CODES: ErrorCode[] = [
+  "request_body_empty",
+  "request_body_not_json",
+  "request_body_too_large",
+  "request_content_type_mismatch",
+  ...VALIDATION_CODES,
+];
+
+const OPERATOR_CODES: ErrorCode[] = ["operator_token_invalid", "https_required", "internal_error"];
+
+function schemasOf(route: RouteConfig): RouteMeta["schemas"] {
+  const content = route.request?.body?.content as Record<string, { schema?: unknown }> | undefined;
+  return {
+    json: content?.["application/json"]?.schema as ZodType | undefined,
+    query: route.request?.query as ZodType | undefined,
+  };
+}
+
+/** The codes a public route can answer: its guards' and its own. */
+export function routeCodes(route: RouteConfig, guard: Guard): ErrorCode[] {
+  const { json, query } = schemasOf(route);
+  const codes: ErrorCode[] = [...AUTH_CODES, "https_required", "internal_error"];
+  if (guard.session) codes.push("auth_required", "agency_resolution_failed");
+  if (guard.endpoint) codes.push("rate_limit_exceeded", "rate_limit_misconfigured", "rate_limit_unavailable");
+  if (guard.scope) codes.push("auth.scope_denied");
+  if (guard.roles) codes.push("role_forbidden");
+  if (MUTATING.has(route.method)) {
+    codes.push(
+      "idempotency.missing",
+      "idempotency_key_invalid",
+      "idempotency_key_conflict",
+      "idempotency_key_in_progress",
+      "idempotency_unavailable",
+    );
+  }
+  if (json) codes.push(...BODY_CODES);
+  if (query) codes.push("request_query_invalid");
+  return [...new Set([...codes, ...(guard.errors ?? [])])];
+}
+
+type Described<R> = R & { getRoutingPath(): string };
+
+function describe<const R extends RouteConfig>(
+  route: R,
+  meta: RouteMeta,
+  middleware: MiddlewareHandler<AppEnv>[],
+  security: { [scheme: string]: string[] }[],
+): Described<R> {
+  const described = createRoute({
+    ...route,
+    security,
+    middleware,
+    request: route.request?.body ? { ...route.request, body: { ...route.request.body, required: true } } : route.request,
+    responses: { ...route.responses, ...errorResponses(meta.codes) },
+  });
+  return Object.assign(described, { [ROUTE_META]: meta }) as unknown as Described<R>;
+}
+
+/**
+ * A public route: the OpenAPI definition plus its guards, in the order the request
+ * meets them: authentication, rate limit, scope and role, idempotency, body checks,
+ * then schema validation.
+ */
+export function publicRoute<const R extends RouteConfig>(guard: Guard, route: R): Described<R> {
+  const schemas = schemasOf(route);
+  const middleware: MiddlewareHandler<AppEnv>[] = [authenticate({ session: guard.session, endpoint: guard.endpoint })];
+  if (guard.endpoint) middleware.push(rateLimit(guard.endpoint));
+  if (guard.scope || guard.roles) middleware.push(authorize({ scope: guard.scope, roles: guard.roles }));
+  if (MUTATING.has(route.method)) middleware.push(idempotency());
+  if (schemas.json) middleware.push(jsonBody({ limit: guard.bodyLimit }));
+  const meta: RouteMeta = {
+    ...guard,
+    surface: "public",
+    method: route.method,
+    path: route.path,
+    codes: routeCodes(route, guard),
+    schemas,
+  };
+  const security: { [scheme: string]: string[] }[] = [{ ApiKey: [] }];
+  if (guard.session) security.push({ SessionCookie: [] });
+  return describe(route, meta, middleware, security);
+}
+
+/** An internal (dashboard) route: the same shape, behind the operator token. */
+export function internalRoute<const R extends RouteConfig>(errors: readonly ErrorCode[], route: R): Described<R> {
+  const schemas = schemasOf(route);
+  const middleware: MiddlewareHandler<AppEnv>[] = [operatorAuth()];
+  if (schemas.json) middleware.push(jsonBody());
+  const codes = [
+    ...OPERATOR_CODES,
+    ...(schemas.json ? BODY_CODES : []),
+    ...(schemas.query ? (["request_query_invalid"] as ErrorCode[]) : []),
+    ...errors,
+  ];
+  const meta: RouteMeta = { surface: "internal", method: route.method, path: route.path, codes, schemas, errors };
+  return describe(route, meta, middleware, [{ OperatorToken: [] }]);
+}
