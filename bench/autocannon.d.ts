@@ -20,7 +20,13 @@ declare module "autocannon" {
     method?: string;
     headers?: Record<string, string>;
     body?: string;
-    requests?: { method?: string; path?: string; headers?: Record<string, string>; body?: string; setupRequest?: (req: any) => any }[];
+    requests?: {
+      method?: string;
+      path?: string;
+      headers?: Record<string, string>;
+      body?: string;
+      setupRequest?: (req: any) => any;
+    }[];
   }
   function autocannon(opts: Options): Promise<Result>;
   export default autocannon;

@@ -7,7 +7,7 @@
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import { seedDemo, type Api } from "./seed.ts";
+import { type Api, seedDemo } from "./seed.ts";
 
 const port = Number(process.env.PORT ?? 8787);
 const origin = `http://127.0.0.1:${port}`;
@@ -23,18 +23,26 @@ function ensureDevVars(): string {
   if (additions.length) {
     text = `${text}${text && !text.endsWith("\n") ? "\n" : ""}${additions.join("\n")}\n`;
     writeFileSync(file, text, { mode: 0o600 });
-    console.log(`Wrote ${additions.map((a) => a.split("=")[0]).join(" and ")} to .dev.vars (local secrets, not committed).`);
+    console.log(
+      `Wrote ${additions.map((a) => a.split("=")[0]).join(" and ")} to .dev.vars (local secrets, not committed).`,
+    );
   }
   return get("OPERATOR_TOKEN")!;
 }
 
 function applyMigrations() {
-  const r = spawnSync("wrangler", ["d1", "migrations", "apply", "DB", "--local"], { stdio: ["ignore", "pipe", "inherit"], env: childEnv, encoding: "utf8" });
+  const r = spawnSync("wrangler", ["d1", "migrations", "apply", "DB", "--local"], {
+    stdio: ["ignore", "pipe", "inherit"],
+    env: childEnv,
+    encoding: "utf8",
+  });
   if (r.status !== 0) {
     console.error(r.stdout);
     throw new Error("Applying the local D1 migrations failed.");
   }
-  console.log(/No migrations to apply/.test(r.stdout) ? "Local database is up to date." : "Applied local D1 migrations.");
+  console.log(
+    /No migrations to apply/.test(r.stdout) ? "Local database is up to date." : "Applied local D1 migrations.",
+  );
 }
 
 async function waitUntilReady(timeoutMs = 90_000) {
@@ -55,7 +63,10 @@ function internalApi(token: string): Api {
   return async (method, path, body) => {
     const res = await fetch(`${origin}${path}`, {
       method,
-      headers: { Authorization: `Bearer ${token}`, ...(body !== undefined ? { "Content-Type": "application/json" } : {}) },
+      headers: {
+        Authorization: `Bearer ${token}`,
+        ...(body !== undefined ? { "Content-Type": "application/json" } : {}),
+      },
       body: body !== undefined ? JSON.stringify(body) : undefined,
     });
     const json = (await res.json()) as Record<string, any>;
@@ -69,7 +80,16 @@ async function main() {
   applyMigrations();
   // The operator token is optional in deployed environments, so it is not a declared
   // secret; locally it is handed to the Worker as a variable.
-  const args = ["dev", "--ip", "127.0.0.1", "--port", String(port), "--var", `OPERATOR_TOKEN:${token}`, ...process.argv.slice(2)];
+  const args = [
+    "dev",
+    "--ip",
+    "127.0.0.1",
+    "--port",
+    String(port),
+    "--var",
+    `OPERATOR_TOKEN:${token}`,
+    ...process.argv.slice(2),
+  ];
   const wrangler = spawn("wrangler", args, { stdio: "inherit", env: childEnv });
   const stop = () => wrangler.kill("SIGINT");
   process.on("SIGINT", stop);

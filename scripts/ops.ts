@@ -73,7 +73,8 @@ Examples:
   npm run ops -- revokeApiKey --key_id key_…`;
 
 async function loadCommands(): Promise<Map<string, Command>> {
-  if (!token) throw new Error("No operator token: set ALMS_OPERATOR_TOKEN or create .dev.vars (npm run dev writes one).");
+  if (!token)
+    throw new Error("No operator token: set ALMS_OPERATOR_TOKEN or create .dev.vars (npm run dev writes one).");
   let res: Response;
   try {
     res = await fetch(`${baseUrl}/internal/v1/openapi.json`, { headers: { Authorization: `Bearer ${token}` } });
@@ -119,12 +120,21 @@ function value(raw: string): unknown {
 function describeOperation(name: string, { method, path, op }: Command): string {
   const lines = [`${name}: ${method} ${path}`, op.summary ?? "", op.description ?? ""].filter(Boolean);
   for (const p of op.parameters ?? []) {
-    if (p.in === "path" || p.in === "query") lines.push(`  --${p.name}${p.required ? " (required)" : ""}  [${p.in}]${p.description ? ` ${p.description}` : ""}`);
+    if (p.in === "path" || p.in === "query")
+      lines.push(
+        `  --${p.name}${p.required ? " (required)" : ""}  [${p.in}]${p.description ? ` ${p.description}` : ""}`,
+      );
   }
   const body = op.requestBody?.content?.["application/json"]?.schema;
   for (const [field, schema] of Object.entries(body?.properties ?? {})) {
-    const type = schema.enum ? schema.enum.join("|") : Array.isArray(schema.type) ? schema.type.join("|") : (schema.type ?? (schema.anyOf ? "value" : "object"));
-    lines.push(`  --${field}${body?.required?.includes(field) ? " (required)" : ""}  [body: ${type}]${schema.description ? ` ${schema.description}` : ""}`);
+    const type = schema.enum
+      ? schema.enum.join("|")
+      : Array.isArray(schema.type)
+        ? schema.type.join("|")
+        : (schema.type ?? (schema.anyOf ? "value" : "object"));
+    lines.push(
+      `  --${field}${body?.required?.includes(field) ? " (required)" : ""}  [body: ${type}]${schema.description ? ` ${schema.description}` : ""}`,
+    );
   }
   return lines.join("\n");
 }
@@ -138,7 +148,8 @@ async function main(): Promise<number> {
     try {
       const commands = await loadCommands();
       console.log("\nOperations:");
-      for (const [id, cmd] of [...commands].sort(([a], [b]) => a.localeCompare(b))) console.log(`  ${id.padEnd(22)} ${cmd.method.padEnd(6)} ${cmd.path}  ${cmd.op.summary ?? ""}`);
+      for (const [id, cmd] of [...commands].sort(([a], [b]) => a.localeCompare(b)))
+        console.log(`  ${id.padEnd(22)} ${cmd.method.padEnd(6)} ${cmd.path}  ${cmd.op.summary ?? ""}`);
     } catch (e) {
       console.log(`\n(The list of operations comes from the running service: ${(e as Error).message})`);
     }
@@ -166,7 +177,9 @@ async function main(): Promise<number> {
   }
   const missing = path.match(/\{(\w+)\}/g);
   if (missing) {
-    console.error(`Missing ${missing.map((m) => `--${m.slice(1, -1)}`).join(", ")}.\n\n${describeOperation(name, cmd)}`);
+    console.error(
+      `Missing ${missing.map((m) => `--${m.slice(1, -1)}`).join(", ")}.\n\n${describeOperation(name, cmd)}`,
+    );
     return 2;
   }
   const hasBody = cmd.op.requestBody !== undefined;

@@ -4,8 +4,15 @@ import { readFileSync } from "node:fs";
 
 const [reportPath, status] = process.argv.slice(2);
 try {
-  const report = JSON.parse(readFileSync(reportPath!, "utf8")) as { numPassedTests: number; numFailedTests: number; numPendingTests: number; numTodoTests: number };
-  console.log(`\n${report.numPassedTests} passed, ${report.numFailedTests} failed, ${report.numPendingTests + report.numTodoTests} skipped`);
+  const report = JSON.parse(readFileSync(reportPath!, "utf8")) as {
+    numPassedTests: number;
+    numFailedTests: number;
+    numPendingTests: number;
+    numTodoTests: number;
+  };
+  console.log(
+    `\n${report.numPassedTests} passed, ${report.numFailedTests} failed, ${report.numPendingTests + report.numTodoTests} skipped`,
+  );
 } catch {
   console.log("\nNo test report was written: the run did not complete.");
 }

@@ -2,8 +2,8 @@ import { app } from "./app";
 import { runQueue } from "./queue";
 import { runScheduled } from "./scheduled";
 
-export { KeyGate } from "./durable/key-gate";
 export { IdempotencyLock } from "./durable/idempotency-lock";
+export { KeyGate } from "./durable/key-gate";
 
 export default {
   fetch: app.fetch,

@@ -21,7 +21,9 @@ export async function runQueue(batch: MessageBatch, env: Env, ctx: ExecutionCont
       return consumeDeadWebhooks(batch as MessageBatch<{ delivery_id: string }>, env);
     default:
       // A queue bound without a consumer here is a configuration error: keep its messages.
-      console.error(JSON.stringify({ level: "error", job: "queue", error: "no consumer for queue", queue: batch.queue }));
+      console.error(
+        JSON.stringify({ level: "error", job: "queue", error: "no consumer for queue", queue: batch.queue }),
+      );
       batch.retryAll({ delaySeconds: 300 });
   }
 }

@@ -1,9 +1,9 @@
+import { RECONCILE_CRON, reconcileCalendars } from "./calendar/reconcile";
 import { database } from "./db/client";
 import { sweepRotatedSecrets } from "./domain/api-keys";
 import { keyGate } from "./durable/key-changes";
 import { markStaleDeliveriesDead } from "./webhooks/delivery";
 import { sweepOutbox } from "./webhooks/dispatch";
-import { RECONCILE_CRON, reconcileCalendars } from "./calendar/reconcile";
 
 export const NIGHTLY = "0 3 * * *";
 export const EVERY_MINUTE = "* * * * *";
@@ -14,12 +14,19 @@ export async function runScheduled(controller: ScheduledController, env: Env): P
     const keyIds = await sweepRotatedSecrets(database(env.DB), controller.scheduledTime);
     await Promise.all(keyIds.map((id) => keyGate(env, id).reload()));
     console.log(JSON.stringify({ job: "rotation_sweep", keys: keyIds.length }));
-    console.log(JSON.stringify({ job: "stale_webhook_deliveries", dead: await markStaleDeliveriesDead(env, controller.scheduledTime) }));
+    console.log(
+      JSON.stringify({
+        job: "stale_webhook_deliveries",
+        dead: await markStaleDeliveriesDead(env, controller.scheduledTime),
+      }),
+    );
   }
   if (controller.cron === RECONCILE_CRON) {
     console.log(JSON.stringify({ job: "calendar_reconciliation", ...(await reconcileCalendars(env)) }));
     // Discrepancies it reported leave now rather than at the next minute's sweep.
-    await sweepOutbox(env).catch((err: unknown) => console.error(JSON.stringify({ level: "error", job: "outbox_drain", error: String(err) })));
+    await sweepOutbox(env).catch((err: unknown) =>
+      console.error(JSON.stringify({ level: "error", job: "outbox_drain", error: String(err) })),
+    );
   }
   if (controller.cron === EVERY_MINUTE) {
     // The sweeper: whatever the after-write drain left behind (a failed send, a Worker that died) goes out now.

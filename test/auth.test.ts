@@ -3,14 +3,14 @@ import { env } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
-import worker from "../src/index";
-import { authorize } from "../src/http/auth";
 import { apiKeySecrets } from "../src/db/schema";
 import { mintKey } from "../src/domain/api-keys";
+import { authorize } from "../src/http/auth";
 import type { AppEnv } from "../src/http/env";
-import { DomainError } from "../src/lib/errors";
 import { errorResponse, handleError } from "../src/http/errors";
 import { requestId } from "../src/http/wire";
+import worker from "../src/index";
+import { DomainError } from "../src/lib/errors";
 import { BASE, call, db, expectError, internal, makePlatformKey, makeTenant } from "./harness";
 
 const TOKEN = "A".repeat(43);
@@ -18,7 +18,11 @@ const users = (key?: string, headers: Record<string, string> = {}) => call("/api
 
 async function direct(key: string, overrides: Record<string, unknown>) {
   const ctx = createExecutionContext();
-  const res = await worker.fetch(new Request(`${BASE}/api/v1/users`, { headers: { "X-API-Key": key } }), { ...env, ...overrides } as Env, ctx);
+  const res = await worker.fetch(
+    new Request(`${BASE}/api/v1/users`, { headers: { "X-API-Key": key } }),
+    { ...env, ...overrides } as Env,
+    ctx,
+  );
   await waitOnExecutionContext(ctx);
   const text = await res.text();
   return { status: res.status, headers: res.headers, text, json: JSON.parse(text) };
@@ -67,7 +71,12 @@ describe("modes", () => {
   it("live accepts sk_live_ and the legacy ma_live_ prefix", async () => {
     const t = await makeTenant();
     for (const prefix of ["sk_live_", "ma_live_"] as const) {
-      const { secret } = await mintKey(db(), { agencyId: t.agencyId, mintedByUserId: t.owner.id, mode: "live", prefix });
+      const { secret } = await mintKey(db(), {
+        agencyId: t.agencyId,
+        mintedByUserId: t.owner.id,
+        mode: "live",
+        prefix,
+      });
       expect(secret.startsWith(prefix)).toBe(true);
       const r = await direct(secret, { API_MODE: "live" });
       expect(r.status, r.text).toBe(200);
@@ -82,8 +91,16 @@ describe("key states", () => {
     const revoked = await internal(`/internal/v1/api-keys/${t.keyId}/revoke`, { method: "POST" });
     expect(revoked.json.state, revoked.text).toBe("revoked");
     expectError(await users(t.key), 401, "api_key_revoked");
-    expectError(await internal(`/internal/v1/api-keys/${t.keyId}/revoke`, { method: "POST" }), 409, "api_key_already_revoked");
-    expectError(await internal(`/internal/v1/api-keys/${t.keyId}/rotate`, { method: "POST" }), 409, "api_key_not_rotatable");
+    expectError(
+      await internal(`/internal/v1/api-keys/${t.keyId}/revoke`, { method: "POST" }),
+      409,
+      "api_key_already_revoked",
+    );
+    expectError(
+      await internal(`/internal/v1/api-keys/${t.keyId}/rotate`, { method: "POST" }),
+      409,
+      "api_key_not_rotatable",
+    );
   });
 
   it("disabled keys are refused until re-enabled", async () => {
@@ -102,7 +119,10 @@ describe("key states", () => {
     const r = await users(t.key);
     expectError(r, 401, "api_key_expired");
     expect(r.json.error.details.expired_at).toBe(expiresAt);
-    await internal(`/internal/v1/api-keys/${t.keyId}`, { method: "PATCH", body: { expires_at: new Date(Date.now() + 3600_000).toISOString() } });
+    await internal(`/internal/v1/api-keys/${t.keyId}`, {
+      method: "PATCH",
+      body: { expires_at: new Date(Date.now() + 3600_000).toISOString() },
+    });
     expect((await users(t.key)).status).toBe(200);
   });
 
@@ -113,7 +133,11 @@ describe("key states", () => {
     const fresh: string = rotated.json.secret;
     expect(fresh).toMatch(/^sk_test_[A-Za-z0-9_-]{43}$/);
     expect(fresh).not.toBe(t.key);
-    expect(rotated.json.key).toMatchObject({ state: "rotating", rotation_started_at: expect.any(String), rotation_grace_ends_at: expect.any(String) });
+    expect(rotated.json.key).toMatchObject({
+      state: "rotating",
+      rotation_started_at: expect.any(String),
+      rotation_grace_ends_at: expect.any(String),
+    });
     expect((await users(t.key)).status).toBe(200);
     expect((await users(fresh)).status).toBe(200);
   });
@@ -123,7 +147,10 @@ describe("key states", () => {
     const { json } = await internal(`/internal/v1/api-keys/${t.keyId}/rotate`, { method: "POST" });
     const longAgo = new Date(Date.now() - 31 * 24 * 3600_000).toISOString();
     await db().update(apiKeySecrets).set({ supersededAt: longAgo }).where(eq(apiKeySecrets.keyId, t.keyId));
-    await db().update(apiKeySecrets).set({ supersededAt: null }).where(eq(apiKeySecrets.last4, json.secret.slice(-4)));
+    await db()
+      .update(apiKeySecrets)
+      .set({ supersededAt: null })
+      .where(eq(apiKeySecrets.last4, json.secret.slice(-4)));
     expectError(await users(t.key), 401, "api_key_invalid");
     expect((await users(json.secret)).status).toBe(200);
 
@@ -159,7 +186,10 @@ describe("scopes and roles", () => {
 
   it("the admin scope can be granted only on keys minted by platform admins", async () => {
     const t = await makeTenant();
-    const r = await internal("/internal/v1/api-keys", { method: "POST", body: { agency_id: t.agencyId, minted_by_user_id: t.owner.id, scopes: ["admin"] } });
+    const r = await internal("/internal/v1/api-keys", {
+      method: "POST",
+      body: { agency_id: t.agencyId, minted_by_user_id: t.owner.id, scopes: ["admin"] },
+    });
     expectError(r, 422, "scope_not_grantable");
     const platform = await makePlatformKey(t.agencyId, { scopes: ["users:read", "admin"] });
     const list = await users(platform.key);
@@ -171,7 +201,13 @@ describe("scopes and roles", () => {
     const app = new Hono<AppEnv>()
       .use(requestId())
       .use(async (c, next) => {
-        c.set("caller", { via: "api_key", agencyId: "agy_x", role: "media_agency", scopes: new Set(["admin"]), userId: "usr_x" });
+        c.set("caller", {
+          via: "api_key",
+          agencyId: "agy_x",
+          role: "media_agency",
+          scopes: new Set(["admin"]),
+          userId: "usr_x",
+        });
         await next();
       })
       .get("/admin", authorize({ scope: "admin", roles: ["super_admin", "admin"] }), (c) => c.text("ok"))
@@ -180,6 +216,9 @@ describe("scopes and roles", () => {
     const res = await app.request("/admin");
     const json = (await res.json()) as any;
     expect(res.status).toBe(403);
-    expect(json.error).toMatchObject({ code: "role_forbidden", details: { role: "media_agency", allowed_roles: ["super_admin", "admin"] } });
+    expect(json.error).toMatchObject({
+      code: "role_forbidden",
+      details: { role: "media_agency", allowed_roles: ["super_admin", "admin"] },
+    });
   });
 });

@@ -1,9 +1,9 @@
 import { env, exports } from "cloudflare:workers";
 import { expect } from "vitest";
 import { database } from "../src/db/client";
-import type { Role, Scope } from "../src/domain/roles";
 import { mintKey } from "../src/domain/api-keys";
 import { createAgency, createUser } from "../src/domain/hierarchy";
+import type { Role, Scope } from "../src/domain/roles";
 import { createSession } from "../src/domain/sessions";
 import { randomAlnum } from "../src/lib/ids";
 
@@ -12,7 +12,8 @@ export const OPERATOR_TOKEN = "test-operator-token";
 export const db = () => database(env.DB);
 
 let counter = 0;
-export const unique = (label = "x") => `${label}-${Date.now().toString(36)}-${(counter++).toString(36)}-${randomAlnum(4)}`;
+export const unique = (label = "x") =>
+  `${label}-${Date.now().toString(36)}-${(counter++).toString(36)}-${randomAlnum(4)}`;
 
 export interface Tenant {
   agencyId: string;
@@ -29,19 +30,52 @@ export interface Tenant {
 export async function makeTenant(opts: { role?: "media_agency" | "broker"; scopes?: Scope[] } = {}): Promise<Tenant> {
   const d = db();
   const agency = await createAgency(d, { name: unique("agency"), kind: opts.role ?? "media_agency" });
-  const owner = await createUser(d, { agencyId: agency.id, role: opts.role ?? "media_agency", name: "Owner", email: `${unique("owner")}@example.test` });
-  const teamLead = await createUser(d, { managerId: owner.id, role: "team_lead", name: "Lead", email: `${unique("lead")}@example.test` });
-  const agent = await createUser(d, { managerId: teamLead.id, role: "agent", name: "Agent", email: `${unique("agent")}@example.test` });
-  const viewer = await createUser(d, { managerId: owner.id, role: "viewer", name: "Viewer", email: `${unique("viewer")}@example.test` });
-  const { key, secret } = await mintKey(d, { agencyId: agency.id, mintedByUserId: owner.id, mode: "test", scopes: opts.scopes });
+  const owner = await createUser(d, {
+    agencyId: agency.id,
+    role: opts.role ?? "media_agency",
+    name: "Owner",
+    email: `${unique("owner")}@example.test`,
+  });
+  const teamLead = await createUser(d, {
+    managerId: owner.id,
+    role: "team_lead",
+    name: "Lead",
+    email: `${unique("lead")}@example.test`,
+  });
+  const agent = await createUser(d, {
+    managerId: teamLead.id,
+    role: "agent",
+    name: "Agent",
+    email: `${unique("agent")}@example.test`,
+  });
+  const viewer = await createUser(d, {
+    managerId: owner.id,
+    role: "viewer",
+    name: "Viewer",
+    email: `${unique("viewer")}@example.test`,
+  });
+  const { key, secret } = await mintKey(d, {
+    agencyId: agency.id,
+    mintedByUserId: owner.id,
+    mode: "test",
+    scopes: opts.scopes,
+  });
   return { agencyId: agency.id, owner, teamLead, agent, viewer, key: secret, keyId: key.id };
 }
 
 /** A platform admin and a key it minted for `agencyId`, optionally with the admin scope. */
-export async function makePlatformKey(agencyId: string, opts: { role?: Extract<Role, "admin" | "super_admin">; scopes?: Scope[] } = {}) {
+export async function makePlatformKey(
+  agencyId: string,
+  opts: { role?: Extract<Role, "admin" | "super_admin">; scopes?: Scope[] } = {},
+) {
   const d = db();
   const platform = await createAgency(d, { name: unique("platform"), kind: "platform" });
-  const admin = await createUser(d, { agencyId: platform.id, role: opts.role ?? "admin", name: "Admin", email: `${unique("admin")}@example.test` });
+  const admin = await createUser(d, {
+    agencyId: platform.id,
+    role: opts.role ?? "admin",
+    name: "Admin",
+    email: `${unique("admin")}@example.test`,
+  });
   const { key, secret } = await mintKey(d, { agencyId, mintedByUserId: admin.id, mode: "test", scopes: opts.scopes });
   return { admin, key: secret, keyId: key.id };
 }
@@ -64,7 +98,11 @@ export async function call(path: string, opts: CallOptions = {}) {
   const method = opts.method ?? (opts.body !== undefined || opts.rawBody !== undefined ? "POST" : "GET");
   const headers = new Headers(opts.headers);
   if (opts.key) headers.set("X-API-Key", opts.key);
-  if (["POST", "PUT", "PATCH", "DELETE"].includes(method) && opts.idempotencyKey !== null && !headers.has("X-Idempotency-Key")) {
+  if (
+    ["POST", "PUT", "PATCH", "DELETE"].includes(method) &&
+    opts.idempotencyKey !== null &&
+    !headers.has("X-Idempotency-Key")
+  ) {
     headers.set("X-Idempotency-Key", opts.idempotencyKey ?? crypto.randomUUID());
   }
   let body: string | undefined = opts.rawBody;
@@ -84,10 +122,18 @@ export async function call(path: string, opts: CallOptions = {}) {
 }
 
 export const internal = (path: string, opts: Omit<CallOptions, "key"> = {}) =>
-  call(path, { ...opts, idempotencyKey: null, headers: { Authorization: `Bearer ${OPERATOR_TOKEN}`, ...opts.headers } });
+  call(path, {
+    ...opts,
+    idempotencyKey: null,
+    headers: { Authorization: `Bearer ${OPERATOR_TOKEN}`, ...opts.headers },
+  });
 
 /** Asserts status and error code, showing the body when it fails. */
-export function expectError(r: { status: number; json: any; text: string; headers: Headers }, status: number, code: string) {
+export function expectError(
+  r: { status: number; json: any; text: string; headers: Headers },
+  status: number,
+  code: string,
+) {
   expect(r.status, r.text).toBe(status);
   expect(r.json?.error?.code, r.text).toBe(code);
   expect(r.json.error.request_id, r.text).toBe(r.headers.get("X-Request-Id"));
@@ -99,11 +145,18 @@ export function expectError(r: { status: number; json: any; text: string; header
 export async function makeListing(t: Tenant, opts: { activate?: boolean; listingNumber?: string } = {}) {
   const r = await call("/api/v1/listings", {
     key: t.key,
-    body: { address: `${unique("addr")} Harbour Street`, owner_user_id: t.owner.id, agent_one_id: t.agent.id, ...(opts.listingNumber ? { listing_number: opts.listingNumber } : {}) },
+    body: {
+      address: `${unique("addr")} Harbour Street`,
+      owner_user_id: t.owner.id,
+      agent_one_id: t.agent.id,
+      ...(opts.listingNumber ? { listing_number: opts.listingNumber } : {}),
+    },
   });
   expect(r.status, r.text).toBe(201);
   if (opts.activate) {
-    const a = await internal(`/internal/v1/agencies/${t.agencyId}/listings/${r.json.listing_number}/activate`, { method: "POST" });
+    const a = await internal(`/internal/v1/agencies/${t.agencyId}/listings/${r.json.listing_number}/activate`, {
+      method: "POST",
+    });
     expect(a.status, a.text).toBe(200);
   }
   return r.json as { listing_number: string; status: string; [k: string]: unknown };

@@ -2,19 +2,30 @@ import { createExecutionContext, runInDurableObject, waitOnExecutionContext } fr
 import { env } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import worker from "../src/index";
 import { idempotencyMarks, listings } from "../src/db/schema";
+import worker from "../src/index";
 import { BASE, call, db, expectError, makeTenant, type Tenant } from "./harness";
 
-const body = (t: Tenant, extra: Record<string, unknown> = {}) => ({ address: "7 Replay Road", owner_user_id: t.owner.id, agent_one_id: t.agent.id, ...extra });
-const create = (t: Tenant, key: string, extra: Record<string, unknown> = {}) => call("/api/v1/listings", { key: t.key, body: body(t, extra), idempotencyKey: key });
-const countListings = async (t: Tenant) => (await db().select().from(listings).where(eq(listings.agencyId, t.agencyId)).all()).length;
+const body = (t: Tenant, extra: Record<string, unknown> = {}) => ({
+  address: "7 Replay Road",
+  owner_user_id: t.owner.id,
+  agent_one_id: t.agent.id,
+  ...extra,
+});
+const create = (t: Tenant, key: string, extra: Record<string, unknown> = {}) =>
+  call("/api/v1/listings", { key: t.key, body: body(t, extra), idempotencyKey: key });
+const countListings = async (t: Tenant) =>
+  (await db().select().from(listings).where(eq(listings.agencyId, t.agencyId)).all()).length;
 const lockOf = (t: Tenant, key: string) => env.IDEMPOTENCY.getByName(`${t.agencyId}:${key}`);
 
 describe("the header", () => {
   it("is required on mutating requests: idempotency.missing", async () => {
     const t = await makeTenant();
-    expectError(await call("/api/v1/listings", { key: t.key, body: body(t), idempotencyKey: null }), 400, "idempotency.missing");
+    expectError(
+      await call("/api/v1/listings", { key: t.key, body: body(t), idempotencyKey: null }),
+      400,
+      "idempotency.missing",
+    );
     expect(await countListings(t)).toBe(0);
   });
 
@@ -29,7 +40,9 @@ describe("the header", () => {
 
   it("is never read on GET", async () => {
     const t = await makeTenant();
-    expect((await call("/api/v1/listings", { key: t.key, headers: { "X-Idempotency-Key": "x".repeat(500) } })).status).toBe(200);
+    expect(
+      (await call("/api/v1/listings", { key: t.key, headers: { "X-Idempotency-Key": "x".repeat(500) } })).status,
+    ).toBe(200);
   });
 });
 
@@ -91,7 +104,12 @@ describe("in progress, failures and expiry", () => {
     const payload = JSON.stringify(body(t));
     const { sha256Hex } = await import("../src/lib/ids");
     await lockOf(t, "busy").begin(t.agencyId, "busy", await sha256Hex(`POST /api/v1/listings\n${payload}`));
-    const r = await call("/api/v1/listings", { key: t.key, rawBody: payload, headers: { "Content-Type": "application/json" }, idempotencyKey: "busy" });
+    const r = await call("/api/v1/listings", {
+      key: t.key,
+      rawBody: payload,
+      headers: { "Content-Type": "application/json" },
+      idempotencyKey: "busy",
+    });
     expectError(r, 409, "idempotency_key_in_progress");
     expect(r.headers.get("Retry-After")).toBe("5");
     expect(await countListings(t)).toBe(0);
@@ -99,9 +117,16 @@ describe("in progress, failures and expiry", () => {
 
   it("a 5xx is not cached: the same key may retry", async () => {
     const t = await makeTenant();
-    const failing = { ...env, DB: { ...env.DB, prepare: env.DB.prepare.bind(env.DB), batch: () => Promise.reject(new Error("D1 is down")) } };
+    const failing = {
+      ...env,
+      DB: { ...env.DB, prepare: env.DB.prepare.bind(env.DB), batch: () => Promise.reject(new Error("D1 is down")) },
+    };
     const ctx = createExecutionContext();
-    const req = new Request(`${BASE}/api/v1/listings`, { method: "POST", headers: { "X-API-Key": t.key, "Content-Type": "application/json", "X-Idempotency-Key": "retry-me" }, body: JSON.stringify(body(t)) });
+    const req = new Request(`${BASE}/api/v1/listings`, {
+      method: "POST",
+      headers: { "X-API-Key": t.key, "Content-Type": "application/json", "X-Idempotency-Key": "retry-me" },
+      body: JSON.stringify(body(t)),
+    });
     const res = await worker.fetch(req, failing as unknown as Env, ctx);
     await waitOnExecutionContext(ctx);
     expect(res.status).toBe(500);
@@ -117,7 +142,11 @@ describe("in progress, failures and expiry", () => {
     // The response never reached the cache and the lock's lease ran out.
     await runInDurableObject(lockOf(t, "crash-after"), async (_, state) => {
       const s = (await state.storage.get<any>("state"))!;
-      await state.storage.put("state", { ...s, response: undefined, lock: { token: "dead", leaseUntil: Date.now() - 1 } });
+      await state.storage.put("state", {
+        ...s,
+        response: undefined,
+        lock: { token: "dead", leaseUntil: Date.now() - 1 },
+      });
     });
     const retry = await create(t, "crash-after");
     expect(retry.status, retry.text).toBe(201);
@@ -140,8 +169,18 @@ describe("in progress, failures and expiry", () => {
     const t = await makeTenant();
     const payload = JSON.stringify(body(t));
     const { sha256Hex } = await import("../src/lib/ids");
-    await lockOf(t, "crash-before").begin(t.agencyId, "crash-before", await sha256Hex(`POST /api/v1/listings\n${payload}`), Date.now() - 61_000);
-    const r = await call("/api/v1/listings", { key: t.key, rawBody: payload, headers: { "Content-Type": "application/json" }, idempotencyKey: "crash-before" });
+    await lockOf(t, "crash-before").begin(
+      t.agencyId,
+      "crash-before",
+      await sha256Hex(`POST /api/v1/listings\n${payload}`),
+      Date.now() - 61_000,
+    );
+    const r = await call("/api/v1/listings", {
+      key: t.key,
+      rawBody: payload,
+      headers: { "Content-Type": "application/json" },
+      idempotencyKey: "crash-before",
+    });
     expect(r.status, r.text).toBe(201);
     expect(await countListings(t)).toBe(1);
   });
@@ -170,14 +209,20 @@ describe("in progress, failures and expiry", () => {
       await instance.alarm();
       expect(await state.storage.get("state")).toBeUndefined();
     });
-    expect(await db().select().from(idempotencyMarks).where(eq(idempotencyMarks.agencyId, t.agencyId)).all()).toEqual([]);
+    expect(await db().select().from(idempotencyMarks).where(eq(idempotencyMarks.agencyId, t.agencyId)).all()).toEqual(
+      [],
+    );
   });
 
   it("an unreachable lock store is idempotency_unavailable and nothing runs", async () => {
     const t = await makeTenant();
     const ctx = createExecutionContext();
     const down = { getByName: () => ({ begin: () => Promise.reject(new Error("reset")) }) };
-    const req = new Request(`${BASE}/api/v1/listings`, { method: "POST", headers: { "X-API-Key": t.key, "Content-Type": "application/json", "X-Idempotency-Key": "k" }, body: JSON.stringify(body(t)) });
+    const req = new Request(`${BASE}/api/v1/listings`, {
+      method: "POST",
+      headers: { "X-API-Key": t.key, "Content-Type": "application/json", "X-Idempotency-Key": "k" },
+      body: JSON.stringify(body(t)),
+    });
     const res = await worker.fetch(req, { ...env, IDEMPOTENCY: down } as unknown as Env, ctx);
     await waitOnExecutionContext(ctx);
     expect(res.status).toBe(503);

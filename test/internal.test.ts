@@ -2,24 +2,42 @@ import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test"
 import { env } from "cloudflare:workers";
 import { and, eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import worker from "../src/index";
 import { apiKeySecrets, events } from "../src/db/schema";
+import worker from "../src/index";
 import { BASE, call, db, expectError, internal, makeTenant, unique } from "./harness";
 
 const eventsOf = (agencyId: string, type: string) =>
-  db().select().from(events).where(and(eq(events.agencyId, agencyId), eq(events.eventType, type))).all();
+  db()
+    .select()
+    .from(events)
+    .where(and(eq(events.agencyId, agencyId), eq(events.eventType, type)))
+    .all();
 
 describe("operator authentication", () => {
   it("a missing or wrong operator token is operator_token_invalid", async () => {
     expectError(await call("/internal/v1/agencies"), 401, "operator_token_invalid");
-    expectError(await call("/internal/v1/agencies", { headers: { Authorization: "Bearer nope" } }), 401, "operator_token_invalid");
+    expectError(
+      await call("/internal/v1/agencies", { headers: { Authorization: "Bearer nope" } }),
+      401,
+      "operator_token_invalid",
+    );
   });
 
   it("without a configured operator token, /internal/ does not exist", async () => {
     const { OPERATOR_TOKEN: _, ...withoutToken } = env as Env & { OPERATOR_TOKEN?: string };
-    for (const [method, path] of [["GET", "/internal/v1/agencies"], ["DELETE", "/internal/v1/agencies"], ["POST", "/internal/v1/users"], ["GET", "/internal/v1/openapi.json"], ["OPTIONS", "/internal/v1/users"]]) {
+    for (const [method, path] of [
+      ["GET", "/internal/v1/agencies"],
+      ["DELETE", "/internal/v1/agencies"],
+      ["POST", "/internal/v1/users"],
+      ["GET", "/internal/v1/openapi.json"],
+      ["OPTIONS", "/internal/v1/users"],
+    ]) {
       const ctx = createExecutionContext();
-      const res = await worker.fetch(new Request(`${BASE}${path}`, { method, headers: { Authorization: "Bearer test-operator-token" } }), withoutToken as Env, ctx);
+      const res = await worker.fetch(
+        new Request(`${BASE}${path}`, { method, headers: { Authorization: "Bearer test-operator-token" } }),
+        withoutToken as Env,
+        ctx,
+      );
       await waitOnExecutionContext(ctx);
       const body = (await res.json()) as any;
       expect(res.status, `${method} ${path}`).toBe(404);
@@ -39,16 +57,38 @@ describe("operator authentication", () => {
 
 describe("agencies and users", () => {
   it("creates an agency and users under a manager, emitting user.signed_up", async () => {
-    const agency = await internal("/internal/v1/agencies", { method: "POST", body: { name: unique("Agency"), kind: "broker" } });
+    const agency = await internal("/internal/v1/agencies", {
+      method: "POST",
+      body: { name: unique("Agency"), kind: "broker" },
+    });
     expect(agency.status, agency.text).toBe(201);
     expect(agency.json).toMatchObject({ kind: "broker", cancellation_notice_hours: 24 });
-    const owner = await internal("/internal/v1/users", { method: "POST", body: { agency_id: agency.json.id, role: "broker", name: "Owner", email: `${unique("o")}@example.test` } });
+    const owner = await internal("/internal/v1/users", {
+      method: "POST",
+      body: { agency_id: agency.json.id, role: "broker", name: "Owner", email: `${unique("o")}@example.test` },
+    });
     expect(owner.status, owner.text).toBe(201);
-    const agent = await internal("/internal/v1/users", { method: "POST", body: { manager_id: owner.json.id, role: "agent", name: "Agent", email: `${unique("a")}@example.test`, source: "invite" } });
-    expect(agent.json).toMatchObject({ agency_id: agency.json.id, managerId: owner.json.id, role: "agent", is_active: true });
+    const agent = await internal("/internal/v1/users", {
+      method: "POST",
+      body: {
+        manager_id: owner.json.id,
+        role: "agent",
+        name: "Agent",
+        email: `${unique("a")}@example.test`,
+        source: "invite",
+      },
+    });
+    expect(agent.json).toMatchObject({
+      agency_id: agency.json.id,
+      managerId: owner.json.id,
+      role: "agent",
+      is_active: true,
+    });
     const signedUp = await eventsOf(agency.json.id, "user.signed_up");
     expect(signedUp.map((e) => e.data)).toEqual(
-      expect.arrayContaining([expect.objectContaining({ user_id: agent.json.id, source: "invite", managerId: owner.json.id, role: "agent" })]),
+      expect.arrayContaining([
+        expect.objectContaining({ user_id: agent.json.id, source: "invite", managerId: owner.json.id, role: "agent" }),
+      ]),
     );
     expect(signedUp[0]!.id).toMatch(/^evt_/);
     const listed = await internal(`/internal/v1/users?agency_id=${agency.json.id}`);
@@ -57,10 +97,38 @@ describe("agencies and users", () => {
 
   it("refuses what would break the hierarchy", async () => {
     const t = await makeTenant();
-    expectError(await internal("/internal/v1/users", { method: "POST", body: { agency_id: t.agencyId, role: "agent", name: "No manager", email: `${unique("x")}@example.test` } }), 422, "invalid_role");
-    expectError(await internal("/internal/v1/users", { method: "POST", body: { manager_id: "usr_missing", role: "agent", name: "X", email: `${unique("x")}@example.test` } }), 422, "manager_not_found");
-    expectError(await internal("/internal/v1/users", { method: "POST", body: { agency_id: "agy_missing", role: "broker", name: "X", email: `${unique("x")}@example.test` } }), 404, "agency_not_found");
-    expectError(await internal(`/internal/v1/users/${t.teamLead.id}/manager`, { method: "PATCH", body: { manager_id: t.agent.id } }), 422, "hierarchy_cycle");
+    expectError(
+      await internal("/internal/v1/users", {
+        method: "POST",
+        body: { agency_id: t.agencyId, role: "agent", name: "No manager", email: `${unique("x")}@example.test` },
+      }),
+      422,
+      "invalid_role",
+    );
+    expectError(
+      await internal("/internal/v1/users", {
+        method: "POST",
+        body: { manager_id: "usr_missing", role: "agent", name: "X", email: `${unique("x")}@example.test` },
+      }),
+      422,
+      "manager_not_found",
+    );
+    expectError(
+      await internal("/internal/v1/users", {
+        method: "POST",
+        body: { agency_id: "agy_missing", role: "broker", name: "X", email: `${unique("x")}@example.test` },
+      }),
+      404,
+      "agency_not_found",
+    );
+    expectError(
+      await internal(`/internal/v1/users/${t.teamLead.id}/manager`, {
+        method: "PATCH",
+        body: { manager_id: t.agent.id },
+      }),
+      422,
+      "hierarchy_cycle",
+    );
     expectError(await internal("/internal/v1/users/usr_missing"), 404, "user_not_found");
     expectError(await internal("/internal/v1/agencies/agy_missing"), 404, "agency_not_found");
   });
@@ -68,9 +136,25 @@ describe("agencies and users", () => {
   it("a duplicate email is user_email_taken and stores nothing", async () => {
     const t = await makeTenant();
     const email = `${unique("dup")}@example.test`;
-    expect((await internal("/internal/v1/users", { method: "POST", body: { manager_id: t.owner.id, role: "agent", name: "One", email } })).status).toBe(201);
-    expectError(await internal("/internal/v1/users", { method: "POST", body: { manager_id: t.owner.id, role: "agent", name: "Two", email: email.toUpperCase() } }), 409, "user_email_taken");
-    const names = (await call("/api/v1/users?limit=200", { key: t.key })).json.data.map((u: { name: string }) => u.name);
+    expect(
+      (
+        await internal("/internal/v1/users", {
+          method: "POST",
+          body: { manager_id: t.owner.id, role: "agent", name: "One", email },
+        })
+      ).status,
+    ).toBe(201);
+    expectError(
+      await internal("/internal/v1/users", {
+        method: "POST",
+        body: { manager_id: t.owner.id, role: "agent", name: "Two", email: email.toUpperCase() },
+      }),
+      409,
+      "user_email_taken",
+    );
+    const names = (await call("/api/v1/users?limit=200", { key: t.key })).json.data.map(
+      (u: { name: string }) => u.name,
+    );
     expect(names.filter((n: string) => n === "Two")).toEqual([]);
     const signedUp = await eventsOf(t.agencyId, "user.signed_up");
     expect(signedUp.filter((e) => (e.data as { role: string }).role === "agent")).toHaveLength(2);
@@ -79,7 +163,10 @@ describe("agencies and users", () => {
   it("moving a user across agencies takes its subtree along; the event goes to the new agency", async () => {
     const a = await makeTenant();
     const b = await makeTenant();
-    const moved = await internal(`/internal/v1/users/${a.teamLead.id}/manager`, { method: "PATCH", body: { manager_id: b.owner.id } });
+    const moved = await internal(`/internal/v1/users/${a.teamLead.id}/manager`, {
+      method: "PATCH",
+      body: { manager_id: b.owner.id },
+    });
     expect(moved.status, moved.text).toBe(200);
     expect(moved.json).toMatchObject({ agency_id: b.agencyId, managerId: b.owner.id });
     expect((await call(`/api/v1/users/${a.teamLead.id}`, { key: b.key })).status).toBe(200);
@@ -94,11 +181,16 @@ describe("agencies and users", () => {
 
   it("deactivation emits user.deactivated once", async () => {
     const t = await makeTenant();
-    const first = await internal(`/internal/v1/users/${t.agent.id}/deactivate`, { method: "POST", body: { reason: "suspended" } });
+    const first = await internal(`/internal/v1/users/${t.agent.id}/deactivate`, {
+      method: "POST",
+      body: { reason: "suspended" },
+    });
     expect(first.json.is_active, first.text).toBe(false);
     const again = await internal(`/internal/v1/users/${t.agent.id}/deactivate`, { method: "POST", body: {} });
     expect(again.status, again.text).toBe(200);
-    expect((await eventsOf(t.agencyId, "user.deactivated")).map((e) => e.data)).toEqual([{ user_id: t.agent.id, reason: "suspended" }]);
+    expect((await eventsOf(t.agencyId, "user.deactivated")).map((e) => e.data)).toEqual([
+      { user_id: t.agent.id, reason: "suspended" },
+    ]);
     expect((await call(`/api/v1/users/${t.agent.id}`, { key: t.key })).json.is_active).toBe(false);
     const inactive = await call("/api/v1/users?is_active=false", { key: t.key });
     expect(inactive.json.data.map((u: { id: string }) => u.id)).toEqual([t.agent.id]);
@@ -108,11 +200,20 @@ describe("agencies and users", () => {
 describe("API keys", () => {
   it("mints a key whose secret is shown once and never listed; only its hash is stored", async () => {
     const t = await makeTenant();
-    const minted = await internal("/internal/v1/api-keys", { method: "POST", body: { agency_id: t.agencyId, minted_by_user_id: t.owner.id, name: "CI", scopes: ["users:read"] } });
+    const minted = await internal("/internal/v1/api-keys", {
+      method: "POST",
+      body: { agency_id: t.agencyId, minted_by_user_id: t.owner.id, name: "CI", scopes: ["users:read"] },
+    });
     expect(minted.status, minted.text).toBe(201);
     const secret: string = minted.json.secret;
     expect(secret).toMatch(/^sk_test_[A-Za-z0-9_-]{43}$/);
-    expect(minted.json.key).toMatchObject({ mode: "test", role: "media_agency", scopes: ["users:read"], state: "active", secrets: [{ prefix: "sk_test_", last4: secret.slice(-4) }] });
+    expect(minted.json.key).toMatchObject({
+      mode: "test",
+      role: "media_agency",
+      scopes: ["users:read"],
+      state: "active",
+      secrets: [{ prefix: "sk_test_", last4: secret.slice(-4) }],
+    });
     const list = await internal(`/internal/v1/api-keys?agency_id=${t.agencyId}`);
     expect(list.json.data.map((k: { id: string }) => k.id)).toContain(minted.json.key.id);
     expect(list.text).not.toContain(secret.slice(8));
@@ -126,9 +227,30 @@ describe("API keys", () => {
   it("only agency owners (for their agency) and platform admins mint keys", async () => {
     const a = await makeTenant();
     const b = await makeTenant();
-    expectError(await internal("/internal/v1/api-keys", { method: "POST", body: { agency_id: a.agencyId, minted_by_user_id: a.agent.id } }), 422, "key_mint_forbidden");
-    expectError(await internal("/internal/v1/api-keys", { method: "POST", body: { agency_id: a.agencyId, minted_by_user_id: b.owner.id } }), 422, "key_mint_forbidden");
-    expectError(await internal("/internal/v1/api-keys", { method: "POST", body: { agency_id: a.agencyId, minted_by_user_id: a.owner.id, prefix: "sk_live_" } }), 422, "key_mint_forbidden");
+    expectError(
+      await internal("/internal/v1/api-keys", {
+        method: "POST",
+        body: { agency_id: a.agencyId, minted_by_user_id: a.agent.id },
+      }),
+      422,
+      "key_mint_forbidden",
+    );
+    expectError(
+      await internal("/internal/v1/api-keys", {
+        method: "POST",
+        body: { agency_id: a.agencyId, minted_by_user_id: b.owner.id },
+      }),
+      422,
+      "key_mint_forbidden",
+    );
+    expectError(
+      await internal("/internal/v1/api-keys", {
+        method: "POST",
+        body: { agency_id: a.agencyId, minted_by_user_id: a.owner.id, prefix: "sk_live_" },
+      }),
+      422,
+      "key_mint_forbidden",
+    );
     expectError(await internal("/internal/v1/api-keys/key_missing"), 404, "api_key_not_found");
   });
 
@@ -136,21 +258,35 @@ describe("API keys", () => {
     const t = await makeTenant();
     await internal(`/internal/v1/api-keys/${t.keyId}`, { method: "PATCH", body: { scopes: ["listings:read"] } });
     expectError(await call("/api/v1/users", { key: t.key }), 403, "auth.scope_denied");
-    const widened = await internal(`/internal/v1/api-keys/${t.keyId}`, { method: "PATCH", body: { scopes: ["users:read"], name: "reader" } });
+    const widened = await internal(`/internal/v1/api-keys/${t.keyId}`, {
+      method: "PATCH",
+      body: { scopes: ["users:read"], name: "reader" },
+    });
     expect(widened.json).toMatchObject({ scopes: ["users:read"], name: "reader" });
     expect((await call("/api/v1/users", { key: t.key })).status).toBe(200);
-    expectError(await internal(`/internal/v1/api-keys/${t.keyId}`, { method: "PATCH", body: { scopes: ["admin"] } }), 422, "scope_not_grantable");
+    expectError(
+      await internal(`/internal/v1/api-keys/${t.keyId}`, { method: "PATCH", body: { scopes: ["admin"] } }),
+      422,
+      "scope_not_grantable",
+    );
   });
 });
 
 describe("sessions", () => {
   it("creates a dashboard session cookie for an active user, not for a deactivated one", async () => {
     const t = await makeTenant();
-    const s = await internal("/internal/v1/sessions", { method: "POST", body: { user_id: t.agent.id, ttl_minutes: 30 } });
+    const s = await internal("/internal/v1/sessions", {
+      method: "POST",
+      body: { user_id: t.agent.id, ttl_minutes: 30 },
+    });
     expect(s.status, s.text).toBe(201);
     expect(s.json.set_cookie).toContain(`alms_session=${s.json.token}`);
     expect(s.json.set_cookie).toMatch(/HttpOnly; Secure; SameSite=Lax/);
     await internal(`/internal/v1/users/${t.viewer.id}/deactivate`, { method: "POST", body: {} });
-    expectError(await internal("/internal/v1/sessions", { method: "POST", body: { user_id: t.viewer.id } }), 404, "user_not_found");
+    expectError(
+      await internal("/internal/v1/sessions", { method: "POST", body: { user_id: t.viewer.id } }),
+      404,
+      "user_not_found",
+    );
   });
 });

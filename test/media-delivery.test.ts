@@ -2,10 +2,10 @@ import { createExecutionContext, createMessageBatch, getQueueResult } from "clou
 import { env } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import worker from "../src/index";
 import { deliveryDestinations, mediaDeliveries, mediaUploads } from "../src/db/schema";
-import type { MediaJob } from "../src/media/jobs";
+import worker from "../src/index";
 import { MAX_DELIVERY_ATTEMPTS } from "../src/media/consumer";
+import type { MediaJob } from "../src/media/jobs";
 import { call, db, expectError, internal, makeListing, makeTenant, outbox, type Tenant } from "./harness";
 
 const ENDPOINT = "https://s3.storage.test";
@@ -40,7 +40,11 @@ beforeEach(() => {
     const answer = answers[decodeURIComponent(url.pathname)] ?? 200;
     if (answer === "network") throw new Error("connection reset");
     const bytes = new Uint8Array(await req.arrayBuffer());
-    if (answer !== 200) return new Response(`<?xml version="1.0"?><Error><Code>${answer === 403 ? "AccessDenied" : "InternalError"}</Code></Error>`, { status: answer });
+    if (answer !== 200)
+      return new Response(
+        `<?xml version="1.0"?><Error><Code>${answer === 403 ? "AccessDenied" : "InternalError"}</Code></Error>`,
+        { status: answer },
+      );
     stored.push({ url: req.url, method: req.method, headers: req.headers, bytes });
     return new Response(null, { status: 200, headers: { ETag: '"x"' } });
   });
@@ -53,7 +57,15 @@ afterEach(() => {
 async function configure(t: Tenant, userId = t.agent.id, extra: Record<string, unknown> = {}) {
   const r = await internal(`/internal/v1/users/${userId}/delivery-destination`, {
     method: "PUT",
-    body: { endpoint_url: ENDPOINT, bucket: BUCKET, region: "us-east-1", access_key_id: "AKIDAGENT", secret_access_key: SECRET, path_prefix: "/media/", ...extra },
+    body: {
+      endpoint_url: ENDPOINT,
+      bucket: BUCKET,
+      region: "us-east-1",
+      access_key_id: "AKIDAGENT",
+      secret_access_key: SECRET,
+      path_prefix: "/media/",
+      ...extra,
+    },
   });
   expect(r.status, r.text).toBe(200);
   return r.json;
@@ -62,27 +74,44 @@ async function configure(t: Tenant, userId = t.agent.id, extra: Record<string, u
 const bytesOf = (seed: number, n: number) => Uint8Array.from({ length: n }, (_, i) => (i * 7 + seed) % 256);
 
 /** Announces files, then PUTs each through the Worker's upload path; answers the upload ids. */
-async function upload(t: Tenant, listingNumber: string, files: { name: string; size: number; type?: string; asset?: string }[]) {
+async function upload(
+  t: Tenant,
+  listingNumber: string,
+  files: { name: string; size: number; type?: string; asset?: string }[],
+) {
   const announced = [];
   for (const f of files) {
     const r = await call("/api/v1/media/upload", {
       key: t.key,
-      body: { asset_type: f.asset ?? "photo", content_type: f.type ?? "image/jpeg", size_bytes: f.size, listing_number: listingNumber, filename: f.name },
+      body: {
+        asset_type: f.asset ?? "photo",
+        content_type: f.type ?? "image/jpeg",
+        size_bytes: f.size,
+        listing_number: listingNumber,
+        filename: f.name,
+      },
     });
     expect(r.status, r.text).toBe(201);
     announced.push({ ...r.json, seed: announced.length });
   }
   for (const a of announced) {
-    const res = await worker.fetch(new Request(a.url, { method: "PUT", headers: a.headers, body: bytesOf(a.seed, a.size_bytes) }), env, createExecutionContext());
+    const res = await worker.fetch(
+      new Request(a.url, { method: "PUT", headers: a.headers, body: bytesOf(a.seed, a.size_bytes) }),
+      env,
+      createExecutionContext(),
+    );
     expect(res.status, await res.clone().text()).toBe(200);
   }
   return announced.map((a) => a.upload_id as string);
 }
 
-const deliveryJobs = () => sent.filter((s) => s.body.kind === "delivery").map((s) => s.body as Extract<MediaJob, { kind: "delivery" }>);
+const deliveryJobs = () =>
+  sent.filter((s) => s.body.kind === "delivery").map((s) => s.body as Extract<MediaJob, { kind: "delivery" }>);
 
 async function runJob(body: unknown, opts: { attempts?: number; timestamp?: Date } = {}) {
-  const batch = createMessageBatch("alms-media-local", [{ id: "m1", timestamp: opts.timestamp ?? new Date(), attempts: opts.attempts ?? 1, body }]);
+  const batch = createMessageBatch("alms-media-local", [
+    { id: "m1", timestamp: opts.timestamp ?? new Date(), attempts: opts.attempts ?? 1, body },
+  ]);
   // The queue result records that a message was retried, not its delay: the delay is read off the call.
   const retry = vi.spyOn(batch.messages[0]!, "retry");
   const ctx = createExecutionContext();
@@ -92,7 +121,13 @@ async function runJob(body: unknown, opts: { attempts?: number; timestamp?: Date
 
 const deliveryRow = (id: string) => db().select().from(mediaDeliveries).where(eq(mediaDeliveries.id, id)).get();
 
-async function setup(files = [{ name: "front.jpg", size: 2048 }, { name: "kitchen.jpg", size: 1500 }, { name: "plan.pdf", size: 900, type: "application/pdf", asset: "floorplan" }]) {
+async function setup(
+  files = [
+    { name: "front.jpg", size: 2048 },
+    { name: "kitchen.jpg", size: 1500 },
+    { name: "plan.pdf", size: 900, type: "application/pdf", asset: "floorplan" },
+  ],
+) {
   const t = await makeTenant();
   const listing = await makeListing(t);
   await configure(t);
@@ -109,8 +144,12 @@ describe("delivery is triggered when a listing's uploads complete", () => {
     expect(row, deliveryId).toMatchObject({ status: "queued", trigger: "upload", filesTotal: 3 });
     const media = await internal(`/internal/v1/agencies/${row!.agencyId}/listings/${listing.listing_number}/media`);
     expect(media.status, media.text).toBe(200);
-    expect(media.json.uploads.map((u: { id: string; status: string }) => [u.id, u.status])).toEqual(uploads.map((id) => [id, "completed"]));
-    expect(media.json.deliveries[0].files.map((f: { upload_id: string }) => f.upload_id).sort()).toEqual([...uploads].sort());
+    expect(media.json.uploads.map((u: { id: string; status: string }) => [u.id, u.status])).toEqual(
+      uploads.map((id) => [id, "completed"]),
+    );
+    expect(media.json.deliveries[0].files.map((f: { upload_id: string }) => f.upload_id).sort()).toEqual(
+      [...uploads].sort(),
+    );
   });
 
   it("a listing whose agents configured no storage completes its uploads without a delivery", async () => {
@@ -124,10 +163,18 @@ describe("delivery is triggered when a listing's uploads complete", () => {
     const t = await makeTenant();
     const listing = await makeListing(t);
     await configure(t);
-    const r = await call("/api/v1/media/upload", { key: t.key, body: { asset_type: "photo", content_type: "image/jpeg", size_bytes: 64, listing_number: listing.listing_number } });
+    const r = await call("/api/v1/media/upload", {
+      key: t.key,
+      body: { asset_type: "photo", content_type: "image/jpeg", size_bytes: 64, listing_number: listing.listing_number },
+    });
     expect(r.status, r.text).toBe(201);
     vi.mocked(env.MEDIA_QUEUE.send).mockRejectedValueOnce(new Error("queue down"));
-    const put = () => worker.fetch(new Request(r.json.url, { method: "PUT", headers: r.json.headers, body: bytesOf(1, 64) }), env, createExecutionContext());
+    const put = () =>
+      worker.fetch(
+        new Request(r.json.url, { method: "PUT", headers: r.json.headers, body: bytesOf(1, 64) }),
+        env,
+        createExecutionContext(),
+      );
     const refused = await put();
     const text = await refused.text();
     expect(refused.status, text).toBe(503);
@@ -158,7 +205,9 @@ describe("end to end through the real queue", () => {
       },
       { timeout: 10_000, interval: 100 },
     );
-    expect(stored.map((s) => decodeURIComponent(new URL(s.url).pathname))).toEqual([`/${BUCKET}/media/${listing.listing_number}/photo/front.jpg`]);
+    expect(stored.map((s) => decodeURIComponent(new URL(s.url).pathname))).toEqual([
+      `/${BUCKET}/media/${listing.listing_number}/photo/front.jpg`,
+    ]);
     expect(stored[0]!.bytes).toEqual(bytesOf(0, 512));
   });
 });
@@ -177,13 +226,26 @@ describe("the delivery job", () => {
     expect(front.method).toBe("PUT");
     expect(front.bytes).toEqual(bytesOf(0, 2048));
     expect(front.headers.get("Content-Type")).toBe("image/jpeg");
-    expect(front.headers.get("Authorization")).toMatch(/^AWS4-HMAC-SHA256 Credential=AKIDAGENT\/\d{8}\/us-east-1\/s3\/aws4_request, SignedHeaders=[^,]*host[^,]*, Signature=[0-9a-f]{64}$/);
+    expect(front.headers.get("Authorization")).toMatch(
+      /^AWS4-HMAC-SHA256 Credential=AKIDAGENT\/\d{8}\/us-east-1\/s3\/aws4_request, SignedHeaders=[^,]*host[^,]*, Signature=[0-9a-f]{64}$/,
+    );
     expect(front.headers.get("X-Amz-Content-Sha256")).toBe("UNSIGNED-PAYLOAD");
 
-    expect(await deliveryRow(deliveryId)).toMatchObject({ status: "completed", attempts: 1, filesTotal: 3, filesDelivered: 3, filesFailed: 0, error: null });
+    expect(await deliveryRow(deliveryId)).toMatchObject({
+      status: "completed",
+      attempts: 1,
+      filesTotal: 3,
+      filesDelivered: 3,
+      filesFailed: 0,
+      error: null,
+    });
     const events = await outbox(t.agencyId, "media.delivery.completed");
     expect(events).toHaveLength(1);
-    expect(events[0]!.data).toEqual({ delivery_id: deliveryId, listing_number: listing.listing_number, summary: { files_total: 3, files_delivered: 3, files_failed: 0, failed: [] } });
+    expect(events[0]!.data).toEqual({
+      delivery_id: deliveryId,
+      listing_number: listing.listing_number,
+      summary: { files_total: 3, files_delivered: 3, files_failed: 0, failed: [] },
+    });
     expect(await outbox(t.agencyId, "media.delivery.failed")).toEqual([]);
     expect(uploads).toHaveLength(3);
   });
@@ -203,12 +265,22 @@ describe("the delivery job", () => {
     answers[`/${BUCKET}/media/${listing.listing_number}/photo/kitchen.jpg`] = 403;
     const result = await runJob({ kind: "delivery", delivery_id: deliveryId });
     expect(result.explicitAcks).toEqual(["m1"]);
-    expect(await deliveryRow(deliveryId)).toMatchObject({ status: "completed", filesTotal: 3, filesDelivered: 2, filesFailed: 1 });
+    expect(await deliveryRow(deliveryId)).toMatchObject({
+      status: "completed",
+      filesTotal: 3,
+      filesDelivered: 2,
+      filesFailed: 1,
+    });
     const [event] = await outbox(t.agencyId, "media.delivery.completed");
     expect(event?.data).toEqual({
       delivery_id: deliveryId,
       listing_number: listing.listing_number,
-      summary: { files_total: 3, files_delivered: 2, files_failed: 1, failed: [{ upload_id: uploads[1], filename: "kitchen.jpg", error: "HTTP 403 AccessDenied" }] },
+      summary: {
+        files_total: 3,
+        files_delivered: 2,
+        files_failed: 1,
+        failed: [{ upload_id: uploads[1], filename: "kitchen.jpg", error: "HTTP 403 AccessDenied" }],
+      },
     });
     expect(await outbox(t.agencyId, "media.delivery.failed")).toEqual([]);
   });
@@ -222,7 +294,9 @@ describe("the delivery job", () => {
     expect(first.retryMessages).toEqual([{ msgId: "m1" }]);
     expect(first.retryDelays).toEqual([30]);
     expect(await deliveryRow(deliveryId)).toMatchObject({ status: "delivering", attempts: 1 });
-    expect(await outbox(t.agencyId)).toSatisfy((events: { eventType: string }[]) => !events.some((e) => e.eventType.startsWith("media.")));
+    expect(await outbox(t.agencyId)).toSatisfy(
+      (events: { eventType: string }[]) => !events.some((e) => e.eventType.startsWith("media.")),
+    );
     expect(stored).toHaveLength(2);
 
     answers[kitchen] = "network";
@@ -236,14 +310,25 @@ describe("the delivery job", () => {
     expect(third.explicitAcks).toEqual(["m1"]);
     expect(stored.map((s) => decodeURIComponent(new URL(s.url).pathname)).filter((p) => p === kitchen)).toHaveLength(1);
     expect(stored).toHaveLength(3);
-    expect(await deliveryRow(deliveryId)).toMatchObject({ status: "completed", attempts: 3, filesDelivered: 3, filesFailed: 0 });
+    expect(await deliveryRow(deliveryId)).toMatchObject({
+      status: "completed",
+      attempts: 3,
+      filesDelivered: 3,
+      filesFailed: 0,
+    });
     const [event] = await outbox(t.agencyId, "media.delivery.completed");
-    expect((event?.data as { summary: unknown }).summary).toEqual({ files_total: 3, files_delivered: 3, files_failed: 0, failed: [] });
+    expect((event!.data as { summary: unknown }).summary).toEqual({
+      files_total: 3,
+      files_delivered: 3,
+      files_failed: 0,
+      failed: [],
+    });
   });
 
   it("total failure: after every attempt failed, media.delivery.failed and no completed event", async () => {
     const { t, listing, deliveryId } = await setup();
-    for (const name of ["photo/front.jpg", "photo/kitchen.jpg", "floorplan/plan.pdf"]) answers[`/${BUCKET}/media/${listing.listing_number}/${name}`] = 500;
+    for (const name of ["photo/front.jpg", "photo/kitchen.jpg", "floorplan/plan.pdf"])
+      answers[`/${BUCKET}/media/${listing.listing_number}/${name}`] = 500;
     for (let attempt = 1; attempt < MAX_DELIVERY_ATTEMPTS; attempt++) {
       const r = await runJob({ kind: "delivery", delivery_id: deliveryId }, { attempts: attempt });
       expect(r.retryMessages, `attempt ${attempt}`).toHaveLength(1);
@@ -252,10 +337,21 @@ describe("the delivery job", () => {
     const last = await runJob({ kind: "delivery", delivery_id: deliveryId }, { attempts: MAX_DELIVERY_ATTEMPTS });
     expect(last.explicitAcks).toEqual(["m1"]);
     expect(stored).toEqual([]);
-    expect(await deliveryRow(deliveryId)).toMatchObject({ status: "failed", attempts: MAX_DELIVERY_ATTEMPTS, filesDelivered: 0, filesFailed: 3, error: "HTTP 500 InternalError" });
+    expect(await deliveryRow(deliveryId)).toMatchObject({
+      status: "failed",
+      attempts: MAX_DELIVERY_ATTEMPTS,
+      filesDelivered: 0,
+      filesFailed: 3,
+      error: "HTTP 500 InternalError",
+    });
     const events = await outbox(t.agencyId, "media.delivery.failed");
     expect(events).toHaveLength(1);
-    expect(events[0]!.data).toEqual({ delivery_id: deliveryId, listing_number: listing.listing_number, attempts: MAX_DELIVERY_ATTEMPTS, error: "HTTP 500 InternalError" });
+    expect(events[0]!.data).toEqual({
+      delivery_id: deliveryId,
+      listing_number: listing.listing_number,
+      attempts: MAX_DELIVERY_ATTEMPTS,
+      error: "HTTP 500 InternalError",
+    });
     expect(await outbox(t.agencyId, "media.delivery.completed")).toEqual([]);
   });
 
@@ -275,20 +371,26 @@ describe("the delivery job", () => {
     await runJob({ kind: "delivery", delivery_id: deliveryId });
     expect(stored).toEqual([]);
     const [event] = await outbox(t.agencyId, "media.delivery.failed");
-    expect((event?.data as { error: string }).error).toMatch(/no delivery destination/);
+    expect((event!.data as { error: string }).error).toMatch(/no delivery destination/);
   });
 
   it("a job for a delivery not written yet waits while young, and is dropped when old", async () => {
     const young = await runJob({ kind: "delivery", delivery_id: "dlv_missing" });
     expect(young.retryMessages).toHaveLength(1);
-    const old = await runJob({ kind: "delivery", delivery_id: "dlv_missing" }, { timestamp: new Date(Date.now() - 10 * 60_000) });
+    const old = await runJob(
+      { kind: "delivery", delivery_id: "dlv_missing" },
+      { timestamp: new Date(Date.now() - 10 * 60_000) },
+    );
     expect(old.explicitAcks).toEqual(["m1"]);
   });
 });
 
 describe("uploads settled by the queue (pre-signed R2 PUTs)", () => {
   async function announce(t: Tenant, listingNumber: string, size = 32) {
-    const r = await call("/api/v1/media/upload", { key: t.key, body: { asset_type: "photo", content_type: "image/jpeg", size_bytes: size, listing_number: listingNumber } });
+    const r = await call("/api/v1/media/upload", {
+      key: t.key,
+      body: { asset_type: "photo", content_type: "image/jpeg", size_bytes: size, listing_number: listingNumber },
+    });
     expect(r.status, r.text).toBe(201);
     return (await db().select().from(mediaUploads).where(eq(mediaUploads.id, r.json.upload_id)).get())!;
   }
@@ -308,7 +410,13 @@ describe("uploads settled by the queue (pre-signed R2 PUTs)", () => {
     await configure(t);
     const u = await announce(t, listing.listing_number);
     await env.UPLOADS.put(u.objectKey, bytesOf(3, 32));
-    const r = await runJob({ account: "acc", bucket: "alms-uploads-local", action: "PutObject", object: { key: u.objectKey, size: 32, eTag: "e" }, eventTime: new Date().toISOString() });
+    const r = await runJob({
+      account: "acc",
+      bucket: "alms-uploads-local",
+      action: "PutObject",
+      object: { key: u.objectKey, size: 32, eTag: "e" },
+      eventTime: new Date().toISOString(),
+    });
     expect(r.explicitAcks).toEqual(["m1"]);
     expect((await db().select().from(mediaUploads).where(eq(mediaUploads.id, u.id)).get())?.status).toBe("completed");
     expect(deliveryJobs()).toHaveLength(1);
@@ -322,11 +430,15 @@ describe("uploads settled by the queue (pre-signed R2 PUTs)", () => {
     const abandoned = await announce(t, listing.listing_number);
     await env.UPLOADS.put(arrived.objectKey, bytesOf(4, 32));
     await runJob({ kind: "upload.settle", upload_id: arrived.id });
-    expect((await db().select().from(mediaUploads).where(eq(mediaUploads.id, arrived.id)).get())?.status).toBe("completed");
+    expect((await db().select().from(mediaUploads).where(eq(mediaUploads.id, arrived.id)).get())?.status).toBe(
+      "completed",
+    );
     // The other upload's URL is still valid: the listing's delivery waits for it.
     expect(deliveryJobs()).toEqual([]);
     await runJob({ kind: "upload.settle", upload_id: abandoned.id });
-    expect((await db().select().from(mediaUploads).where(eq(mediaUploads.id, abandoned.id)).get())?.status).toBe("expired");
+    expect((await db().select().from(mediaUploads).where(eq(mediaUploads.id, abandoned.id)).get())?.status).toBe(
+      "expired",
+    );
     const [job] = deliveryJobs();
     expect(await deliveryRow(job!.delivery_id)).toMatchObject({ filesTotal: 1 });
   });
@@ -337,7 +449,14 @@ describe("the internal surface", () => {
     const t = await makeTenant();
     const answered = await configure(t);
     expect(JSON.stringify(answered)).not.toContain(SECRET);
-    expect(answered).toMatchObject({ endpoint_url: ENDPOINT, bucket: BUCKET, region: "us-east-1", access_key_id: "AKIDAGENT", path_prefix: "media", addressing_style: "path" });
+    expect(answered).toMatchObject({
+      endpoint_url: ENDPOINT,
+      bucket: BUCKET,
+      region: "us-east-1",
+      access_key_id: "AKIDAGENT",
+      path_prefix: "media",
+      addressing_style: "path",
+    });
     const row = await db().select().from(deliveryDestinations).where(eq(deliveryDestinations.userId, t.agent.id)).get();
     expect(row!.secretAccessKeySealed).toMatch(/^v1\./);
     expect(row!.secretAccessKeySealed).not.toContain(SECRET);
@@ -353,7 +472,13 @@ describe("the internal surface", () => {
       new Request(`https://api.test/internal/v1/users/${t.agent.id}/delivery-destination`, {
         method: "PUT",
         headers: { Authorization: "Bearer test-operator-token", "Content-Type": "application/json" },
-        body: JSON.stringify({ endpoint_url: "http://minio.internal:9000", bucket: BUCKET, region: "us-east-1", access_key_id: "a", secret_access_key: "b" }),
+        body: JSON.stringify({
+          endpoint_url: "http://minio.internal:9000",
+          bucket: BUCKET,
+          region: "us-east-1",
+          access_key_id: "a",
+          secret_access_key: "b",
+        }),
       }),
       { ...env, ALLOW_HTTP_RECEIVERS: "false" } as Env,
       ctx,
@@ -364,10 +489,16 @@ describe("the internal surface", () => {
   });
 
   it("re-triggers a delivery of every completed upload, which the job then carries", async () => {
-    const { t, listing, deliveryId } = await setup([{ name: "a.jpg", size: 10 }, { name: "b.jpg", size: 20 }]);
+    const { t, listing, deliveryId } = await setup([
+      { name: "a.jpg", size: 10 },
+      { name: "b.jpg", size: 20 },
+    ]);
     await runJob({ kind: "delivery", delivery_id: deliveryId });
     stored = [];
-    const r = await internal(`/internal/v1/agencies/${t.agencyId}/listings/${listing.listing_number}/media/deliveries`, { method: "POST", body: {} });
+    const r = await internal(
+      `/internal/v1/agencies/${t.agencyId}/listings/${listing.listing_number}/media/deliveries`,
+      { method: "POST", body: {} },
+    );
     expect(r.status, r.text).toBe(202);
     expect(r.json).toMatchObject({ status: "queued", trigger: "manual", files_total: 2 });
     const jobs = deliveryJobs();
@@ -378,7 +509,10 @@ describe("the internal surface", () => {
 
     // Everything is delivered, so "undelivered" has nothing left to send.
     expectError(
-      await internal(`/internal/v1/agencies/${t.agencyId}/listings/${listing.listing_number}/media/deliveries`, { method: "POST", body: { scope: "undelivered" } }),
+      await internal(`/internal/v1/agencies/${t.agencyId}/listings/${listing.listing_number}/media/deliveries`, {
+        method: "POST",
+        body: { scope: "undelivered" },
+      }),
       409,
       "nothing_to_deliver",
     );
@@ -392,7 +526,14 @@ describe("the internal surface", () => {
     await configure(t);
     expectError(await internal(path, { method: "POST", body: {} }), 409, "nothing_to_deliver");
     const other = await makeTenant();
-    expectError(await internal(`/internal/v1/agencies/${other.agencyId}/listings/${listing.listing_number}/media/deliveries`, { method: "POST", body: {} }), 404, "listing_not_found");
+    expectError(
+      await internal(`/internal/v1/agencies/${other.agencyId}/listings/${listing.listing_number}/media/deliveries`, {
+        method: "POST",
+        body: {},
+      }),
+      404,
+      "listing_not_found",
+    );
 
     await upload(t, listing.listing_number, [{ name: "a.jpg", size: 10 }]);
     const before = await db().select().from(mediaDeliveries).where(eq(mediaDeliveries.agencyId, t.agencyId)).all();
@@ -400,6 +541,8 @@ describe("the internal surface", () => {
     const r = await internal(path, { method: "POST", body: {} });
     expectError(r, 503, "queue_unavailable");
     expect(r.headers.get("Retry-After")).toBeTruthy();
-    expect(await db().select().from(mediaDeliveries).where(eq(mediaDeliveries.agencyId, t.agencyId)).all()).toHaveLength(before.length);
+    expect(
+      await db().select().from(mediaDeliveries).where(eq(mediaDeliveries.agencyId, t.agencyId)).all(),
+    ).toHaveLength(before.length);
   });
 });

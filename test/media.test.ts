@@ -2,18 +2,30 @@ import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test"
 import { env } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import worker from "../src/index";
+import { mediaUploads } from "../src/db/schema";
 import { mintKey } from "../src/domain/api-keys";
 import { createAgency, createUser } from "../src/domain/hierarchy";
-import { mediaUploads } from "../src/db/schema";
+import worker from "../src/index";
 import { ASSET_POLICIES } from "../src/media/policy";
 import { presignR2 } from "../src/media/presign";
-import { BASE, call, db, expectError, makeListing, makePlatformKey, makeTenant, sessionFor, unique, type Tenant } from "./harness";
+import {
+  BASE,
+  call,
+  db,
+  expectError,
+  makeListing,
+  makePlatformKey,
+  makeTenant,
+  sessionFor,
+  type Tenant,
+  unique,
+} from "./harness";
 
 const UPLOAD = "/api/v1/media/upload";
 const photo = { asset_type: "photo", content_type: "image/jpeg", size_bytes: 1024 };
 const cookie = (token: string) => ({ Cookie: `alms_session=${token}` });
-const uploadsOf = (agencyId: string) => db().select().from(mediaUploads).where(eq(mediaUploads.agencyId, agencyId)).all();
+const uploadsOf = (agencyId: string) =>
+  db().select().from(mediaUploads).where(eq(mediaUploads.agencyId, agencyId)).all();
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -27,7 +39,11 @@ async function put(url: string, body: Uint8Array | string, headers: Record<strin
 }
 
 describe("allowlists and caps per asset type", () => {
-  const cases = Object.entries(ASSET_POLICIES).map(([type, p]) => ({ type, accepted: p.contentTypes, max: p.maxBytes }));
+  const cases = Object.entries(ASSET_POLICIES).map(([type, p]) => ({
+    type,
+    accepted: p.contentTypes,
+    max: p.maxBytes,
+  }));
 
   it.each(cases)("$type accepts each listed type up to its cap", async ({ type, accepted, max }) => {
     const t = await makeTenant();
@@ -41,7 +57,10 @@ describe("allowlists and caps per asset type", () => {
 
   it.each(cases)("$type refuses one byte over its cap with file_too_large", async ({ type, accepted, max }) => {
     const t = await makeTenant();
-    const r = await call(UPLOAD, { key: t.key, body: { asset_type: type, content_type: accepted[0], size_bytes: max + 1 } });
+    const r = await call(UPLOAD, {
+      key: t.key,
+      body: { asset_type: type, content_type: accepted[0], size_bytes: max + 1 },
+    });
     expectError(r, 422, "file_too_large");
     expect(r.json.error.details, r.text).toMatchObject({ asset_type: type, max_bytes: max, size_bytes: max + 1 });
   });
@@ -60,7 +79,9 @@ describe("allowlists and caps per asset type", () => {
     const t = await makeTenant();
     const r = await call(UPLOAD, { key: t.key, body: { asset_type, content_type, size_bytes: 10 } });
     expectError(r, 422, "unsupported_mime_type");
-    expect(r.json.error.details.allowed_content_types, r.text).toEqual(ASSET_POLICIES[asset_type as keyof typeof ASSET_POLICIES].contentTypes);
+    expect(r.json.error.details.allowed_content_types, r.text).toEqual(
+      ASSET_POLICIES[asset_type as keyof typeof ASSET_POLICIES].contentTypes,
+    );
   });
 
   it("the media type is compared without case or parameters, and answered normalized", async () => {
@@ -73,10 +94,22 @@ describe("allowlists and caps per asset type", () => {
 
   it("an unknown asset type, a zero size and a fractional size are validation errors", async () => {
     const t = await makeTenant();
-    expectError(await call(UPLOAD, { key: t.key, body: { ...photo, asset_type: "audio" } }), 422, "validation_enum_not_allowed");
+    expectError(
+      await call(UPLOAD, { key: t.key, body: { ...photo, asset_type: "audio" } }),
+      422,
+      "validation_enum_not_allowed",
+    );
     expectError(await call(UPLOAD, { key: t.key, body: { ...photo, size_bytes: 0 } }), 422, "validation_out_of_range");
-    expectError(await call(UPLOAD, { key: t.key, body: { ...photo, size_bytes: 1.5 } }), 422, "validation_type_mismatch");
-    expectError(await call(UPLOAD, { key: t.key, body: { ...photo, filename: "../etc/passwd" } }), 422, "validation_string_pattern");
+    expectError(
+      await call(UPLOAD, { key: t.key, body: { ...photo, size_bytes: 1.5 } }),
+      422,
+      "validation_type_mismatch",
+    );
+    expectError(
+      await call(UPLOAD, { key: t.key, body: { ...photo, filename: "../etc/passwd" } }),
+      422,
+      "validation_string_pattern",
+    );
     expectError(await call(UPLOAD, { key: t.key, body: { ...photo, bucket: "x" } }), 422, "validation_unknown_field");
   });
 });
@@ -85,7 +118,10 @@ describe("the upload answer", () => {
   it("is a PUT destination with its headers, expiry and upload id; the upload is recorded as pending", async () => {
     const t = await makeTenant();
     const listing = await makeListing(t);
-    const r = await call(UPLOAD, { key: t.key, body: { ...photo, listing_number: listing.listing_number, filename: "front.jpg" } });
+    const r = await call(UPLOAD, {
+      key: t.key,
+      body: { ...photo, listing_number: listing.listing_number, filename: "front.jpg" },
+    });
     expect(r.status, r.text).toBe(201);
     expect(r.json, r.text).toMatchObject({
       method: "PUT",
@@ -100,15 +136,29 @@ describe("the upload answer", () => {
     expect(ttl, r.text).toBeGreaterThan(14 * 60);
     expect(ttl, r.text).toBeLessThanOrEqual(15 * 60);
     const [row] = await uploadsOf(t.agencyId);
-    expect(row, r.text).toMatchObject({ id: r.json.upload_id, status: "pending", sizeBytes: 1024, contentType: "image/jpeg", filename: "front.jpg" });
+    expect(row, r.text).toMatchObject({
+      id: r.json.upload_id,
+      status: "pending",
+      sizeBytes: 1024,
+      contentType: "image/jpeg",
+      filename: "front.jpg",
+    });
   });
 
   it("a listing_number of another agency (or none at all) is listing_not_found, and nothing is recorded", async () => {
     const t = await makeTenant();
     const other = await makeTenant();
     const theirs = await makeListing(other);
-    expectError(await call(UPLOAD, { key: t.key, body: { ...photo, listing_number: theirs.listing_number } }), 404, "listing_not_found");
-    expectError(await call(UPLOAD, { key: t.key, body: { ...photo, listing_number: "zzzzzzz" } }), 404, "listing_not_found");
+    expectError(
+      await call(UPLOAD, { key: t.key, body: { ...photo, listing_number: theirs.listing_number } }),
+      404,
+      "listing_not_found",
+    );
+    expectError(
+      await call(UPLOAD, { key: t.key, body: { ...photo, listing_number: "zzzzzzz" } }),
+      404,
+      "listing_not_found",
+    );
     expect(await uploadsOf(t.agencyId)).toEqual([]);
   });
 
@@ -142,12 +192,20 @@ describe("dual authentication", () => {
 
   it("the cookie wins over the key: a viewer's cookie with the owner's key is role_forbidden", async () => {
     const t = await makeTenant();
-    expectError(await call(UPLOAD, { key: t.key, body: photo, headers: cookie(await sessionFor(t.viewer.id)) }), 403, "role_forbidden");
+    expectError(
+      await call(UPLOAD, { key: t.key, body: photo, headers: cookie(await sessionFor(t.viewer.id)) }),
+      403,
+      "role_forbidden",
+    );
   });
 
   it("the cookie wins over the key: an agent's cookie with an unknown key is accepted", async () => {
     const t = await makeTenant();
-    const r = await call(UPLOAD, { key: `sk_test_${"A".repeat(43)}`, body: photo, headers: cookie(await sessionFor(t.agent.id)) });
+    const r = await call(UPLOAD, {
+      key: `sk_test_${"A".repeat(43)}`,
+      body: photo,
+      headers: cookie(await sessionFor(t.agent.id)),
+    });
     expect(r.status, r.text).toBe(201);
   });
 
@@ -178,7 +236,12 @@ describe("dual authentication", () => {
   it("every agency role but viewer may upload", async () => {
     const t = await makeTenant({ role: "broker" });
     const d = db();
-    const assistant = await createUser(d, { managerId: t.agent.id, role: "assistant", name: "Assistant", email: `${unique("asst")}@example.test` });
+    const assistant = await createUser(d, {
+      managerId: t.agent.id,
+      role: "assistant",
+      name: "Assistant",
+      email: `${unique("asst")}@example.test`,
+    });
     for (const user of [t.owner, t.teamLead, t.agent, assistant]) {
       const r = await call(UPLOAD, { body: photo, headers: cookie(await sessionFor(user.id)) });
       expect(r.status, r.text).toBe(201);
@@ -188,8 +251,17 @@ describe("dual authentication", () => {
   it("a platform user's session resolves to no agency: 500 agency_resolution_failed", async () => {
     const d = db();
     const platform = await createAgency(d, { name: unique("platform"), kind: "platform" });
-    const admin = await createUser(d, { agencyId: platform.id, role: "admin", name: "Admin", email: `${unique("admin")}@example.test` });
-    expectError(await call(UPLOAD, { body: photo, headers: cookie(await sessionFor(admin.id)) }), 500, "agency_resolution_failed");
+    const admin = await createUser(d, {
+      agencyId: platform.id,
+      role: "admin",
+      name: "Admin",
+      email: `${unique("admin")}@example.test`,
+    });
+    expectError(
+      await call(UPLOAD, { body: photo, headers: cookie(await sessionFor(admin.id)) }),
+      500,
+      "agency_resolution_failed",
+    );
   });
 
   it("a key minted by a platform admin for the agency may upload", async () => {
@@ -201,9 +273,18 @@ describe("dual authentication", () => {
 
   it("a key without media:write is auth.scope_denied; Authorization: Bearer is api_key_header_mismatch", async () => {
     const t = await makeTenant();
-    const { secret } = await mintKey(db(), { agencyId: t.agencyId, mintedByUserId: t.owner.id, mode: "test", scopes: ["listings:read"] });
+    const { secret } = await mintKey(db(), {
+      agencyId: t.agencyId,
+      mintedByUserId: t.owner.id,
+      mode: "test",
+      scopes: ["listings:read"],
+    });
     expectError(await call(UPLOAD, { key: secret, body: photo }), 403, "auth.scope_denied");
-    expectError(await call(UPLOAD, { body: photo, headers: { Authorization: `Bearer ${t.key}` } }), 401, "api_key_header_mismatch");
+    expectError(
+      await call(UPLOAD, { body: photo, headers: { Authorization: `Bearer ${t.key}` } }),
+      401,
+      "api_key_header_mismatch",
+    );
   });
 });
 
@@ -338,8 +419,13 @@ async function expectedSignature(url: URL, method: string, headers: Record<strin
   const enc = new TextEncoder();
   const hex = (b: ArrayBuffer) => [...new Uint8Array(b)].map((x) => x.toString(16).padStart(2, "0")).join("");
   const hmac = async (key: ArrayBuffer | Uint8Array, msg: string) =>
-    crypto.subtle.sign("HMAC", await crypto.subtle.importKey("raw", key, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]), enc.encode(msg));
-  const rfc3986 = (s: string) => encodeURIComponent(s).replace(/[!'()*]/g, (ch) => `%${ch.charCodeAt(0).toString(16).toUpperCase()}`);
+    crypto.subtle.sign(
+      "HMAC",
+      await crypto.subtle.importKey("raw", key, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]),
+      enc.encode(msg),
+    );
+  const rfc3986 = (s: string) =>
+    encodeURIComponent(s).replace(/[!'()*]/g, (ch) => `%${ch.charCodeAt(0).toString(16).toUpperCase()}`);
   const params = [...url.searchParams].filter(([k]) => k !== "X-Amz-Signature");
   const query = params
     .map(([k, v]) => [rfc3986(k), rfc3986(v)])
@@ -347,15 +433,30 @@ async function expectedSignature(url: URL, method: string, headers: Record<strin
     .map(([k, v]) => `${k}=${v}`)
     .join("&");
   const signedHeaders = url.searchParams.get("X-Amz-SignedHeaders")!.split(";");
-  const all: Record<string, string> = { host: url.host, ...Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v])) };
+  const all: Record<string, string> = {
+    host: url.host,
+    ...Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v])),
+  };
   const path = url.pathname
     .split("/")
     .map((segment) => rfc3986(decodeURIComponent(segment)))
     .join("/");
-  const canonical = [method, path, query, signedHeaders.map((h) => `${h}:${all[h]}\n`).join(""), signedHeaders.join(";"), "UNSIGNED-PAYLOAD"].join("\n");
+  const canonical = [
+    method,
+    path,
+    query,
+    signedHeaders.map((h) => `${h}:${all[h]}\n`).join(""),
+    signedHeaders.join(";"),
+    "UNSIGNED-PAYLOAD",
+  ].join("\n");
   const date = url.searchParams.get("X-Amz-Date")!;
   const scope = url.searchParams.get("X-Amz-Credential")!.split("/").slice(1).join("/");
-  const toSign = ["AWS4-HMAC-SHA256", date, scope, hex(await crypto.subtle.digest("SHA-256", enc.encode(canonical)))].join("\n");
+  const toSign = [
+    "AWS4-HMAC-SHA256",
+    date,
+    scope,
+    hex(await crypto.subtle.digest("SHA-256", enc.encode(canonical))),
+  ].join("\n");
   const [day, region, service] = scope.split("/");
   let key = await hmac(enc.encode(`AWS4${secret}`), day!);
   for (const part of [region!, service!, "aws4_request"]) key = await hmac(key, part);
@@ -363,11 +464,23 @@ async function expectedSignature(url: URL, method: string, headers: Record<strin
 }
 
 describe("pre-signed R2 URLs", () => {
-  const creds = { accountId: "0123456789abcdef0123456789abcdef", accessKeyId: "AKIDEXAMPLE0001", secretAccessKey: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", bucket: "alms-uploads-sandbox" };
+  const creds = {
+    accountId: "0123456789abcdef0123456789abcdef",
+    accessKeyId: "AKIDEXAMPLE0001",
+    secretAccessKey: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
+    bucket: "alms-uploads-sandbox",
+  };
 
   it("a SigV4 query signature over method, key, expiry, Content-Type and Content-Length, verified independently", async () => {
     const now = new Date("2026-11-22T15:30:00.000Z");
-    const target = await presignR2(creds, "agy_1/k3v9x2a/upl_1/front elevation (1).jpg", "image/jpeg", 4_718_592, now, 900);
+    const target = await presignR2(
+      creds,
+      "agy_1/k3v9x2a/upl_1/front elevation (1).jpg",
+      "image/jpeg",
+      4_718_592,
+      now,
+      900,
+    );
     const url = new URL(target.url);
     expect(url.host).toBe(`${creds.accountId}.r2.cloudflarestorage.com`);
     expect(url.pathname).toBe(`/${creds.bucket}/agy_1/k3v9x2a/upl_1/front%20elevation%20%281%29.jpg`);
@@ -383,15 +496,25 @@ describe("pre-signed R2 URLs", () => {
     const signature = url.searchParams.get("X-Amz-Signature");
     expect(signature).toBe(await expectedSignature(url, "PUT", target.headers, creds.secretAccessKey));
     // Another type or size would need another signature.
-    expect(signature).not.toBe(await expectedSignature(url, "PUT", { ...target.headers, "Content-Length": "4718593" }, creds.secretAccessKey));
-    expect(signature).not.toBe(await expectedSignature(url, "PUT", { ...target.headers, "Content-Type": "image/png" }, creds.secretAccessKey));
+    expect(signature).not.toBe(
+      await expectedSignature(url, "PUT", { ...target.headers, "Content-Length": "4718593" }, creds.secretAccessKey),
+    );
+    expect(signature).not.toBe(
+      await expectedSignature(url, "PUT", { ...target.headers, "Content-Type": "image/png" }, creds.secretAccessKey),
+    );
     expect(signature).not.toBe(await expectedSignature(url, "PUT", target.headers, "another-secret"));
   });
 
   it("with the R2 secrets configured, the endpoint answers an R2 URL for the upload's object key", async () => {
     const t = await makeTenant();
     const listing = await makeListing(t);
-    const r2env = { ...env, R2_ACCOUNT_ID: creds.accountId, R2_ACCESS_KEY_ID: creds.accessKeyId, R2_SECRET_ACCESS_KEY: creds.secretAccessKey, R2_BUCKET_NAME: creds.bucket } as Env;
+    const r2env = {
+      ...env,
+      R2_ACCOUNT_ID: creds.accountId,
+      R2_ACCESS_KEY_ID: creds.accessKeyId,
+      R2_SECRET_ACCESS_KEY: creds.secretAccessKey,
+      R2_BUCKET_NAME: creds.bucket,
+    } as Env;
     const ctx = createExecutionContext();
     const res = await worker.fetch(
       new Request(`${BASE}${UPLOAD}`, {
@@ -413,6 +536,8 @@ describe("pre-signed R2 URLs", () => {
     expect(row!.objectKey).toBe(`${t.agencyId}/${listing.listing_number}/${row!.id}/front.jpg`);
     expect(url.searchParams.get("X-Amz-SignedHeaders")).toBe("content-length;content-type;host");
     expect(Number(url.searchParams.get("X-Amz-Expires"))).toBeGreaterThan(14 * 60);
-    expect(url.searchParams.get("X-Amz-Signature")).toBe(await expectedSignature(url, "PUT", body.headers, creds.secretAccessKey));
+    expect(url.searchParams.get("X-Amz-Signature")).toBe(
+      await expectedSignature(url, "PUT", body.headers, creds.secretAccessKey),
+    );
   });
 });

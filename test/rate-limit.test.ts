@@ -2,23 +2,31 @@ import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test"
 import { env } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import worker from "../src/index";
 import { apiKeys } from "../src/db/schema";
 import { changeKey, keyGate } from "../src/durable/key-changes";
+import worker from "../src/index";
 import { sha256Hex } from "../src/lib/ids";
 import { BASE, call, db, expectError, internal, makePlatformKey, makeTenant } from "./harness";
 
 async function setOverrides(keyId: string, overrides: Record<string, number | null>) {
   const t = await makeTenant();
   const admin = await makePlatformKey(t.agencyId, { scopes: ["admin"] });
-  const r = await call(`/api/v1/admin/api-keys/${keyId}/rate-limits`, { method: "PATCH", key: admin.key, body: { overrides } });
+  const r = await call(`/api/v1/admin/api-keys/${keyId}/rate-limits`, {
+    method: "PATCH",
+    key: admin.key,
+    body: { overrides },
+  });
   expect(r.status, r.text).toBe(200);
   return r;
 }
 
 async function direct(path: string, key: string, overrides: Record<string, unknown>) {
   const ctx = createExecutionContext();
-  const res = await worker.fetch(new Request(`${BASE}${path}`, { headers: { "X-API-Key": key } }), { ...env, ...overrides } as Env, ctx);
+  const res = await worker.fetch(
+    new Request(`${BASE}${path}`, { headers: { "X-API-Key": key } }),
+    { ...env, ...overrides } as Env,
+    ctx,
+  );
   await waitOnExecutionContext(ctx);
   const text = await res.text();
   return { status: res.status, headers: res.headers, text, json: JSON.parse(text) };
@@ -118,10 +126,16 @@ describe("the admin rate-limits route", () => {
 
   it("the internal surface sets and clears overrides too", async () => {
     const t = await makeTenant();
-    const set = await internal(`/internal/v1/api-keys/${t.keyId}`, { method: "PATCH", body: { rate_limit_overrides: { read_users_list: 9 } } });
+    const set = await internal(`/internal/v1/api-keys/${t.keyId}`, {
+      method: "PATCH",
+      body: { rate_limit_overrides: { read_users_list: 9 } },
+    });
     expect(set.json.rate_limit_overrides, set.text).toEqual({ read_users_list: 9 });
     expect((await call("/api/v1/users", { key: t.key })).headers.get("X-Rate-Limit-Limit")).toBe("9");
-    await internal(`/internal/v1/api-keys/${t.keyId}`, { method: "PATCH", body: { rate_limit_overrides: { read_users_list: null } } });
+    await internal(`/internal/v1/api-keys/${t.keyId}`, {
+      method: "PATCH",
+      body: { rate_limit_overrides: { read_users_list: null } },
+    });
     expect((await call("/api/v1/users", { key: t.key })).headers.get("X-Rate-Limit-Limit")).toBe("300");
   });
 
@@ -134,8 +148,19 @@ describe("the admin rate-limits route", () => {
     expect(JSON.stringify(unknown.json.error.details)).toContain("read_everything");
     const zero = await call(path, { method: "PATCH", key: admin.key, body: { overrides: { read_users_list: 0 } } });
     expectError(zero, 422, "validation_nested_error");
-    expect(zero.json.error.details.errors[0].children[0]).toMatchObject({ code: "validation_out_of_range", ctx: { minimum: 1 } });
-    expectError(await call(`/api/v1/admin/api-keys/key_missing/rate-limits`, { method: "PATCH", key: admin.key, body: { overrides: {} } }), 404, "api_key_not_found");
+    expect(zero.json.error.details.errors[0].children[0]).toMatchObject({
+      code: "validation_out_of_range",
+      ctx: { minimum: 1 },
+    });
+    expectError(
+      await call(`/api/v1/admin/api-keys/key_missing/rate-limits`, {
+        method: "PATCH",
+        key: admin.key,
+        body: { overrides: {} },
+      }),
+      404,
+      "api_key_not_found",
+    );
   });
 
   it("is refused without the admin scope, and to callers that are not platform admins", async () => {
@@ -143,9 +168,16 @@ describe("the admin rate-limits route", () => {
     const path = `/api/v1/admin/api-keys/${t.keyId}/rate-limits`;
     expectError(await call(path, { method: "PATCH", key: t.key, body: { overrides: {} } }), 403, "auth.scope_denied");
     const platformWithoutAdmin = await makePlatformKey(t.agencyId);
-    expectError(await call(path, { method: "PATCH", key: platformWithoutAdmin.key, body: { overrides: {} } }), 403, "auth.scope_denied");
+    expectError(
+      await call(path, { method: "PATCH", key: platformWithoutAdmin.key, body: { overrides: {} } }),
+      403,
+      "auth.scope_denied",
+    );
     // A key holding the admin scope whose minting role is an agency role (stored before the rule existed).
-    await db().update(apiKeys).set({ scopes: ["admin"] }).where(eq(apiKeys.id, t.keyId));
+    await db()
+      .update(apiKeys)
+      .set({ scopes: ["admin"] })
+      .where(eq(apiKeys.id, t.keyId));
     await keyGate(env, t.keyId).reload();
     expectError(await call(path, { method: "PATCH", key: t.key, body: { overrides: {} } }), 403, "role_forbidden");
   });
@@ -170,7 +202,10 @@ describe("failing closed", () => {
 
   it("a budget that cannot be resolved is 500 rate_limit_misconfigured", async () => {
     const t = await makeTenant();
-    await db().update(apiKeys).set({ rateLimitOverrides: { read_users_list: "lots" } as unknown as Record<string, number> }).where(eq(apiKeys.id, t.keyId));
+    await db()
+      .update(apiKeys)
+      .set({ rateLimitOverrides: { read_users_list: "lots" } as unknown as Record<string, number> })
+      .where(eq(apiKeys.id, t.keyId));
     await keyGate(env, t.keyId).reload();
     expectError(await call("/api/v1/users", { key: t.key }), 500, "rate_limit_misconfigured");
     expect((await call(`/api/v1/users/${t.owner.id}`, { key: t.key })).status).toBe(200);

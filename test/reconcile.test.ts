@@ -2,9 +2,9 @@ import { createExecutionContext, createScheduledController, waitOnExecutionConte
 import { env } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import worker from "../src/index";
-import { tours } from "../src/db/schema";
 import { discrepancyOf } from "../src/calendar/reconcile";
+import { tours } from "../src/db/schema";
+import worker from "../src/index";
 import { call, db, internal, makeListing, makeTenant, outbox, type Tenant } from "./harness";
 
 afterEach(() => vi.restoreAllMocks());
@@ -18,7 +18,9 @@ function googleCalendar(calendar: Map<string, string | null>) {
     const id = decodeURIComponent(url.pathname.split("/").pop()!);
     if (!calendar.has(id)) return new Response("{}", { status: 404 });
     const start = calendar.get(id);
-    return Response.json(start === null ? { id, status: "confirmed", start: {} } : { id, status: "confirmed", start: { dateTime: start } });
+    return Response.json(
+      start === null ? { id, status: "confirmed", start: {} } : { id, status: "confirmed", start: { dateTime: start } },
+    );
   });
 }
 
@@ -31,7 +33,14 @@ async function run() {
 async function bookedShoot(t: Tenant, eventId: string) {
   await internal(`/internal/v1/users/${t.agent.id}/calendar`, {
     method: "PUT",
-    body: { provider: "google", calendar_id: "agent@example.com", client_id: "c", refresh_token: "r", access_token: "valid", access_token_expires_at: "2099-01-01T00:00:00Z" },
+    body: {
+      provider: "google",
+      calendar_id: "agent@example.com",
+      client_id: "c",
+      refresh_token: "r",
+      access_token: "valid",
+      access_token_expires_at: "2099-01-01T00:00:00Z",
+    },
   });
   const listing = await makeListing(t);
   const apt = await internal(`/internal/v1/agencies/${t.agencyId}/listings/${listing.listing_number}/appointments`, {
@@ -42,7 +51,8 @@ async function bookedShoot(t: Tenant, eventId: string) {
   return apt.json.id as string;
 }
 
-const orphans = async (t: Tenant) => (await outbox(t.agencyId, "appointment.orphan.detected")).map((e) => e.data as Record<string, unknown>);
+const orphans = async (t: Tenant) =>
+  (await outbox(t.agencyId, "appointment.orphan.detected")).map((e) => e.data as Record<string, unknown>);
 
 describe("calendar reconciliation", () => {
   it("a missing event is reported once while it stays missing, and again after it healed and broke", async () => {
@@ -52,7 +62,16 @@ describe("calendar reconciliation", () => {
     googleCalendar(calendar);
     await run();
     await run();
-    expect(await orphans(t)).toEqual([{ subject_type: "appointment", subject_id: id, calendar_event_id: "ev-missing", discrepancy: "missing", expected_starts_at: START, calendar_starts_at: null }]);
+    expect(await orphans(t)).toEqual([
+      {
+        subject_type: "appointment",
+        subject_id: id,
+        calendar_event_id: "ev-missing",
+        discrepancy: "missing",
+        expected_starts_at: START,
+        calendar_starts_at: null,
+      },
+    ]);
     calendar.set("ev-missing", START);
     await run();
     expect(await orphans(t)).toHaveLength(1);
@@ -66,12 +85,22 @@ describe("calendar reconciliation", () => {
     const moved = await bookedShoot(t, "ev-moved");
     const broken = await bookedShoot(t, "ev-broken");
     const fine = await bookedShoot(t, "ev-fine");
-    googleCalendar(new Map([["ev-moved", "2026-12-03T17:00:00Z"], ["ev-broken", null], ["ev-fine", START]]));
+    googleCalendar(
+      new Map([
+        ["ev-moved", "2026-12-03T17:00:00Z"],
+        ["ev-broken", null],
+        ["ev-fine", START],
+      ]),
+    );
     await run();
     const reported = await orphans(t);
     expect(reported).toEqual(
       expect.arrayContaining([
-        expect.objectContaining({ subject_id: moved, discrepancy: "moved", calendar_starts_at: "2026-12-03T17:00:00.000Z" }),
+        expect.objectContaining({
+          subject_id: moved,
+          discrepancy: "moved",
+          calendar_starts_at: "2026-12-03T17:00:00.000Z",
+        }),
         expect.objectContaining({ subject_id: broken, discrepancy: "malformed", calendar_starts_at: null }),
       ]),
     );
@@ -81,12 +110,20 @@ describe("calendar reconciliation", () => {
 
   it("checks tours against the agency owner's calendar", async () => {
     const t = await makeTenant();
-    await internal(`/internal/v1/users/${t.owner.id}/calendar`, { method: "PUT", body: { provider: "ics", feed_url: "https://cal.example.com/owner.ics" } });
-    const tour = await call("/api/v1/tours", { key: t.key, body: { address: "1 Tour Rd", city: "Portside", state: "CA", zipcode: "94110" } });
+    await internal(`/internal/v1/users/${t.owner.id}/calendar`, {
+      method: "PUT",
+      body: { provider: "ics", feed_url: "https://cal.example.com/owner.ics" },
+    });
+    const tour = await call("/api/v1/tours", {
+      key: t.key,
+      body: { address: "1 Tour Rd", city: "Portside", state: "CA", zipcode: "94110" },
+    });
     await db().update(tours).set({ calendarEventId: "tour-event-1" }).where(eq(tours.id, tour.json.id));
     vi.spyOn(globalThis, "fetch").mockImplementation(async () => new Response("BEGIN:VCALENDAR\r\nEND:VCALENDAR"));
     await run();
-    expect(await orphans(t)).toEqual([expect.objectContaining({ subject_type: "tour", subject_id: tour.json.id, discrepancy: "missing" })]);
+    expect(await orphans(t)).toEqual([
+      expect.objectContaining({ subject_type: "tour", subject_id: tour.json.id, discrepancy: "missing" }),
+    ]);
   });
 
   it("an unreachable calendar is skipped, not reported", async () => {

@@ -11,7 +11,12 @@ const verdict = (url: string, opts = deployed) => checkReceiverUrl(url, opts);
 
 /** Every spelling here names a loopback, private, link-local, reserved or metadata target. */
 const REFUSED: Record<string, string[]> = {
-  "IPv4 loopback and 'this network'": ["https://127.0.0.1/", "https://127.255.255.254/", "https://0.0.0.0/", "https://0/"],
+  "IPv4 loopback and 'this network'": [
+    "https://127.0.0.1/",
+    "https://127.255.255.254/",
+    "https://0.0.0.0/",
+    "https://0/",
+  ],
   "IPv4 loopback, decimal, hex and octal forms": [
     "https://2130706433/",
     "https://0x7f000001/",
@@ -32,7 +37,14 @@ const REFUSED: Record<string, string[]> = {
     "https://100.64.0.1/",
     "https://169.254.0.1/",
   ],
-  "IPv4 reserved and multicast": ["https://192.0.0.8/", "https://192.0.2.10/", "https://198.18.0.1/", "https://224.0.0.1/", "https://240.0.0.1/", "https://255.255.255.255/"],
+  "IPv4 reserved and multicast": [
+    "https://192.0.0.8/",
+    "https://192.0.2.10/",
+    "https://198.18.0.1/",
+    "https://224.0.0.1/",
+    "https://240.0.0.1/",
+    "https://255.255.255.255/",
+  ],
   "cloud metadata": [
     "https://169.254.169.254/latest/meta-data/",
     "https://169.254.169.254./",
@@ -67,8 +79,21 @@ const REFUSED: Record<string, string[]> = {
     "https://[2002:a9fe:a9fe::1]/",
     "https://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/",
   ],
-  "local host names": ["https://localhost/", "https://LOCALHOST/", "https://localhost./", "https://api.localhost/", "https://printer.local/", "https://nas.home.arpa/", "https://intranet/"],
-  "not https, or carrying credentials": ["http://hooks.example.com/", "ftp://hooks.example.com/", "https://user:pass@hooks.example.com/", "not a url"],
+  "local host names": [
+    "https://localhost/",
+    "https://LOCALHOST/",
+    "https://localhost./",
+    "https://api.localhost/",
+    "https://printer.local/",
+    "https://nas.home.arpa/",
+    "https://intranet/",
+  ],
+  "not https, or carrying credentials": [
+    "http://hooks.example.com/",
+    "ftp://hooks.example.com/",
+    "https://user:pass@hooks.example.com/",
+    "not a url",
+  ],
 };
 
 describe("receiver URL policy", () => {
@@ -82,19 +107,38 @@ describe("receiver URL policy", () => {
   }
 
   it("accepts public https hosts and addresses, keeping the URL as parsed", () => {
-    for (const url of ["https://hooks.example.com/x?y=1", "https://93.184.216.34/x", "https://[2606:4700::1111]/x", "https://172.32.0.1/", "https://100.128.0.1/", "https://[2001:db9::1]/", "https://[2002:5db8:d822::1]/"]) {
+    for (const url of [
+      "https://hooks.example.com/x?y=1",
+      "https://93.184.216.34/x",
+      "https://[2606:4700::1111]/x",
+      "https://172.32.0.1/",
+      "https://100.128.0.1/",
+      "https://[2001:db9::1]/",
+      "https://[2002:5db8:d822::1]/",
+    ]) {
       const v = verdict(url);
       expect(v.ok, `${url} -> ${JSON.stringify(v)}`).toBe(true);
     }
-    expect(verdict("https://HOOKS.example.com:8443/a/../b")).toEqual({ ok: true, url: "https://hooks.example.com:8443/b" });
+    expect(verdict("https://HOOKS.example.com:8443/a/../b")).toEqual({
+      ok: true,
+      url: "https://hooks.example.com:8443/b",
+    });
   });
 
   it("the development setting admits only http(s) on localhost and 127.0.0.1", () => {
-    for (const url of ["http://localhost:9999/hooks", "http://127.0.0.1:9999/hooks", "https://localhost/"]) expect(verdict(url, local).ok, url).toBe(true);
-    for (const url of ["http://[::1]:9999/", "http://10.0.0.1/", "https://169.254.169.254/", "http://localhost.example.com/", "ftp://localhost/"]) {
+    for (const url of ["http://localhost:9999/hooks", "http://127.0.0.1:9999/hooks", "https://localhost/"])
+      expect(verdict(url, local).ok, url).toBe(true);
+    for (const url of [
+      "http://[::1]:9999/",
+      "http://10.0.0.1/",
+      "https://169.254.169.254/",
+      "http://localhost.example.com/",
+      "ftp://localhost/",
+    ]) {
       expect(verdict(url, local).ok, url).toBe(false);
     }
-    for (const url of ["http://localhost:9999/hooks", "http://127.0.0.1:9999/hooks"]) expect(verdict(url, deployed).ok, url).toBe(false);
+    for (const url of ["http://localhost:9999/hooks", "http://127.0.0.1:9999/hooks"])
+      expect(verdict(url, deployed).ok, url).toBe(false);
   });
 });
 
@@ -102,7 +146,13 @@ describe("registration in a deployed environment", () => {
   it("answers 422 webhook_url_not_allowed naming the reason", async () => {
     const t = await makeTenant();
     const deployedEnv = { ...env, ALLOW_HTTP_RECEIVERS: "false" } as Env;
-    for (const url of ["http://localhost:9999/hook", "https://0x7f000001/", "https://[::ffff:127.0.0.1]/", "https://metadata.google.internal/", "https://169.254.169.254/"]) {
+    for (const url of [
+      "http://localhost:9999/hook",
+      "https://0x7f000001/",
+      "https://[::ffff:127.0.0.1]/",
+      "https://metadata.google.internal/",
+      "https://169.254.169.254/",
+    ]) {
       const ctx = createExecutionContext();
       const req = new Request(`${BASE}/api/v1/webhooks/endpoints`, {
         method: "POST",

@@ -9,7 +9,9 @@ describe("GET /api/v1/users", () => {
     expect(first.status, first.text).toBe(200);
     expect(first.json.data).toHaveLength(3);
     expect(first.json.next_cursor).not.toBe("");
-    const second = await call(`/api/v1/users?limit=3&cursor=${encodeURIComponent(first.json.next_cursor)}`, { key: a.key });
+    const second = await call(`/api/v1/users?limit=3&cursor=${encodeURIComponent(first.json.next_cursor)}`, {
+      key: a.key,
+    });
     expect(second.status, second.text).toBe(200);
     const ids = [...first.json.data, ...second.json.data].map((u: { id: string }) => u.id);
     expect(new Set(ids)).toEqual(new Set([a.owner.id, a.teamLead.id, a.agent.id, a.viewer.id]));

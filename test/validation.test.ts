@@ -9,13 +9,18 @@ describe("body validation codes", () => {
   it("validation_missing_required for an absent field", async () => {
     const r = await createUser({ role: "agent", name: "A" });
     expectError(r, 422, "validation_missing_required");
-    expect(r.json.error.details.errors).toEqual([expect.objectContaining({ field: "email", code: "validation_missing_required" })]);
+    expect(r.json.error.details.errors).toEqual([
+      expect.objectContaining({ field: "email", code: "validation_missing_required" }),
+    ]);
   });
 
   it("validation_type_mismatch for a present field of the wrong JSON type", async () => {
     const r = await createUser({ role: "agent", name: 42, email: "a@example.test" });
     expectError(r, 422, "validation_type_mismatch");
-    expect(r.json.error.details.errors[0]).toMatchObject({ field: "name", ctx: { expected: "string", received: "integer" } });
+    expect(r.json.error.details.errors[0]).toMatchObject({
+      field: "name",
+      ctx: { expected: "string", received: "integer" },
+    });
   });
 
   it("validation_unknown_field with did_you_mean", async () => {
@@ -27,7 +32,10 @@ describe("body validation codes", () => {
   it("validation_deprecated_field names the new field in migration.to", async () => {
     const r = await createUser({ role: "agent", name: "A", email: "a@example.test", managerId: "usr_x" });
     expectError(r, 422, "validation_deprecated_field");
-    expect(r.json.error.details.errors[0]).toMatchObject({ field: "managerId", migration: { from: "managerId", to: "manager_id" } });
+    expect(r.json.error.details.errors[0]).toMatchObject({
+      field: "managerId",
+      migration: { from: "managerId", to: "manager_id" },
+    });
   });
 
   it("validation_enum_not_allowed lists the expected values (case-sensitive)", async () => {
@@ -44,24 +52,37 @@ describe("body validation codes", () => {
   });
 
   it("validation_out_of_range carries the bound", async () => {
-    const r = await internal("/internal/v1/agencies", { method: "POST", body: { name: "X", kind: "broker", cancellation_notice_hours: 721 } });
+    const r = await internal("/internal/v1/agencies", {
+      method: "POST",
+      body: { name: "X", kind: "broker", cancellation_notice_hours: 721 },
+    });
     expectError(r, 422, "validation_out_of_range");
     expect(r.json.error.details.errors[0]).toMatchObject({ field: "cancellation_notice_hours", ctx: { maximum: 720 } });
   });
 
   it("validation_array_length for a list that is too short", async () => {
     const t = await makeTenant();
-    const r = await internal("/internal/v1/api-keys", { method: "POST", body: { agency_id: t.agencyId, minted_by_user_id: t.owner.id, scopes: [] } });
+    const r = await internal("/internal/v1/api-keys", {
+      method: "POST",
+      body: { agency_id: t.agencyId, minted_by_user_id: t.owner.id, scopes: [] },
+    });
     expectError(r, 422, "validation_array_length");
     expect(r.json.error.details.errors[0]).toMatchObject({ field: "scopes", ctx: { minimum: 1 } });
   });
 
   it("validation_nested_error groups problems inside a field as children", async () => {
     const t = await makeTenant();
-    const r = await internal("/internal/v1/api-keys", { method: "POST", body: { agency_id: t.agencyId, minted_by_user_id: t.owner.id, scopes: ["users:read", "everything"] } });
+    const r = await internal("/internal/v1/api-keys", {
+      method: "POST",
+      body: { agency_id: t.agencyId, minted_by_user_id: t.owner.id, scopes: ["users:read", "everything"] },
+    });
     expectError(r, 422, "validation_nested_error");
     expect(r.json.error.details.errors).toEqual([
-      expect.objectContaining({ field: "scopes", code: "validation_nested_error", children: [expect.objectContaining({ field: "scopes[1]", code: "validation_enum_not_allowed" })] }),
+      expect.objectContaining({
+        field: "scopes",
+        code: "validation_nested_error",
+        children: [expect.objectContaining({ field: "scopes[1]", code: "validation_enum_not_allowed" })],
+      }),
     ]);
   });
 
@@ -69,11 +90,19 @@ describe("body validation codes", () => {
     const r = await createUser({ role: "chief", name: 1 });
     expectError(r, 422, "validation.failed");
     expect(Object.keys(r.json.error.details.fields).sort()).toEqual(["email", "name", "role"]);
-    expect(r.json.error.details.errors.map((e: { code: string }) => e.code).sort()).toEqual(["validation_enum_not_allowed", "validation_missing_required", "validation_type_mismatch"]);
+    expect(r.json.error.details.errors.map((e: { code: string }) => e.code).sort()).toEqual([
+      "validation_enum_not_allowed",
+      "validation_missing_required",
+      "validation_type_mismatch",
+    ]);
   });
 
   it("a body that is JSON but not an object is a type mismatch at the root", async () => {
-    const r = await internal("/internal/v1/agencies", { method: "POST", rawBody: "[1,2]", headers: { "Content-Type": "application/json" } });
+    const r = await internal("/internal/v1/agencies", {
+      method: "POST",
+      rawBody: "[1,2]",
+      headers: { "Content-Type": "application/json" },
+    });
     expectError(r, 422, "validation_type_mismatch");
   });
 
@@ -87,7 +116,10 @@ describe("body validation codes", () => {
 });
 
 describe("nested objects (mapping unit)", () => {
-  const schema = z.strictObject({ address: z.strictObject({ street: z.string(), zip: z.string().regex(/^\d{5}$/) }), tags: z.array(z.string()).max(2) });
+  const schema = z.strictObject({
+    address: z.strictObject({ street: z.string(), zip: z.string().regex(/^\d{5}$/) }),
+    tags: z.array(z.string()).max(2),
+  });
 
   it("reports each nested problem under its top-level field, with the pattern", () => {
     const input = { address: { street: 1, zip: "abc", stret: "x" }, tags: ["a", "b", "c"] };
@@ -99,11 +131,18 @@ describe("nested objects (mapping unit)", () => {
     expect(address.children).toEqual(
       expect.arrayContaining([
         expect.objectContaining({ field: "address.street", code: "validation_type_mismatch" }),
-        expect.objectContaining({ field: "address.zip", code: "validation_string_pattern", ctx: expect.objectContaining({ pattern: "/^\\d{5}$/" }) }),
+        expect.objectContaining({
+          field: "address.zip",
+          code: "validation_string_pattern",
+          ctx: expect.objectContaining({ pattern: "/^\\d{5}$/" }),
+        }),
         expect.objectContaining({ field: "address.stret", code: "validation_unknown_field", did_you_mean: ["street"] }),
       ]),
     );
-    expect((err.details.errors as any[]).find((e) => e.field === "tags")).toMatchObject({ code: "validation_array_length", ctx: { maximum: 2 } });
+    expect((err.details.errors as any[]).find((e) => e.field === "tags")).toMatchObject({
+      code: "validation_array_length",
+      ctx: { maximum: 2 },
+    });
   });
 
   it("renames registered on a nested object apply there", () => {
@@ -112,7 +151,13 @@ describe("nested objects (mapping unit)", () => {
     const input = { address: { zip: "12345" } };
     const err = validationError("json", outer.safeParse(input).error!, outer, input);
     expect((err.details.errors as any[])[0].children).toEqual(
-      expect.arrayContaining([expect.objectContaining({ field: "address.zip", code: "validation_deprecated_field", migration: { from: "zip", to: "zipcode" } })]),
+      expect.arrayContaining([
+        expect.objectContaining({
+          field: "address.zip",
+          code: "validation_deprecated_field",
+          migration: { from: "zip", to: "zipcode" },
+        }),
+      ]),
     );
   });
 });
@@ -122,11 +167,19 @@ describe("query validation", () => {
     const t = await makeTenant();
     const tooBig = await call("/api/v1/users?limit=201", { key: t.key });
     expectError(tooBig, 422, "request_query_invalid");
-    expect(tooBig.json.error.details.errors[0]).toMatchObject({ field: "limit", code: "validation_out_of_range", ctx: { maximum: 200 } });
+    expect(tooBig.json.error.details.errors[0]).toMatchObject({
+      field: "limit",
+      code: "validation_out_of_range",
+      ctx: { maximum: 200 },
+    });
     expectError(await call("/api/v1/users?limit=abc", { key: t.key }), 422, "request_query_invalid");
     const caseSensitive = await call("/api/v1/users?Limit=5", { key: t.key });
     expectError(caseSensitive, 422, "request_query_invalid");
-    expect(caseSensitive.json.error.details.errors[0]).toMatchObject({ field: "Limit", code: "validation_unknown_field", did_you_mean: ["limit"] });
+    expect(caseSensitive.json.error.details.errors[0]).toMatchObject({
+      field: "Limit",
+      code: "validation_unknown_field",
+      did_you_mean: ["limit"],
+    });
     expectError(await call("/api/v1/users?role=chief", { key: t.key }), 422, "request_query_invalid");
   });
 
@@ -137,12 +190,22 @@ describe("query validation", () => {
     expect(cursor).not.toBe("");
     const flipped = cursor.slice(0, 5) + (cursor[5] === "A" ? "B" : "A") + cursor.slice(6);
     for (const bad of [flipped, cursor.slice(0, -3), "garbage", `${cursor}.x`]) {
-      expectError(await call(`/api/v1/users?limit=1&cursor=${encodeURIComponent(bad)}`, { key: t.key }), 422, "request_query_invalid");
+      expectError(
+        await call(`/api/v1/users?limit=1&cursor=${encodeURIComponent(bad)}`, { key: t.key }),
+        422,
+        "request_query_invalid",
+      );
     }
-    const filtered = await call(`/api/v1/users?limit=1&role=agent&cursor=${encodeURIComponent(cursor)}`, { key: t.key });
+    const filtered = await call(`/api/v1/users?limit=1&role=agent&cursor=${encodeURIComponent(cursor)}`, {
+      key: t.key,
+    });
     expectError(filtered, 422, "request_query_invalid");
     const other = await makeTenant();
-    expectError(await call(`/api/v1/users?limit=1&cursor=${encodeURIComponent(cursor)}`, { key: other.key }), 422, "request_query_invalid");
+    expectError(
+      await call(`/api/v1/users?limit=1&cursor=${encodeURIComponent(cursor)}`, { key: other.key }),
+      422,
+      "request_query_invalid",
+    );
   });
 
   it("validation is never reached by an unauthenticated caller", async () => {

@@ -1,12 +1,18 @@
-import { verify } from "@octokit/webhooks-methods";
-import { createExecutionContext, createMessageBatch, createScheduledController, getQueueResult, waitOnExecutionContext } from "cloudflare:test";
+import {
+  createExecutionContext,
+  createMessageBatch,
+  createScheduledController,
+  getQueueResult,
+  waitOnExecutionContext,
+} from "cloudflare:test";
 import { env } from "cloudflare:workers";
+import { verify } from "@octokit/webhooks-methods";
 import { and, count, eq, gt, inArray, isNull } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import worker from "../src/index";
 import { events, webhookDeliveries, webhookDeliveryAttempts, webhookEndpoints } from "../src/db/schema";
-import { consumeWebhooks, retryDelay } from "../src/webhooks/delivery";
 import { outboxInsert } from "../src/domain/outbox";
+import worker from "../src/index";
+import { consumeWebhooks, retryDelay } from "../src/webhooks/delivery";
 import { drainOutbox } from "../src/webhooks/dispatch";
 import { call, db, internal, makeListing, makeTenant, type Tenant } from "./harness";
 
@@ -38,13 +44,24 @@ beforeEach(() => {
 afterEach(() => vi.restoreAllMocks());
 
 async function endpoint(t: Tenant, url: string, eventTypes?: string[]) {
-  const r = await call("/api/v1/webhooks/endpoints", { key: t.key, body: { url, ...(eventTypes ? { event_types: eventTypes } : {}) } });
+  const r = await call("/api/v1/webhooks/endpoints", {
+    key: t.key,
+    body: { url, ...(eventTypes ? { event_types: eventTypes } : {}) },
+  });
   expect(r.status, r.text).toBe(201);
   return r.json as { id: string; signing_secret: string };
 }
 
 async function consume(queue: string, messages: { delivery_id: string; attempts?: number }[]) {
-  const batch = createMessageBatch(queue, messages.map((m, i) => ({ id: `m${i}`, timestamp: new Date(), attempts: m.attempts ?? 1, body: { delivery_id: m.delivery_id } })));
+  const batch = createMessageBatch(
+    queue,
+    messages.map((m, i) => ({
+      id: `m${i}`,
+      timestamp: new Date(),
+      attempts: m.attempts ?? 1,
+      body: { delivery_id: m.delivery_id },
+    })),
+  );
   const ctx = createExecutionContext();
   await worker.queue(batch, env, ctx);
   await waitOnExecutionContext(ctx);
@@ -58,7 +75,10 @@ async function consume(queue: string, messages: { delivery_id: string; attempts?
 async function settle() {
   await vi.waitFor(
     async () => {
-      const [row] = await db().select({ n: count() }).from(events).where(and(isNull(events.enqueuedAt), gt(events.claimedUntil, new Date().toISOString())));
+      const [row] = await db()
+        .select({ n: count() })
+        .from(events)
+        .where(and(isNull(events.enqueuedAt), gt(events.claimedUntil, new Date().toISOString())));
       expect(row!.n, "outbox events still claimed by a background drain").toBe(0);
     },
     { timeout: 5_000, interval: 20 },
@@ -79,14 +99,17 @@ async function cron(expression: string) {
 /** Events written straight to the outbox, as a change would, without a request that drains them. */
 async function writeEvents(agencyId: string, n: number) {
   const d = db();
-  const inserts = Array.from({ length: n }, (_, i) => outboxInsert(d, agencyId, "user.deactivated", { user_id: `usr_${i}`, reason: "deactivated" }));
+  const inserts = Array.from({ length: n }, (_, i) =>
+    outboxInsert(d, agencyId, "user.deactivated", { user_id: `usr_${i}`, reason: "deactivated" }),
+  );
   for (let i = 0; i < inserts.length; i += 50) {
     const [first, ...rest] = inserts.slice(i, i + 50);
     await d.batch([first!, ...rest]);
   }
 }
 
-const deliveriesOf = (endpointId: string) => db().select().from(webhookDeliveries).where(eq(webhookDeliveries.endpointId, endpointId)).all();
+const deliveriesOf = (endpointId: string) =>
+  db().select().from(webhookDeliveries).where(eq(webhookDeliveries.endpointId, endpointId)).all();
 
 describe("delivery", () => {
   it("a listing.created reaches the receiver signed over the raw body, with the envelope and headers", async () => {
@@ -106,13 +129,21 @@ describe("delivery", () => {
     const signature = req!.headers.get("X-Webhook-Signature")!;
     expect(await verify(hook.signing_secret, req!.body, signature)).toBe(true);
     const envelope = JSON.parse(req!.body);
-    expect(envelope).toMatchObject({ event_type: "listing.created", api_version: "2026-11-01", data: { listing_number: listing.listing_number, status: "Coming Soon" } });
+    expect(envelope).toMatchObject({
+      event_type: "listing.created",
+      api_version: "2026-11-01",
+      data: { listing_number: listing.listing_number, status: "Coming Soon" },
+    });
     expect(envelope.event_id).toMatch(/^evt_/);
     expect(Math.abs(envelope.timestamp - Date.now() / 1000)).toBeLessThan(60);
     expect(req!.headers.get("X-Webhook-Event")).toBe("listing.created");
     expect(req!.headers.get("X-Webhook-Id")).toBe(envelope.event_id);
     expect(req!.headers.get("X-Webhook-Delivery")).toBe(delivery!.id);
-    expect((await deliveriesOf(hook.id))[0]).toMatchObject({ status: "delivered", attempts: 1, lastResponseStatus: 200 });
+    expect((await deliveriesOf(hook.id))[0]).toMatchObject({
+      status: "delivered",
+      attempts: 1,
+      lastResponseStatus: 200,
+    });
   });
 
   it("delivers only subscribed types, only to the event's agency; a repeated drain adds nothing", async () => {
@@ -124,13 +155,17 @@ describe("delivery", () => {
     await makeListing(a);
     await drained();
     await drained();
-    const listingCreated = (await db().select().from(events).where(eq(events.agencyId, a.agencyId)).all()).filter((e) => e.eventType === "listing.created");
+    const listingCreated = (await db().select().from(events).where(eq(events.agencyId, a.agencyId)).all()).filter(
+      (e) => e.eventType === "listing.created",
+    );
     expect(listingCreated).toHaveLength(1);
     expect(await deliveriesOf(cancelledOnly.id)).toEqual([]);
     const toEverything = await deliveriesOf(everything.id);
     expect(toEverything.filter((d) => d.eventId === listingCreated[0]!.id)).toHaveLength(1);
     expect(new Set(toEverything.map((d) => d.eventId)).size).toBe(toEverything.length);
-    const aEvents = new Set((await db().select().from(events).where(eq(events.agencyId, a.agencyId)).all()).map((e) => e.id));
+    const aEvents = new Set(
+      (await db().select().from(events).where(eq(events.agencyId, a.agencyId)).all()).map((e) => e.id),
+    );
     expect((await deliveriesOf(otherAgency.id)).filter((d) => aEvents.has(d.eventId))).toEqual([]);
   });
 
@@ -153,7 +188,9 @@ describe("delivery", () => {
     await settle();
     await expect(drainOutbox(env)).rejects.toThrow("queue down");
     vi.mocked(env.WEBHOOK_QUEUE.sendBatch).mockImplementation(capture);
-    const created = (await db().select().from(events).where(eq(events.agencyId, t.agencyId)).all()).find((e) => e.eventType === "listing.created");
+    const created = (await db().select().from(events).where(eq(events.agencyId, t.agencyId)).all()).find(
+      (e) => e.eventType === "listing.created",
+    );
     expect(created!.enqueuedAt).toBeNull();
     expect(created!.claimedUntil, "a failed send releases its claim at once").toBeNull();
     await cron("* * * * *");
@@ -172,7 +209,10 @@ describe("draining the outbox", () => {
     sent = [];
     await writeEvents(t.agencyId, 30);
     const results = await Promise.all([drainOutbox(env), drainOutbox(env), drainOutbox(env)]);
-    expect(results.reduce((n, r) => n + r.events, 0), JSON.stringify(results)).toBe(30);
+    expect(
+      results.reduce((n, r) => n + r.events, 0),
+      JSON.stringify(results),
+    ).toBe(30);
     const deliveries = await deliveriesOf(hook.id);
     expect(deliveries).toHaveLength(30);
     const ids = sent.map((m) => m.delivery_id).filter((id) => deliveries.some((d) => d.id === id));
@@ -184,11 +224,21 @@ describe("draining the outbox", () => {
     const hook = await endpoint(t, "http://localhost:9999/claimed", ["user.deactivated"]);
     await settle();
     await writeEvents(t.agencyId, 1);
-    const [event] = await db().select().from(events).where(and(eq(events.agencyId, t.agencyId), eq(events.eventType, "user.deactivated"))).all();
-    await db().update(events).set({ claimedUntil: new Date(Date.now() + 60_000).toISOString() }).where(eq(events.id, event!.id));
+    const [event] = await db()
+      .select()
+      .from(events)
+      .where(and(eq(events.agencyId, t.agencyId), eq(events.eventType, "user.deactivated")))
+      .all();
+    await db()
+      .update(events)
+      .set({ claimedUntil: new Date(Date.now() + 60_000).toISOString() })
+      .where(eq(events.id, event!.id));
     await drainOutbox(env);
     expect(await deliveriesOf(hook.id)).toEqual([]);
-    await db().update(events).set({ claimedUntil: new Date(Date.now() - 1_000).toISOString() }).where(eq(events.id, event!.id));
+    await db()
+      .update(events)
+      .set({ claimedUntil: new Date(Date.now() - 1_000).toISOString() })
+      .where(eq(events.id, event!.id));
     await drainOutbox(env);
     const [delivery] = await deliveriesOf(hook.id);
     expect(delivery?.eventId).toBe(event!.id);
@@ -201,7 +251,10 @@ describe("draining the outbox", () => {
     await settle();
     await writeEvents(t.agencyId, 230);
     await cron("* * * * *");
-    const [left] = await db().select({ n: count() }).from(events).where(and(eq(events.agencyId, t.agencyId), isNull(events.enqueuedAt)));
+    const [left] = await db()
+      .select({ n: count() })
+      .from(events)
+      .where(and(eq(events.agencyId, t.agencyId), isNull(events.enqueuedAt)));
     expect(left!.n).toBe(0);
     expect(await deliveriesOf(hook.id)).toHaveLength(230);
   });
@@ -230,8 +283,20 @@ describe("retries and dead letters", () => {
     expect(first.retryMessages).toEqual([{ msgId: "m0" }]);
     // The delay asked of the queue, seen on a message of our own.
     const retry = vi.fn();
-    const message = { id: "m1", timestamp: new Date(), attempts: 3, body: { delivery_id: delivery!.id }, retry, ack: vi.fn() };
-    await consumeWebhooks({ queue: "alms-webhooks-local", messages: [message], ackAll() {}, retryAll() {} } as unknown as MessageBatch<{ delivery_id: string }>, env);
+    const message = {
+      id: "m1",
+      timestamp: new Date(),
+      attempts: 3,
+      body: { delivery_id: delivery!.id },
+      retry,
+      ack: vi.fn(),
+    };
+    await consumeWebhooks(
+      { queue: "alms-webhooks-local", messages: [message], ackAll() {}, retryAll() {} } as unknown as MessageBatch<{
+        delivery_id: string;
+      }>,
+      env,
+    );
     expect(retry).toHaveBeenCalledWith({ delaySeconds: 120 });
     const nonces = received.map((r) => JSON.parse(r.body).nonce);
     expect(new Set(nonces).size).toBe(2);
@@ -239,8 +304,16 @@ describe("retries and dead letters", () => {
     answer = () => new Response(null, { status: 204 });
     const last = await consume("alms-webhooks-local", [{ delivery_id: delivery!.id, attempts: 4 }]);
     expect(last.explicitAcks).toEqual(["m0"]);
-    const attempts = await db().select().from(webhookDeliveryAttempts).where(eq(webhookDeliveryAttempts.deliveryId, delivery!.id)).all();
-    expect(attempts.map((a) => [a.attempt, a.responseStatus])).toEqual([[1, 500], [2, 500], [3, 204]]);
+    const attempts = await db()
+      .select()
+      .from(webhookDeliveryAttempts)
+      .where(eq(webhookDeliveryAttempts.deliveryId, delivery!.id))
+      .all();
+    expect(attempts.map((a) => [a.attempt, a.responseStatus])).toEqual([
+      [1, 500],
+      [2, 500],
+      [3, 204],
+    ]);
     expect(attempts.every((a) => a.latencyMs >= 0)).toBe(true);
     expect(attempts[0]!.error).toBe("receiver answered 500");
     expect((await deliveriesOf(hook.id))[0]).toMatchObject({ status: "delivered", attempts: 3 });
@@ -274,7 +347,10 @@ describe("retries and dead letters", () => {
     const broken = await endpoint(t, "http://localhost:9999/broken", ["listing.created"]);
     await makeListing(t);
     await drained();
-    await db().update(webhookEndpoints).set({ secretSealed: "not-a-sealed-secret" }).where(eq(webhookEndpoints.id, broken.id));
+    await db()
+      .update(webhookEndpoints)
+      .set({ secretSealed: "not-a-sealed-secret" })
+      .where(eq(webhookEndpoints.id, broken.id));
     const [toGood] = await deliveriesOf(good.id);
     const [toBroken] = await deliveriesOf(broken.id);
     const retry = vi.fn();
@@ -283,7 +359,12 @@ describe("retries and dead letters", () => {
       { id: "b", timestamp: new Date(), attempts: 2, body: { delivery_id: toBroken!.id }, retry, ack },
       { id: "g", timestamp: new Date(), attempts: 1, body: { delivery_id: toGood!.id }, retry: vi.fn(), ack },
     ];
-    await consumeWebhooks({ queue: "alms-webhooks-local", messages, ackAll() {}, retryAll() {} } as unknown as MessageBatch<{ delivery_id: string }>, env);
+    await consumeWebhooks(
+      { queue: "alms-webhooks-local", messages, ackAll() {}, retryAll() {} } as unknown as MessageBatch<{
+        delivery_id: string;
+      }>,
+      env,
+    );
     expect(retry).toHaveBeenCalledWith({ delaySeconds: retryDelay(2) });
     expect(ack).toHaveBeenCalledTimes(1);
     expect(received.map((r) => r.url)).toEqual(["http://localhost:9999/good"]);
@@ -325,7 +406,10 @@ describe("retries and dead letters", () => {
     await makeListing(t);
     await drained();
     const [lost] = await deliveriesOf(stale.id);
-    await db().update(webhookDeliveries).set({ updatedAt: new Date(Date.now() - 97 * 3600_000).toISOString() }).where(eq(webhookDeliveries.id, lost!.id));
+    await db()
+      .update(webhookDeliveries)
+      .set({ updatedAt: new Date(Date.now() - 97 * 3600_000).toISOString() })
+      .where(eq(webhookDeliveries.id, lost!.id));
     await cron("0 3 * * *");
     expect((await deliveriesOf(stale.id))[0]).toMatchObject({ status: "dead", lastError: "no attempt for 96 hours" });
     expect((await deliveriesOf(fresh.id))[0]!.status).toBe("pending");
@@ -344,7 +428,13 @@ describe("retries and dead letters", () => {
     const after = (await deliveriesOf(hook.id))[0]!;
     expect(after.status).toBe("dead");
     expect(after.lastError).toContain("receiver refused");
-    expect(await db().select().from(webhookDeliveryAttempts).where(inArray(webhookDeliveryAttempts.deliveryId, [delivery!.id])).all()).toHaveLength(1);
+    expect(
+      await db()
+        .select()
+        .from(webhookDeliveryAttempts)
+        .where(inArray(webhookDeliveryAttempts.deliveryId, [delivery!.id]))
+        .all(),
+    ).toHaveLength(1);
   });
 });
 
@@ -360,7 +450,13 @@ describe("the dashboard's view of deliveries", () => {
     await consume("alms-webhooks-dlq-local", [{ delivery_id: delivery!.id }]);
     const listed = await internal(`/internal/v1/agencies/${t.agencyId}/webhook-deliveries?status=dead`);
     expect(listed.status, listed.text).toBe(200);
-    expect(listed.json.data).toEqual([expect.objectContaining({ id: delivery!.id, status: "dead", attempt_log: [expect.objectContaining({ attempt: 1, response_status: 503 })] })]);
+    expect(listed.json.data).toEqual([
+      expect.objectContaining({
+        id: delivery!.id,
+        status: "dead",
+        attempt_log: [expect.objectContaining({ attempt: 1, response_status: 503 })],
+      }),
+    ]);
     sent = [];
     const replayed = await internal(`/internal/v1/webhook-deliveries/${delivery!.id}/replay`, { method: "POST" });
     expect(replayed.status, replayed.text).toBe(202);
@@ -370,7 +466,13 @@ describe("the dashboard's view of deliveries", () => {
     await consume("alms-webhooks-local", [{ delivery_id: delivery!.id, attempts: 1 }]);
     expect((await deliveriesOf(hook.id))[0]!.status).toBe("delivered");
     const log = await internal(`/internal/v1/agencies/${t.agencyId}/webhook-deliveries?event_id=${delivery!.eventId}`);
-    expect(log.json.data[0].attempt_log.map((a: any) => [a.attempt, a.response_status]), log.text).toEqual([[1, 503], [2, 200]]);
+    expect(
+      log.json.data[0].attempt_log.map((a: any) => [a.attempt, a.response_status]),
+      log.text,
+    ).toEqual([
+      [1, 503],
+      [2, 200],
+    ]);
     const bodies = received.map((r) => JSON.parse(r.body));
     expect(bodies).toHaveLength(2);
     expect(bodies[0].event_id).toBe(bodies[1].event_id);
@@ -380,7 +482,9 @@ describe("the dashboard's view of deliveries", () => {
     expect(refused.status, refused.text).toBe(503);
     expect(refused.json.error.code).toBe("queue_unavailable");
     expect(refused.headers.get("Retry-After")).toBe("30");
-    expect((await deliveriesOf(hook.id))[0]!.status, "a refused replay leaves the delivery as it was").toBe("delivered");
+    expect((await deliveriesOf(hook.id))[0]!.status, "a refused replay leaves the delivery as it was").toBe(
+      "delivered",
+    );
     const missing = await internal("/internal/v1/webhook-deliveries/whd_missing/replay", { method: "POST" });
     expect(missing.json.error.code, missing.text).toBe("webhook_delivery_not_found");
   });
@@ -395,7 +499,11 @@ describe("the test event", () => {
     const [req] = received;
     expect(req!.headers.get("X-Webhook-Event")).toBe("webhook.test");
     expect(await verify(hook.signing_secret, req!.body, req!.headers.get("X-Webhook-Signature")!)).toBe(true);
-    expect(JSON.parse(req!.body)).toMatchObject({ event_type: "webhook.test", event_id: ok.json.event_id, data: { endpoint_id: hook.id } });
+    expect(JSON.parse(req!.body)).toMatchObject({
+      event_type: "webhook.test",
+      event_id: ok.json.event_id,
+      data: { endpoint_id: hook.id },
+    });
     answer = () => new Response("no", { status: 500 });
     const failed = await call(`/api/v1/webhooks/endpoints/${hook.id}/test`, { method: "POST", key: t.key });
     expect(failed.json).toMatchObject({ delivered: false, response_status: 500, error: "receiver answered 500" });

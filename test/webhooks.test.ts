@@ -1,11 +1,11 @@
-import { verify } from "@octokit/webhooks-methods";
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
+import { verify } from "@octokit/webhooks-methods";
 import { eq } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import worker from "../src/index";
 import { webhookEndpoints } from "../src/db/schema";
-import { EVENT_TYPES, EVENT_TYPE_NAMES } from "../src/domain/events";
+import { EVENT_TYPE_NAMES, EVENT_TYPES } from "../src/domain/events";
+import worker from "../src/index";
 import { decrypt } from "../src/lib/crypto";
 import { SECRET_PURPOSE } from "../src/webhooks/endpoints";
 import { newSigningSecret, signPayload } from "../src/webhooks/signing";
@@ -24,9 +24,15 @@ afterEach(() => vi.restoreAllMocks());
 
 /** Every row of every table of the database, as text. */
 async function wholeDatabase(): Promise<string> {
-  const tables = await env.DB.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%'").all<{ name: string }>();
+  const tables = await env.DB.prepare(
+    "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%'",
+  ).all<{ name: string }>();
   expect(tables.results.map((t) => t.name)).toContain("webhook_endpoints");
-  const dumps = await Promise.all(tables.results.map(async ({ name }) => JSON.stringify((await env.DB.prepare(`SELECT * FROM "${name}"`).all()).results)));
+  const dumps = await Promise.all(
+    tables.results.map(async ({ name }) =>
+      JSON.stringify((await env.DB.prepare(`SELECT * FROM "${name}"`).all()).results),
+    ),
+  );
   return dumps.join("\n");
 }
 
@@ -39,13 +45,21 @@ describe("the event catalog", () => {
     expect(r.json.data).toHaveLength(17);
     const created = r.json.data.find((e: any) => e.event_type === "listing.created");
     expect(created).toMatchObject({ category: "Listing", api_version: EVENT_TYPES["listing.created"].apiVersion });
-    expect(created.payload_schema).toMatchObject({ type: "object", properties: { listing_number: { type: "string" }, status: { type: "string" } } });
+    expect(created.payload_schema).toMatchObject({
+      type: "object",
+      properties: { listing_number: { type: "string" }, status: { type: "string" } },
+    });
     expect(created.payload_schema.required).toEqual(expect.arrayContaining(["listing_number", "status"]));
-    expect(created.payload_schema.properties.listing_number, "field descriptions and examples come along").toMatchObject({ description: expect.any(String), examples: ["k3v9x2a"] });
+    expect(
+      created.payload_schema.properties.listing_number,
+      "field descriptions and examples come along",
+    ).toMatchObject({ description: expect.any(String), examples: ["k3v9x2a"] });
     // Fields may be added within an api_version, so no schema may close an object.
     expect(JSON.stringify(r.json.data.map((e: any) => e.payload_schema))).not.toContain('"additionalProperties":false');
     const media = r.json.data.find((e: any) => e.event_type === "media.delivery.completed");
-    expect(media.payload_schema.properties.summary.required).toEqual(expect.arrayContaining(["files_total", "files_delivered", "files_failed"]));
+    expect(media.payload_schema.properties.summary.required).toEqual(
+      expect.arrayContaining(["files_total", "files_delivered", "files_failed"]),
+    );
     expect(r.headers.get("X-Rate-Limit-Limit")).toBe("60");
   });
 
@@ -66,9 +80,18 @@ describe("the event catalog", () => {
 describe("registering endpoints", () => {
   it("answers the whsec_ secret once, stores it sealed, never lists it", async () => {
     const t = await makeTenant();
-    const r = await register(t, { url: "https://hooks.example.com/alms", event_types: ["listing.created", "listing.created", "listing.cancelled"], description: "CRM" });
+    const r = await register(t, {
+      url: "https://hooks.example.com/alms",
+      event_types: ["listing.created", "listing.created", "listing.cancelled"],
+      description: "CRM",
+    });
     expect(r.status, r.text).toBe(201);
-    expect(r.json).toMatchObject({ url: "https://hooks.example.com/alms", event_types: ["listing.created", "listing.cancelled"], description: "CRM", is_active: true });
+    expect(r.json).toMatchObject({
+      url: "https://hooks.example.com/alms",
+      event_types: ["listing.created", "listing.cancelled"],
+      description: "CRM",
+      is_active: true,
+    });
     const secret: string = r.json.signing_secret;
     expect(secret).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
     const [row] = await db().select().from(webhookEndpoints).where(eq(webhookEndpoints.id, r.json.id)).all();
@@ -103,7 +126,10 @@ describe("registering endpoints", () => {
 
   it("an unknown or denied event type is named in a 422", async () => {
     const t = await makeTenant();
-    const r = await register(t, { url: "https://hooks.example.com/x", event_types: ["listing.created", "listing.exploded", "api_key.rotated"] });
+    const r = await register(t, {
+      url: "https://hooks.example.com/x",
+      event_types: ["listing.created", "listing.exploded", "api_key.rotated"],
+    });
     expectError(r, 422, "webhook_event_type_not_allowed");
     expect(r.json.error.details).toEqual({ unknown: ["listing.exploded"], denied: ["api_key.rotated"] });
     expect(r.json.error.message).toContain("listing.exploded");
@@ -113,9 +139,24 @@ describe("registering endpoints", () => {
   it("refuses receivers that are not public https, as the deployed environments do", async () => {
     const t = await makeTenant();
     const deployed = { ...env, ALLOW_HTTP_RECEIVERS: "false" } as Env;
-    for (const url of ["http://hooks.example.com/x", "https://localhost/x", "https://127.0.0.1/x", "https://2130706433/x", "https://0x7f000001/x", "https://[::1]/x", "https://169.254.169.254/latest", "https://metadata.google.internal/", "https://10.1.2.3/", "https://[::ffff:192.168.0.1]/"]) {
+    for (const url of [
+      "http://hooks.example.com/x",
+      "https://localhost/x",
+      "https://127.0.0.1/x",
+      "https://2130706433/x",
+      "https://0x7f000001/x",
+      "https://[::1]/x",
+      "https://169.254.169.254/latest",
+      "https://metadata.google.internal/",
+      "https://10.1.2.3/",
+      "https://[::ffff:192.168.0.1]/",
+    ]) {
       const ctx = createExecutionContext();
-      const req = new Request(`${BASE}/api/v1/webhooks/endpoints`, { method: "POST", headers: { "X-API-Key": t.key, "Content-Type": "application/json", "X-Idempotency-Key": crypto.randomUUID() }, body: JSON.stringify({ url }) });
+      const req = new Request(`${BASE}/api/v1/webhooks/endpoints`, {
+        method: "POST",
+        headers: { "X-API-Key": t.key, "Content-Type": "application/json", "X-Idempotency-Key": crypto.randomUUID() },
+        body: JSON.stringify({ url }),
+      });
       const res = await worker.fetch(req, deployed, ctx);
       await waitOnExecutionContext(ctx);
       const json = (await res.json()) as any;
@@ -136,17 +177,31 @@ describe("registering endpoints", () => {
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) ids.push((await register(t, { url: `https://hooks.example.com/page/${i}` })).json.id);
     const first = await call("/api/v1/webhooks/endpoints?limit=2", { key: t.key });
-    expect(first.json.data.map((e: any) => e.id), first.text).toEqual(ids.slice(0, 2));
+    expect(
+      first.json.data.map((e: any) => e.id),
+      first.text,
+    ).toEqual(ids.slice(0, 2));
     expect(first.json.next_cursor).not.toBe("");
     expect(first.headers.get("X-Rate-Limit-Limit")).toBe("120");
-    const second = await call(`/api/v1/webhooks/endpoints?limit=2&cursor=${encodeURIComponent(first.json.next_cursor)}`, { key: t.key });
+    const second = await call(
+      `/api/v1/webhooks/endpoints?limit=2&cursor=${encodeURIComponent(first.json.next_cursor)}`,
+      { key: t.key },
+    );
     expect(second.json, second.text).toEqual({ data: [expect.objectContaining({ id: ids[2] })], next_cursor: "" });
     const cursor: string = first.json.next_cursor;
     const tampered = cursor.slice(0, -2) + (cursor.at(-2) === "A" ? "B" : "A") + cursor.slice(-1);
     expect(tampered).not.toBe(cursor);
-    expectError(await call(`/api/v1/webhooks/endpoints?cursor=${encodeURIComponent(tampered)}`, { key: t.key }), 422, "request_query_invalid");
+    expectError(
+      await call(`/api/v1/webhooks/endpoints?cursor=${encodeURIComponent(tampered)}`, { key: t.key }),
+      422,
+      "request_query_invalid",
+    );
     const other = await makeTenant();
-    expectError(await call(`/api/v1/webhooks/endpoints?cursor=${encodeURIComponent(cursor)}`, { key: other.key }), 422, "request_query_invalid");
+    expectError(
+      await call(`/api/v1/webhooks/endpoints?cursor=${encodeURIComponent(cursor)}`, { key: other.key }),
+      422,
+      "request_query_invalid",
+    );
   });
 
   it("a repeated registration under the same idempotency key creates one endpoint and answers the same", async () => {
@@ -161,7 +216,15 @@ describe("registering endpoints", () => {
     expect(again.headers.get("X-Idempotent-Replay")).toBe("true");
     expect(again.json.id).toBe(first.json.id);
     expect((await call("/api/v1/webhooks/endpoints", { key: t.key })).json.data).toHaveLength(1);
-    expectError(await call("/api/v1/webhooks/endpoints", { key: t.key, body: { url: "https://hooks.example.com/other" }, idempotencyKey: key }), 409, "idempotency_key_conflict");
+    expectError(
+      await call("/api/v1/webhooks/endpoints", {
+        key: t.key,
+        body: { url: "https://hooks.example.com/other" },
+        idempotencyKey: key,
+      }),
+      409,
+      "idempotency_key_conflict",
+    );
   });
 
   it("managing endpoints needs webhooks:write; reading them needs webhooks:read", async () => {
@@ -176,18 +239,37 @@ describe("registering endpoints", () => {
     const a = await makeTenant();
     const b = await makeTenant();
     const r = await register(a, { url: "https://hooks.example.com/a" });
-    expectError(await call(`/api/v1/webhooks/endpoints/${r.json.id}`, { key: b.key }), 404, "webhook_endpoint_not_found");
-    expectError(await call(`/api/v1/webhooks/endpoints/${r.json.id}`, { method: "DELETE", key: b.key }), 404, "webhook_endpoint_not_found");
+    expectError(
+      await call(`/api/v1/webhooks/endpoints/${r.json.id}`, { key: b.key }),
+      404,
+      "webhook_endpoint_not_found",
+    );
+    expectError(
+      await call(`/api/v1/webhooks/endpoints/${r.json.id}`, { method: "DELETE", key: b.key }),
+      404,
+      "webhook_endpoint_not_found",
+    );
     const del = await call(`/api/v1/webhooks/endpoints/${r.json.id}`, { method: "DELETE", key: a.key });
     expect(del.status).toBe(204);
-    expectError(await call(`/api/v1/webhooks/endpoints/${r.json.id}`, { key: a.key }), 404, "webhook_endpoint_not_found");
+    expectError(
+      await call(`/api/v1/webhooks/endpoints/${r.json.id}`, { key: a.key }),
+      404,
+      "webhook_endpoint_not_found",
+    );
   });
 });
 
 describe("signatures", () => {
   it("a GitHub-style verifier from npm accepts our signature over the raw body, and rejects a changed body", async () => {
     const secret = newSigningSecret();
-    const body = JSON.stringify({ event_id: "evt_1", event_type: "listing.created", api_version: "2026-11-01", timestamp: 1_790_000_000, nonce: "n1", data: { listing_number: "abc1234", status: "Coming Soon" } });
+    const body = JSON.stringify({
+      event_id: "evt_1",
+      event_type: "listing.created",
+      api_version: "2026-11-01",
+      timestamp: 1_790_000_000,
+      nonce: "n1",
+      data: { listing_number: "abc1234", status: "Coming Soon" },
+    });
     const signature = await signPayload(secret, body);
     expect(signature).toMatch(/^sha256=[0-9a-f]{64}$/);
     expect(await verify(secret, body, signature)).toBe(true);

@@ -93,7 +93,9 @@ describe("request bodies", () => {
   });
 
   it("a charset parameter on the JSON media type is accepted", async () => {
-    const r = await post(JSON.stringify({ name: "Charset Co", kind: "broker" }), { "Content-Type": "application/json; charset=utf-8" });
+    const r = await post(JSON.stringify({ name: "Charset Co", kind: "broker" }), {
+      "Content-Type": "application/json; charset=utf-8",
+    });
     expect(r.status, r.text).toBe(201);
   });
 });
@@ -118,9 +120,19 @@ describe("deployed environments", () => {
 
   it("Cloudflare's visitor scheme decides, not the origin connection", async () => {
     const t = await makeTenant();
-    const viaHttp = await direct(new Request("https://api.test/api/v1/users", { headers: { "X-API-Key": t.key, "CF-Visitor": '{"scheme":"http"}' } }), { ENVIRONMENT: "live", API_MODE: "test" });
+    const viaHttp = await direct(
+      new Request("https://api.test/api/v1/users", {
+        headers: { "X-API-Key": t.key, "CF-Visitor": '{"scheme":"http"}' },
+      }),
+      { ENVIRONMENT: "live", API_MODE: "test" },
+    );
     expect(viaHttp.json.error.code, viaHttp.text).toBe("https_required");
-    const viaHttps = await direct(new Request("https://api.test/api/v1/users", { headers: { "X-API-Key": t.key, "CF-Visitor": '{"scheme":"https"}' } }), { ENVIRONMENT: "sandbox" });
+    const viaHttps = await direct(
+      new Request("https://api.test/api/v1/users", {
+        headers: { "X-API-Key": t.key, "CF-Visitor": '{"scheme":"https"}' },
+      }),
+      { ENVIRONMENT: "sandbox" },
+    );
     expect(viaHttps.status, viaHttps.text).toBe(200);
   });
 
@@ -142,7 +154,9 @@ describe("unexpected failures", () => {
         throw new Error("boom");
       },
     };
-    const r = await direct(new Request(`${BASE}/api/v1/users`, { headers: { "X-API-Key": t.key } }), { DB: broken as unknown as D1Database });
+    const r = await direct(new Request(`${BASE}/api/v1/users`, { headers: { "X-API-Key": t.key } }), {
+      DB: broken as unknown as D1Database,
+    });
     expect(r.status, r.text).toBe(500);
     expect(r.json.error.code).toBe("internal_error");
     expect(r.text).not.toMatch(/secret internal detail|client\.ts|at \//);

@@ -13,25 +13,45 @@ export const STRIPE_TOLERANCE_SECONDS = 300;
  * Stripe's v1 scheme: `Stripe-Signature: t=<unix>,v1=<hex>[,v1=…]`, where hex is
  * HMAC-SHA256 of `<t>.<raw body>` keyed with the endpoint secret. Refused past 5 minutes.
  */
-export async function verifyStripeSignature(rawBody: string, header: string | undefined, secret: string, nowSeconds = Math.floor(Date.now() / 1000)): Promise<boolean> {
+export async function verifyStripeSignature(
+  rawBody: string,
+  header: string | undefined,
+  secret: string,
+  nowSeconds = Math.floor(Date.now() / 1000),
+): Promise<boolean> {
   if (!header) return false;
   const parts = header.split(",").map((p) => p.split("=", 2) as [string, string | undefined]);
   const t = Number(parts.find(([k]) => k === "t")?.[1]);
   const signatures = parts.filter(([k]) => k === "v1").map(([, v]) => v ?? "");
   if (!Number.isInteger(t) || !signatures.length || Math.abs(nowSeconds - t) > STRIPE_TOLERANCE_SECONDS) return false;
-  const key = await crypto.subtle.importKey("raw", new TextEncoder().encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+  const key = await crypto.subtle.importKey(
+    "raw",
+    new TextEncoder().encode(secret),
+    { name: "HMAC", hash: "SHA-256" },
+    false,
+    ["sign"],
+  );
   const mac = new Uint8Array(await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(`${t}.${rawBody}`)));
   const expected = [...mac].map((b) => b.toString(16).padStart(2, "0")).join("");
   return signatures.some((s) => timingSafeEqual(s, expected));
 }
 
+/** The fields of Stripe's invoice and subscription objects that are read here; all optional, as sent. */
+interface StripeObject {
+  metadata?: Record<string, unknown>;
+  status_transitions?: { paid_at?: unknown };
+  items?: { data?: { price?: { id?: string; nickname?: string | null } }[] };
+  [field: string]: unknown;
+}
+
 interface StripeEvent {
   id: string;
   type: string;
-  data: { object: Record<string, any> };
+  data: { object: StripeObject };
 }
 
-const iso = (seconds: unknown) => new Date((typeof seconds === "number" ? seconds : Date.now() / 1000) * 1000).toISOString();
+const iso = (seconds: unknown) =>
+  new Date((typeof seconds === "number" ? seconds : Date.now() / 1000) * 1000).toISOString();
 
 export type StripeOutcome = "applied" | "duplicate" | "ignored";
 
@@ -53,28 +73,75 @@ export async function applyStripeEvent(db: Db, event: StripeEvent): Promise<Stri
   switch (event.type) {
     case "invoice.paid": {
       const listingNumber = (object.metadata?.listing_number as string | undefined) ?? null;
-      const listing = listingNumber ? await db.select().from(listings).where(and(eq(listings.agencyId, agencyId), eq(listings.listingNumber, listingNumber))).get() : undefined;
+      const listing = listingNumber
+        ? await db
+            .select()
+            .from(listings)
+            .where(and(eq(listings.agencyId, agencyId), eq(listings.listingNumber, listingNumber)))
+            .get()
+        : undefined;
       const paidAt = iso(object.status_transitions?.paid_at);
       const amount = Number(object.amount_paid ?? object.amount_due ?? 0);
       const currency = String(object.currency ?? "usd").toLowerCase();
       const invoiceId = newId("inv");
       writes = [
-        outboxInsert(db, agencyId, "invoice.payment_made", { invoice_id: String(object.id), listing_number: listing ? listing.listingNumber : null, amount_minor: amount, currency, provider_reference: String(object.id), paid_at: paidAt }),
+        outboxInsert(db, agencyId, "invoice.payment_made", {
+          invoice_id: String(object.id),
+          listing_number: listing ? listing.listingNumber : null,
+          amount_minor: amount,
+          currency,
+          provider_reference: String(object.id),
+          paid_at: paidAt,
+        }),
       ];
       if (listing) {
         const row = { agencyId, listingId: listing.id, amountMinor: amount, currency };
         writes.push(
-          db.insert(listingOrders).values({ ...row, id: invoiceId, kind: "invoice", status: "paid", providerReference: String(object.id), issuedAt: iso(object.created), paidAt }).onConflictDoNothing(),
-          db.insert(listingOrders).values({ ...row, id: newId("pay"), kind: "payment", invoiceId, status: "succeeded", providerReference: String(object.payment_intent ?? `pay_for_${object.id}`), paidAt }).onConflictDoNothing(),
+          db
+            .insert(listingOrders)
+            .values({
+              ...row,
+              id: invoiceId,
+              kind: "invoice",
+              status: "paid",
+              providerReference: String(object.id),
+              issuedAt: iso(object.created),
+              paidAt,
+            })
+            .onConflictDoNothing(),
+          db
+            .insert(listingOrders)
+            .values({
+              ...row,
+              id: newId("pay"),
+              kind: "payment",
+              invoiceId,
+              status: "succeeded",
+              providerReference: String(object.payment_intent ?? `pay_for_${object.id}`),
+              paidAt,
+            })
+            .onConflictDoNothing(),
         );
       }
       break;
     }
     case "customer.subscription.created":
-      writes = [outboxInsert(db, agencyId, "subscription.created", { subscription_id: String(object.id), plan: object.items?.data?.[0]?.price?.nickname ?? object.items?.data?.[0]?.price?.id ?? null, status: String(object.status ?? "active"), started_at: iso(object.start_date) })];
+      writes = [
+        outboxInsert(db, agencyId, "subscription.created", {
+          subscription_id: String(object.id),
+          plan: object.items?.data?.[0]?.price?.nickname ?? object.items?.data?.[0]?.price?.id ?? null,
+          status: String(object.status ?? "active"),
+          started_at: iso(object.start_date),
+        }),
+      ];
       break;
     case "customer.subscription.deleted":
-      writes = [outboxInsert(db, agencyId, "subscription.cancelled", { subscription_id: String(object.id), cancelled_at: iso(object.ended_at ?? object.canceled_at) })];
+      writes = [
+        outboxInsert(db, agencyId, "subscription.cancelled", {
+          subscription_id: String(object.id),
+          cancelled_at: iso(object.ended_at ?? object.canceled_at),
+        }),
+      ];
       break;
     default:
       return "ignored";

@@ -1,22 +1,40 @@
 import { eq, inArray } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { calendarConnections, users, type CalendarConnection } from "../db/schema";
+import { type CalendarConnection, calendarConnections, users } from "../db/schema";
 import { decrypt, encrypt } from "../lib/crypto";
 import { DomainError } from "../lib/errors";
 import { newId, nowIso } from "../lib/ids";
-import { googleSource, type GoogleCredentials } from "./google";
-import { guarded, type CalendarSource } from "./outbound";
+import { type GoogleCredentials, googleSource } from "./google";
 import { icsSource } from "./ics";
+import { type CalendarSource, guarded } from "./outbound";
 
 const PURPOSE = "calendar-credentials";
 const MAX_CHAIN = 64;
 
-export type ConnectInput = { provider: "google"; calendarId: string; credentials: GoogleCredentials } | { provider: "ics"; feedUrl: string };
+export type ConnectInput =
+  | { provider: "google"; calendarId: string; credentials: GoogleCredentials }
+  | { provider: "ics"; feedUrl: string };
 
 /** Connects (or replaces) a user's calendar; credentials are sealed before they are stored. */
-export async function connectCalendar(db: Db, secretKey: string, user: { id: string; agencyId: string }, input: ConnectInput): Promise<CalendarConnection> {
-  const sealed = await encrypt(secretKey, PURPOSE, JSON.stringify(input.provider === "google" ? input.credentials : { feed_url: input.feedUrl }));
-  const values = { userId: user.id, agencyId: user.agencyId, provider: input.provider, calendarId: input.provider === "google" ? input.calendarId : null, credentialsSealed: sealed, updatedAt: nowIso() };
+export async function connectCalendar(
+  db: Db,
+  secretKey: string,
+  user: { id: string; agencyId: string },
+  input: ConnectInput,
+): Promise<CalendarConnection> {
+  const sealed = await encrypt(
+    secretKey,
+    PURPOSE,
+    JSON.stringify(input.provider === "google" ? input.credentials : { feed_url: input.feedUrl }),
+  );
+  const values = {
+    userId: user.id,
+    agencyId: user.agencyId,
+    provider: input.provider,
+    calendarId: input.provider === "google" ? input.calendarId : null,
+    credentialsSealed: sealed,
+    updatedAt: nowIso(),
+  };
   const [row] = await db
     .insert(calendarConnections)
     .values({ id: newId("cal"), ...values })
@@ -38,7 +56,11 @@ export async function resolveConnection(db: Db, userId: string): Promise<Calenda
   let next: string | null = userId;
   while (next && chain.length < MAX_CHAIN && !chain.includes(next)) {
     chain.push(next);
-    const row: { managerId: string | null } | undefined = await db.select({ managerId: users.managerId }).from(users).where(eq(users.id, next)).get();
+    const row: { managerId: string | null } | undefined = await db
+      .select({ managerId: users.managerId })
+      .from(users)
+      .where(eq(users.id, next))
+      .get();
     next = row?.managerId ?? null;
   }
   const connections = await db.select().from(calendarConnections).where(inArray(calendarConnections.userId, chain));
@@ -50,7 +72,12 @@ export async function resolveConnection(db: Db, userId: string): Promise<Calenda
 }
 
 /** The provider behind a connection, with Google's refreshed tokens written back sealed. */
-export async function sourceFor(db: Db, env: { SECRET_KEY: string; GOOGLE_CLIENT_SECRET?: string }, conn: CalendarConnection, timeoutMs?: number): Promise<CalendarSource> {
+export async function sourceFor(
+  db: Db,
+  env: { SECRET_KEY: string; GOOGLE_CLIENT_SECRET?: string },
+  conn: CalendarConnection,
+  timeoutMs?: number,
+): Promise<CalendarSource> {
   const creds = JSON.parse(await decrypt(env.SECRET_KEY, PURPOSE, conn.credentialsSealed));
   if (conn.provider === "ics") return guarded("ics", icsSource(creds.feed_url, timeoutMs));
   return guarded(
@@ -60,7 +87,10 @@ export async function sourceFor(db: Db, env: { SECRET_KEY: string; GOOGLE_CLIENT
       timeoutMs,
       save: async (refreshed) => {
         const credentialsSealed = await encrypt(env.SECRET_KEY, PURPOSE, JSON.stringify(refreshed));
-        await db.update(calendarConnections).set({ credentialsSealed, updatedAt: nowIso() }).where(eq(calendarConnections.id, conn.id));
+        await db
+          .update(calendarConnections)
+          .set({ credentialsSealed, updatedAt: nowIso() })
+          .where(eq(calendarConnections.id, conn.id));
       },
     }),
   );

@@ -1,4 +1,4 @@
-import { providerFetch, type CalendarSource } from "./outbound";
+import { type CalendarSource, providerFetch } from "./outbound";
 
 export interface GoogleCredentials {
   client_id: string;
@@ -15,16 +15,34 @@ const API = "https://www.googleapis.com/calendar/v3";
  * Google Calendar through freeBusy and events.get. An access token close to expiry is
  * refreshed first, and the refreshed credentials are handed to `save`.
  */
-export function googleSource(calendarId: string, creds: GoogleCredentials, opts: { clientSecret?: string; timeoutMs?: number; save: (c: GoogleCredentials) => Promise<void> }): CalendarSource {
+export function googleSource(
+  calendarId: string,
+  creds: GoogleCredentials,
+  opts: { clientSecret?: string; timeoutMs?: number; save: (c: GoogleCredentials) => Promise<void> },
+): CalendarSource {
   let token: Promise<string> | undefined;
   const accessToken = () =>
     (token ??= (async () => {
       if (creds.access_token && (creds.access_token_expires_at ?? 0) > Date.now() + 60_000) return creds.access_token;
-      const body = new URLSearchParams({ client_id: creds.client_id, client_secret: opts.clientSecret ?? "", refresh_token: creds.refresh_token, grant_type: "refresh_token" });
-      const res = await providerFetch("google", TOKEN_URL, { method: "POST", headers: { "Content-Type": "application/x-www-form-urlencoded" }, body }, { timeoutMs: opts.timeoutMs });
+      const body = new URLSearchParams({
+        client_id: creds.client_id,
+        client_secret: opts.clientSecret ?? "",
+        refresh_token: creds.refresh_token,
+        grant_type: "refresh_token",
+      });
+      const res = await providerFetch(
+        "google",
+        TOKEN_URL,
+        { method: "POST", headers: { "Content-Type": "application/x-www-form-urlencoded" }, body },
+        { timeoutMs: opts.timeoutMs },
+      );
       const json = (await res.json()) as { access_token?: string; expires_in?: number };
       if (!json.access_token) throw new Error("token refresh answered no access_token");
-      const refreshed = { ...creds, access_token: json.access_token, access_token_expires_at: Date.now() + (json.expires_in ?? 3600) * 1000 };
+      const refreshed = {
+        ...creds,
+        access_token: json.access_token,
+        access_token_expires_at: Date.now() + (json.expires_in ?? 3600) * 1000,
+      };
       await opts.save(refreshed);
       return json.access_token;
     })());
@@ -33,16 +51,27 @@ export function googleSource(calendarId: string, creds: GoogleCredentials, opts:
       const res = await providerFetch(
         "google",
         `${API}/freeBusy`,
-        { method: "POST", headers: { Authorization: `Bearer ${await accessToken()}`, "Content-Type": "application/json" }, body: JSON.stringify({ timeMin: from.toISOString(), timeMax: to.toISOString(), items: [{ id: calendarId }] }) },
+        {
+          method: "POST",
+          headers: { Authorization: `Bearer ${await accessToken()}`, "Content-Type": "application/json" },
+          body: JSON.stringify({ timeMin: from.toISOString(), timeMax: to.toISOString(), items: [{ id: calendarId }] }),
+        },
         { timeoutMs: opts.timeoutMs },
       );
-      const json = (await res.json()) as { calendars?: Record<string, { busy?: { start: string; end: string }[]; errors?: unknown[] }> };
+      const json = (await res.json()) as {
+        calendars?: Record<string, { busy?: { start: string; end: string }[]; errors?: unknown[] }>;
+      };
       const cal = json.calendars?.[calendarId];
       if (!cal || cal.errors?.length) throw new Error("freeBusy answered without this calendar");
       return (cal.busy ?? []).map((b) => ({ start: Date.parse(b.start), end: Date.parse(b.end) }));
     },
     async event(eventId) {
-      const res = await providerFetch("google", `${API}/calendars/${encodeURIComponent(calendarId)}/events/${encodeURIComponent(eventId)}`, { headers: { Authorization: `Bearer ${await accessToken()}` } }, { timeoutMs: opts.timeoutMs, accept: [404, 410] });
+      const res = await providerFetch(
+        "google",
+        `${API}/calendars/${encodeURIComponent(calendarId)}/events/${encodeURIComponent(eventId)}`,
+        { headers: { Authorization: `Bearer ${await accessToken()}` } },
+        { timeoutMs: opts.timeoutMs, accept: [404, 410] },
+      );
       if (res.status === 404 || res.status === 410) return { found: false };
       const json = (await res.json()) as { status?: string; start?: { dateTime?: string; date?: string } };
       if (json.status === "cancelled") return { found: false };

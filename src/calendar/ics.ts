@@ -1,4 +1,4 @@
-import { providerFetch, type CalendarSource, type Interval } from "./outbound";
+import { type CalendarSource, type Interval, providerFetch } from "./outbound";
 import { isTimeZone, zonedToUtc } from "./zoned";
 
 interface VEvent {

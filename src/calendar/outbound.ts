@@ -7,20 +7,34 @@ export const PROVIDER_TIMEOUT_MS = 8_000;
  * 504 `calendar_provider_timeout`, a network failure or an unexpected answer 502
  * `calendar_provider_error`. `accept` lists statuses the caller handles itself (e.g. 404).
  */
-export async function providerFetch(provider: string, url: string, init: RequestInit, opts: { timeoutMs?: number; accept?: number[] } = {}): Promise<Response> {
+export async function providerFetch(
+  provider: string,
+  url: string,
+  init: RequestInit,
+  opts: { timeoutMs?: number; accept?: number[] } = {},
+): Promise<Response> {
   const timeoutMs = opts.timeoutMs ?? PROVIDER_TIMEOUT_MS;
   let res: Response;
   try {
     res = await fetch(url, { ...init, redirect: "follow", signal: AbortSignal.timeout(timeoutMs) });
   } catch (e) {
     if (e instanceof Error && (e.name === "TimeoutError" || e.name === "AbortError")) {
-      throw new DomainError("calendar_provider_timeout", { message: `The ${provider} calendar did not answer within ${timeoutMs / 1000} s.`, details: { provider, timeout_ms: timeoutMs } });
+      throw new DomainError("calendar_provider_timeout", {
+        message: `The ${provider} calendar did not answer within ${timeoutMs / 1000} s.`,
+        details: { provider, timeout_ms: timeoutMs },
+      });
     }
-    throw new DomainError("calendar_provider_error", { message: `The ${provider} calendar could not be reached.`, details: { provider } });
+    throw new DomainError("calendar_provider_error", {
+      message: `The ${provider} calendar could not be reached.`,
+      details: { provider },
+    });
   }
   if (!res.ok && !(opts.accept ?? []).includes(res.status)) {
     await res.body?.cancel();
-    throw new DomainError("calendar_provider_error", { message: `The ${provider} calendar answered ${res.status}.`, details: { provider, provider_status: res.status } });
+    throw new DomainError("calendar_provider_error", {
+      message: `The ${provider} calendar answered ${res.status}.`,
+      details: { provider, provider_status: res.status },
+    });
   }
   return res;
 }
@@ -47,7 +61,10 @@ export function guarded(provider: string, source: CalendarSource): CalendarSourc
         return await fn(...a);
       } catch (e) {
         if (e instanceof DomainError) throw e;
-        throw new DomainError("calendar_provider_error", { message: `The ${provider} calendar gave an answer that could not be read.`, details: { provider } });
+        throw new DomainError("calendar_provider_error", {
+          message: `The ${provider} calendar gave an answer that could not be read.`,
+          details: { provider },
+        });
       }
     };
   return { busy: wrap(source.busy), event: wrap(source.event) };

@@ -1,5 +1,5 @@
 import { and, asc, eq, isNotNull, isNull } from "drizzle-orm";
-import { database, type Db } from "../db/client";
+import { type Db, database } from "../db/client";
 import { appointments, calendarDiscrepancies, listings, tours, users } from "../db/schema";
 import { isUniqueViolation } from "../domain/constraint";
 import { outboxInsert } from "../domain/outbox";
@@ -27,26 +27,60 @@ type Kind = "missing" | "moved" | "malformed";
 export function discrepancyOf(subject: Pick<Subject, "expectedStart">, event: CalendarEvent): Kind | null {
   if (!event.found) return "missing";
   if (event.start === null) return "malformed";
-  if (subject.expectedStart && Math.abs(Date.parse(event.start) - Date.parse(subject.expectedStart)) > MOVED_TOLERANCE_MS) return "moved";
+  if (
+    subject.expectedStart &&
+    Math.abs(Date.parse(event.start) - Date.parse(subject.expectedStart)) > MOVED_TOLERANCE_MS
+  )
+    return "moved";
   return null;
 }
 
 async function subjects(db: Db): Promise<Subject[]> {
   const appts = await db
-    .select({ id: appointments.id, agencyId: appointments.agencyId, eventId: appointments.calendarEventId, startsAt: appointments.startsAt, userId: listings.agentOneId })
+    .select({
+      id: appointments.id,
+      agencyId: appointments.agencyId,
+      eventId: appointments.calendarEventId,
+      startsAt: appointments.startsAt,
+      userId: listings.agentOneId,
+    })
     .from(appointments)
     .innerJoin(listings, eq(listings.id, appointments.listingId))
     .where(and(eq(appointments.status, "scheduled"), isNotNull(appointments.calendarEventId)));
-  const tourRows = await db.select({ id: tours.id, agencyId: tours.agencyId, eventId: tours.calendarEventId }).from(tours).where(isNotNull(tours.calendarEventId));
+  const tourRows = await db
+    .select({ id: tours.id, agencyId: tours.agencyId, eventId: tours.calendarEventId })
+    .from(tours)
+    .where(isNotNull(tours.calendarEventId));
   const owners = new Map<string, string>();
   for (const t of tourRows) {
     if (owners.has(t.agencyId)) continue;
-    const owner = await db.select({ id: users.id }).from(users).where(and(eq(users.agencyId, t.agencyId), isNull(users.managerId))).orderBy(asc(users.createdAt)).get();
+    const owner = await db
+      .select({ id: users.id })
+      .from(users)
+      .where(and(eq(users.agencyId, t.agencyId), isNull(users.managerId)))
+      .orderBy(asc(users.createdAt))
+      .get();
     if (owner) owners.set(t.agencyId, owner.id);
   }
   return [
-    ...appts.map((a) => ({ type: "appointment" as const, id: a.id, agencyId: a.agencyId, calendarEventId: a.eventId!, userId: a.userId, expectedStart: a.startsAt })),
-    ...tourRows.filter((t) => owners.has(t.agencyId)).map((t) => ({ type: "tour" as const, id: t.id, agencyId: t.agencyId, calendarEventId: t.eventId!, userId: owners.get(t.agencyId)!, expectedStart: null })),
+    ...appts.map((a) => ({
+      type: "appointment" as const,
+      id: a.id,
+      agencyId: a.agencyId,
+      calendarEventId: a.eventId!,
+      userId: a.userId,
+      expectedStart: a.startsAt,
+    })),
+    ...tourRows
+      .filter((t) => owners.has(t.agencyId))
+      .map((t) => ({
+        type: "tour" as const,
+        id: t.id,
+        agencyId: t.agencyId,
+        calendarEventId: t.eventId!,
+        userId: owners.get(t.agencyId)!,
+        expectedStart: null,
+      })),
   ];
 }
 
@@ -56,7 +90,9 @@ async function subjects(db: Db): Promise<Subject[]> {
  * persists nothing more is emitted; when it heals the record is closed, so a later one
  * is reported again. A calendar that cannot be reached is skipped until the next run.
  */
-export async function reconcileCalendars(env: Env): Promise<{ checked: number; detected: number; resolved: number; skipped: number }> {
+export async function reconcileCalendars(
+  env: Env,
+): Promise<{ checked: number; detected: number; resolved: number; skipped: number }> {
   const db = database(env.DB);
   const sources = new Map<string, Promise<CalendarSource>>();
   const counts = { checked: 0, detected: 0, resolved: 0, skipped: 0 };
@@ -65,7 +101,10 @@ export async function reconcileCalendars(env: Env): Promise<{ checked: number; d
     try {
       const conn = await resolveConnection(db, subject.userId);
       let source = sources.get(conn.id);
-      if (!source) sources.set(conn.id, (source = sourceFor(db, env, conn)));
+      if (!source) {
+        source = sourceFor(db, env, conn);
+        sources.set(conn.id, source);
+      }
       event = await (await source).event(subject.calendarEventId);
     } catch (err) {
       if (!(err instanceof DomainError)) throw err;
@@ -77,14 +116,27 @@ export async function reconcileCalendars(env: Env): Promise<{ checked: number; d
     const open = await db
       .select()
       .from(calendarDiscrepancies)
-      .where(and(eq(calendarDiscrepancies.subjectType, subject.type), eq(calendarDiscrepancies.subjectId, subject.id), isNull(calendarDiscrepancies.resolvedAt)));
+      .where(
+        and(
+          eq(calendarDiscrepancies.subjectType, subject.type),
+          eq(calendarDiscrepancies.subjectId, subject.id),
+          isNull(calendarDiscrepancies.resolvedAt),
+        ),
+      );
     const healed = open.filter((d) => d.kind !== kind);
-    for (const d of healed) await db.update(calendarDiscrepancies).set({ resolvedAt: nowIso() }).where(eq(calendarDiscrepancies.id, d.id));
+    for (const d of healed)
+      await db.update(calendarDiscrepancies).set({ resolvedAt: nowIso() }).where(eq(calendarDiscrepancies.id, d.id));
     counts.resolved += healed.length;
     if (!kind || open.some((d) => d.kind === kind)) continue;
     try {
       await db.batch([
-        db.insert(calendarDiscrepancies).values({ id: newId("cdx"), agencyId: subject.agencyId, subjectType: subject.type, subjectId: subject.id, kind }),
+        db.insert(calendarDiscrepancies).values({
+          id: newId("cdx"),
+          agencyId: subject.agencyId,
+          subjectType: subject.type,
+          subjectId: subject.id,
+          kind,
+        }),
         outboxInsert(db, subject.agencyId, "appointment.orphan.detected", {
           subject_type: subject.type,
           subject_id: subject.id,

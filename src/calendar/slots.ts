@@ -9,7 +9,13 @@ export const MAX_SLOTS = 500;
  * Back-to-back slots of `durationMs` from the start of each working day, inside
  * [from, to), that overlap no busy interval.
  */
-export function freeSlots(from: number, to: number, durationMs: number, busy: Interval[], timeZone: string): Interval[] {
+export function freeSlots(
+  from: number,
+  to: number,
+  durationMs: number,
+  busy: Interval[],
+  timeZone: string,
+): Interval[] {
   const slots: Interval[] = [];
   const sorted = [...busy].sort((a, b) => a.start - b.start);
   for (let day = from - 86_400_000; day < to + 86_400_000 && slots.length < MAX_SLOTS; day += 86_400_000) {

@@ -18,7 +18,9 @@ export const users = sqliteTable(
   "users",
   {
     id: text("id").primaryKey(),
-    agencyId: text("agency_id").notNull().references(() => agencies.id),
+    agencyId: text("agency_id")
+      .notNull()
+      .references(() => agencies.id),
     role: text("role").notNull(),
     managerId: text("manager_id"),
     name: text("name").notNull(),
@@ -38,8 +40,12 @@ export const apiKeys = sqliteTable(
   "api_keys",
   {
     id: text("id").primaryKey(),
-    agencyId: text("agency_id").notNull().references(() => agencies.id),
-    mintedByUserId: text("minted_by_user_id").notNull().references(() => users.id),
+    agencyId: text("agency_id")
+      .notNull()
+      .references(() => agencies.id),
+    mintedByUserId: text("minted_by_user_id")
+      .notNull()
+      .references(() => users.id),
     /** The caller role of every request made with this key: the minting user's role at minting. */
     role: text("role").notNull(),
     mode: text("mode", { enum: ["test", "live"] }).notNull(),
@@ -49,7 +55,10 @@ export const apiKeys = sqliteTable(
     revokedAt: text("revoked_at"),
     expiresAt: text("expires_at"),
     rotationStartedAt: text("rotation_started_at"),
-    rateLimitOverrides: text("rate_limit_overrides", { mode: "json" }).$type<Record<string, number>>().notNull().default(sql`'{}'`),
+    rateLimitOverrides: text("rate_limit_overrides", { mode: "json" })
+      .$type<Record<string, number>>()
+      .notNull()
+      .default(sql`'{}'`),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
@@ -64,7 +73,9 @@ export const apiKeySecrets = sqliteTable(
   "api_key_secrets",
   {
     hash: text("hash").primaryKey(),
-    keyId: text("key_id").notNull().references(() => apiKeys.id),
+    keyId: text("key_id")
+      .notNull()
+      .references(() => apiKeys.id),
     prefix: text("prefix").notNull(),
     last4: text("last4").notNull(),
     createdAt: createdAt(),
@@ -78,7 +89,9 @@ export const sessions = sqliteTable(
   "sessions",
   {
     tokenHash: text("token_hash").primaryKey(),
-    userId: text("user_id").notNull().references(() => users.id),
+    userId: text("user_id")
+      .notNull()
+      .references(() => users.id),
     expiresAt: text("expires_at").notNull(),
     revokedAt: text("revoked_at"),
     createdAt: createdAt(),
@@ -90,7 +103,9 @@ export const listings = sqliteTable(
   "listings",
   {
     id: text("id").primaryKey(),
-    agencyId: text("agency_id").notNull().references(() => agencies.id),
+    agencyId: text("agency_id")
+      .notNull()
+      .references(() => agencies.id),
     listingNumber: text("listing_number").notNull(),
     address: text("address").notNull(),
     status: text("status").notNull().default("Coming Soon"),
@@ -118,9 +133,15 @@ export const appointments = sqliteTable(
   "appointments",
   {
     id: text("id").primaryKey(),
-    agencyId: text("agency_id").notNull().references(() => agencies.id),
-    listingId: text("listing_id").notNull().references(() => listings.id),
-    status: text("status", { enum: ["scheduled", "cancelled"] }).notNull().default("scheduled"),
+    agencyId: text("agency_id")
+      .notNull()
+      .references(() => agencies.id),
+    listingId: text("listing_id")
+      .notNull()
+      .references(() => listings.id),
+    status: text("status", { enum: ["scheduled", "cancelled"] })
+      .notNull()
+      .default("scheduled"),
     startsAt: text("starts_at").notNull(),
     endsAt: text("ends_at").notNull(),
     calendarEventId: text("calendar_event_id"),
@@ -135,8 +156,12 @@ export const listingOrders = sqliteTable(
   "listing_orders",
   {
     id: text("id").primaryKey(),
-    agencyId: text("agency_id").notNull().references(() => agencies.id),
-    listingId: text("listing_id").notNull().references(() => listings.id),
+    agencyId: text("agency_id")
+      .notNull()
+      .references(() => agencies.id),
+    listingId: text("listing_id")
+      .notNull()
+      .references(() => listings.id),
     kind: text("kind", { enum: ["invoice", "payment"] }).notNull(),
     invoiceId: text("invoice_id"),
     amountMinor: integer("amount_minor").notNull(),
@@ -157,7 +182,9 @@ export const tours = sqliteTable(
   "tours",
   {
     id: text("id").primaryKey(),
-    agencyId: text("agency_id").notNull().references(() => agencies.id),
+    agencyId: text("agency_id")
+      .notNull()
+      .references(() => agencies.id),
     tourNumber: text("tour_number").notNull(),
     address: text("address").notNull(),
     city: text("city").notNull(),
@@ -242,32 +269,47 @@ export const mediaUploads = sqliteTable(
   "media_uploads",
   {
     id: text("id").primaryKey(),
-    agencyId: text("agency_id").notNull().references(() => agencies.id),
+    agencyId: text("agency_id")
+      .notNull()
+      .references(() => agencies.id),
     listingId: text("listing_id").references(() => listings.id),
     assetType: text("asset_type").notNull(),
     contentType: text("content_type").notNull(),
     sizeBytes: integer("size_bytes").notNull(),
     filename: text("filename"),
     objectKey: text("object_key").notNull(),
-    status: text("status", { enum: ["pending", "completed", "expired"] }).notNull().default("pending"),
+    status: text("status", { enum: ["pending", "completed", "expired"] })
+      .notNull()
+      .default("pending"),
     createdByUserId: text("created_by_user_id").notNull(),
     expiresAt: text("expires_at").notNull(),
     completedAt: text("completed_at"),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
-  (t) => [uniqueIndex("media_uploads_object_key").on(t.objectKey), index("media_uploads_listing").on(t.listingId, t.status, t.createdAt)],
+  (t) => [
+    uniqueIndex("media_uploads_object_key").on(t.objectKey),
+    index("media_uploads_listing").on(t.listingId, t.status, t.createdAt),
+  ],
 );
 
 /** An agent's own cloud storage (any S3-compatible bucket), where listing media is delivered. */
 export const deliveryDestinations = sqliteTable("delivery_destinations", {
-  userId: text("user_id").primaryKey().references(() => users.id),
-  agencyId: text("agency_id").notNull().references(() => agencies.id),
-  provider: text("provider", { enum: ["s3"] }).notNull().default("s3"),
+  userId: text("user_id")
+    .primaryKey()
+    .references(() => users.id),
+  agencyId: text("agency_id")
+    .notNull()
+    .references(() => agencies.id),
+  provider: text("provider", { enum: ["s3"] })
+    .notNull()
+    .default("s3"),
   endpointUrl: text("endpoint_url").notNull(),
   bucket: text("bucket").notNull(),
   region: text("region").notNull(),
-  addressingStyle: text("addressing_style", { enum: ["path", "virtual"] }).notNull().default("path"),
+  addressingStyle: text("addressing_style", { enum: ["path", "virtual"] })
+    .notNull()
+    .default("path"),
   accessKeyId: text("access_key_id").notNull(),
   /** Sealed with the `storage-credentials` key; never stored or answered in plaintext. */
   secretAccessKeySealed: text("secret_access_key_sealed").notNull(),
@@ -281,11 +323,17 @@ export const mediaDeliveries = sqliteTable(
   "media_deliveries",
   {
     id: text("id").primaryKey(),
-    agencyId: text("agency_id").notNull().references(() => agencies.id),
-    listingId: text("listing_id").notNull().references(() => listings.id),
+    agencyId: text("agency_id")
+      .notNull()
+      .references(() => agencies.id),
+    listingId: text("listing_id")
+      .notNull()
+      .references(() => listings.id),
     destinationUserId: text("destination_user_id").notNull(),
     trigger: text("trigger", { enum: ["upload", "manual"] }).notNull(),
-    status: text("status", { enum: ["queued", "delivering", "completed", "failed"] }).notNull().default("queued"),
+    status: text("status", { enum: ["queued", "delivering", "completed", "failed"] })
+      .notNull()
+      .default("queued"),
     attempts: integer("attempts").notNull().default(0),
     filesTotal: integer("files_total").notNull().default(0),
     filesDelivered: integer("files_delivered").notNull().default(0),
@@ -302,15 +350,24 @@ export const mediaDeliveries = sqliteTable(
 export const mediaDeliveryFiles = sqliteTable(
   "media_delivery_files",
   {
-    deliveryId: text("delivery_id").notNull().references(() => mediaDeliveries.id),
-    uploadId: text("upload_id").notNull().references(() => mediaUploads.id),
-    status: text("status", { enum: ["pending", "delivered", "failed"] }).notNull().default("pending"),
+    deliveryId: text("delivery_id")
+      .notNull()
+      .references(() => mediaDeliveries.id),
+    uploadId: text("upload_id")
+      .notNull()
+      .references(() => mediaUploads.id),
+    status: text("status", { enum: ["pending", "delivered", "failed"] })
+      .notNull()
+      .default("pending"),
     /** A failure no retry can fix (the source object is gone, the bucket refused the request). */
     permanent: integer("permanent", { mode: "boolean" }).notNull().default(false),
     error: text("error"),
     updatedAt: updatedAt(),
   },
-  (t) => [primaryKey({ columns: [t.deliveryId, t.uploadId] }), index("media_delivery_files_upload").on(t.uploadId, t.status)],
+  (t) => [
+    primaryKey({ columns: [t.deliveryId, t.uploadId] }),
+    index("media_delivery_files_upload").on(t.uploadId, t.status),
+  ],
 );
 
 export type MediaUpload = typeof mediaUploads.$inferSelect;
@@ -327,7 +384,9 @@ export const webhookEndpoints = sqliteTable(
   "webhook_endpoints",
   {
     id: text("id").primaryKey(),
-    agencyId: text("agency_id").notNull().references(() => agencies.id),
+    agencyId: text("agency_id")
+      .notNull()
+      .references(() => agencies.id),
     url: text("url").notNull(),
     eventTypes: text("event_types", { mode: "json" }).$type<string[] | null>(),
     description: text("description"),
@@ -348,7 +407,9 @@ export const webhookDeliveries = sqliteTable(
     eventId: text("event_id").notNull(),
     endpointId: text("endpoint_id").notNull(),
     agencyId: text("agency_id").notNull(),
-    status: text("status", { enum: ["pending", "delivered", "dead"] }).notNull().default("pending"),
+    status: text("status", { enum: ["pending", "delivered", "dead"] })
+      .notNull()
+      .default("pending"),
     attempts: integer("attempts").notNull().default(0),
     lastResponseStatus: integer("last_response_status"),
     lastError: text("last_error"),
@@ -356,7 +417,10 @@ export const webhookDeliveries = sqliteTable(
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
-  (t) => [uniqueIndex("webhook_deliveries_event_endpoint").on(t.eventId, t.endpointId), index("webhook_deliveries_agency").on(t.agencyId, t.createdAt)],
+  (t) => [
+    uniqueIndex("webhook_deliveries_event_endpoint").on(t.eventId, t.endpointId),
+    index("webhook_deliveries_agency").on(t.agencyId, t.createdAt),
+  ],
 );
 
 /** Every delivery attempt: when, how long, what the receiver answered. */
@@ -364,7 +428,9 @@ export const webhookDeliveryAttempts = sqliteTable(
   "webhook_delivery_attempts",
   {
     id: text("id").primaryKey(),
-    deliveryId: text("delivery_id").notNull().references(() => webhookDeliveries.id),
+    deliveryId: text("delivery_id")
+      .notNull()
+      .references(() => webhookDeliveries.id),
     attempt: integer("attempt").notNull(),
     attemptedAt: text("attempted_at").notNull(),
     responseStatus: integer("response_status"),
@@ -388,7 +454,9 @@ export const calendarConnections = sqliteTable(
   "calendar_connections",
   {
     id: text("id").primaryKey(),
-    userId: text("user_id").notNull().references(() => users.id),
+    userId: text("user_id")
+      .notNull()
+      .references(() => users.id),
     agencyId: text("agency_id").notNull(),
     provider: text("provider", { enum: ["google", "ics"] }).notNull(),
     calendarId: text("calendar_id"),

@@ -1,11 +1,11 @@
 import { and, eq, isNotNull, isNull, lte, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { apiKeys, apiKeySecrets, type ApiKey } from "../db/schema";
-import { AGENCY_OWNER_ROLES, DEFAULT_SCOPES, isPlatformRole, type Scope } from "./roles";
-import { hashSecret, mintSecret, ROTATION_GRACE_MS, type KeyMode, type KeyPrefix } from "./keys";
+import { type ApiKey, apiKeySecrets, apiKeys } from "../db/schema";
 import { DomainError } from "../lib/errors";
 import { newId, nowIso } from "../lib/ids";
 import { getAgency, getUserById } from "./hierarchy";
+import { hashSecret, type KeyMode, type KeyPrefix, mintSecret, ROTATION_GRACE_MS } from "./keys";
+import { AGENCY_OWNER_ROLES, DEFAULT_SCOPES, isPlatformRole, type Scope } from "./roles";
 
 export interface MintInput {
   agencyId: string;
@@ -33,13 +33,25 @@ export async function mintKey(db: Db, input: MintInput): Promise<{ key: ApiKey; 
   const scopes = input.scopes ?? DEFAULT_SCOPES;
   if (scopes.includes("admin") && !platform) throw new DomainError("scope_not_grantable");
   const prefix = input.prefix ?? (input.mode === "test" ? "sk_test_" : "sk_live_");
-  if ((prefix === "sk_test_") !== (input.mode === "test")) throw new DomainError("key_mint_forbidden", { message: `The prefix ${prefix} does not belong to ${input.mode} mode.` });
+  if ((prefix === "sk_test_") !== (input.mode === "test"))
+    throw new DomainError("key_mint_forbidden", {
+      message: `The prefix ${prefix} does not belong to ${input.mode} mode.`,
+    });
   const secret = mintSecret(input.mode, prefix);
   const id = newId("key");
   const [[key]] = await db.batch([
     db
       .insert(apiKeys)
-      .values({ id, agencyId: agency.id, mintedByUserId: minter.id, role: minter.role, mode: input.mode, name: input.name ?? "", scopes, expiresAt: input.expiresAt ?? null })
+      .values({
+        id,
+        agencyId: agency.id,
+        mintedByUserId: minter.id,
+        role: minter.role,
+        mode: input.mode,
+        name: input.name ?? "",
+        scopes,
+        expiresAt: input.expiresAt ?? null,
+      })
       .returning(),
     db.insert(apiKeySecrets).values({ hash: await hashSecret(secret), keyId: id, prefix, last4: secret.slice(-4) }),
   ]);
@@ -54,7 +66,11 @@ export async function getKey(db: Db, keyId: string): Promise<ApiKey> {
 
 /** The secret currently shown for display (last four characters), and a superseded one still in its grace window. */
 export async function keySecrets(db: Db, keyId: string) {
-  return db.select().from(apiKeySecrets).where(and(eq(apiKeySecrets.keyId, keyId), isNull(apiKeySecrets.deactivatedAt))).all();
+  return db
+    .select()
+    .from(apiKeySecrets)
+    .where(and(eq(apiKeySecrets.keyId, keyId), isNull(apiKeySecrets.deactivatedAt)))
+    .all();
 }
 
 /**
@@ -70,8 +86,16 @@ export async function rotateKey(db: Db, keyId: string): Promise<{ key: ApiKey; s
   const secret = mintSecret(key.mode, prefix);
   const at = nowIso();
   const [, , , [rotated]] = await db.batch([
-    db.update(apiKeySecrets).set({ deactivatedAt: at }).where(and(eq(apiKeySecrets.keyId, keyId), isNotNull(apiKeySecrets.supersededAt), isNull(apiKeySecrets.deactivatedAt))),
-    db.update(apiKeySecrets).set({ supersededAt: at }).where(and(eq(apiKeySecrets.keyId, keyId), isNull(apiKeySecrets.supersededAt))),
+    db
+      .update(apiKeySecrets)
+      .set({ deactivatedAt: at })
+      .where(
+        and(eq(apiKeySecrets.keyId, keyId), isNotNull(apiKeySecrets.supersededAt), isNull(apiKeySecrets.deactivatedAt)),
+      ),
+    db
+      .update(apiKeySecrets)
+      .set({ supersededAt: at })
+      .where(and(eq(apiKeySecrets.keyId, keyId), isNull(apiKeySecrets.supersededAt))),
     db.insert(apiKeySecrets).values({ hash: await hashSecret(secret), keyId, prefix, last4: secret.slice(-4) }),
     db.update(apiKeys).set({ rotationStartedAt: at, updatedAt: at }).where(eq(apiKeys.id, keyId)).returning(),
   ]);
@@ -83,7 +107,11 @@ export async function revokeKey(db: Db, keyId: string): Promise<ApiKey> {
   const key = await getKey(db, keyId);
   if (key.revokedAt) throw new DomainError("api_key_already_revoked", { details: { revoked_at: key.revokedAt } });
   const at = nowIso();
-  const [updated] = await db.update(apiKeys).set({ revokedAt: at, updatedAt: at }).where(eq(apiKeys.id, keyId)).returning();
+  const [updated] = await db
+    .update(apiKeys)
+    .set({ revokedAt: at, updatedAt: at })
+    .where(eq(apiKeys.id, keyId))
+    .returning();
   return updated!;
 }
 
@@ -126,7 +154,13 @@ export async function sweepRotatedSecrets(db: Db, nowMs = Date.now()): Promise<s
   const swept = await db
     .update(apiKeySecrets)
     .set({ deactivatedAt: nowIso(nowMs) })
-    .where(and(isNotNull(apiKeySecrets.supersededAt), isNull(apiKeySecrets.deactivatedAt), lte(apiKeySecrets.supersededAt, cutoff)))
+    .where(
+      and(
+        isNotNull(apiKeySecrets.supersededAt),
+        isNull(apiKeySecrets.deactivatedAt),
+        lte(apiKeySecrets.supersededAt, cutoff),
+      ),
+    )
     .returning({ keyId: apiKeySecrets.keyId });
   return [...new Set(swept.map((s) => s.keyId))];
 }

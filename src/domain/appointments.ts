@@ -1,16 +1,21 @@
 import { and, eq } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { appointments, type Appointment, type Listing } from "../db/schema";
-import { outboxInsert, outboxInsertIfChanged } from "./outbox";
+import { type Appointment, appointments, type Listing } from "../db/schema";
 import { DomainError } from "../lib/errors";
 import { newId, nowIso } from "../lib/ids";
+import { outboxInsert, outboxInsertIfChanged } from "./outbox";
 
 function checkTimes(startsAt: string, endsAt: string) {
-  if (Date.parse(endsAt) <= Date.parse(startsAt)) throw new DomainError("invalid_appointment_time", { details: { starts_at: startsAt, ends_at: endsAt } });
+  if (Date.parse(endsAt) <= Date.parse(startsAt))
+    throw new DomainError("invalid_appointment_time", { details: { starts_at: startsAt, ends_at: endsAt } });
 }
 
 export async function getAppointment(db: Db, agencyId: string, id: string): Promise<Appointment> {
-  const a = await db.select().from(appointments).where(and(eq(appointments.id, id), eq(appointments.agencyId, agencyId))).get();
+  const a = await db
+    .select()
+    .from(appointments)
+    .where(and(eq(appointments.id, id), eq(appointments.agencyId, agencyId)))
+    .get();
   if (!a) throw new DomainError("appointment_not_found");
   return a;
 }
@@ -18,7 +23,12 @@ export async function getAppointment(db: Db, agencyId: string, id: string): Prom
 export async function scheduleAppointment(
   db: Db,
   listing: Listing,
-  input: { startsAt: string; endsAt: string; calendarEventId?: string | null; source: "order_form" | "dashboard" | "api" },
+  input: {
+    startsAt: string;
+    endsAt: string;
+    calendarEventId?: string | null;
+    source: "order_form" | "dashboard" | "api";
+  },
 ): Promise<Appointment> {
   if (listing.status === "Cancelled") throw new DomainError("listing_already_cancelled");
   checkTimes(input.startsAt, input.endsAt);
@@ -26,13 +36,34 @@ export async function scheduleAppointment(
   const startsAt = new Date(input.startsAt).toISOString();
   const endsAt = new Date(input.endsAt).toISOString();
   const [[appointment]] = await db.batch([
-    db.insert(appointments).values({ id, agencyId: listing.agencyId, listingId: listing.id, startsAt, endsAt, calendarEventId: input.calendarEventId ?? null }).returning(),
-    outboxInsert(db, listing.agencyId, "appointment.scheduled", { appointment_id: id, listing_number: listing.listingNumber, starts_at: startsAt, ends_at: endsAt, source: input.source }),
+    db
+      .insert(appointments)
+      .values({
+        id,
+        agencyId: listing.agencyId,
+        listingId: listing.id,
+        startsAt,
+        endsAt,
+        calendarEventId: input.calendarEventId ?? null,
+      })
+      .returning(),
+    outboxInsert(db, listing.agencyId, "appointment.scheduled", {
+      appointment_id: id,
+      listing_number: listing.listingNumber,
+      starts_at: startsAt,
+      ends_at: endsAt,
+      source: input.source,
+    }),
   ]);
   return appointment!;
 }
 
-export async function rescheduleAppointment(db: Db, listing: Listing, appointment: Appointment, input: { startsAt: string; endsAt: string }): Promise<Appointment> {
+export async function rescheduleAppointment(
+  db: Db,
+  listing: Listing,
+  appointment: Appointment,
+  input: { startsAt: string; endsAt: string },
+): Promise<Appointment> {
   if (appointment.status !== "scheduled") throw new DomainError("appointment_not_scheduled");
   checkTimes(input.startsAt, input.endsAt);
   const startsAt = new Date(input.startsAt).toISOString();
@@ -56,7 +87,12 @@ export async function rescheduleAppointment(db: Db, listing: Listing, appointmen
   return updated;
 }
 
-export async function cancelAppointment(db: Db, listing: Listing, appointment: Appointment, reason: "dashboard" | "api"): Promise<Appointment> {
+export async function cancelAppointment(
+  db: Db,
+  listing: Listing,
+  appointment: Appointment,
+  reason: "dashboard" | "api",
+): Promise<Appointment> {
   if (appointment.status !== "scheduled") throw new DomainError("appointment_not_scheduled");
   const [[updated]] = await db.batch([
     db
@@ -64,7 +100,12 @@ export async function cancelAppointment(db: Db, listing: Listing, appointment: A
       .set({ status: "cancelled", updatedAt: nowIso() })
       .where(and(eq(appointments.id, appointment.id), eq(appointments.status, "scheduled")))
       .returning(),
-    outboxInsertIfChanged(db, listing.agencyId, "appointment.cancelled", { appointment_id: appointment.id, listing_number: listing.listingNumber, starts_at: appointment.startsAt, reason }),
+    outboxInsertIfChanged(db, listing.agencyId, "appointment.cancelled", {
+      appointment_id: appointment.id,
+      listing_number: listing.listingNumber,
+      starts_at: appointment.startsAt,
+      reason,
+    }),
   ]);
   if (!updated) throw new DomainError("appointment_not_scheduled");
   return updated;

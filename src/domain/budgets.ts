@@ -35,7 +35,8 @@ export const ENDPOINT_NAMES = Object.keys(DEFAULT_BUDGETS) as EndpointName[];
 export const MIN_BUDGET = 1;
 export const MAX_BUDGET = 100_000;
 
-const isBudget = (n: unknown): n is number => typeof n === "number" && Number.isInteger(n) && n >= MIN_BUDGET && n <= MAX_BUDGET;
+const isBudget = (n: unknown): n is number =>
+  typeof n === "number" && Number.isInteger(n) && n >= MIN_BUDGET && n <= MAX_BUDGET;
 
 /**
  * The budget of `endpoint` for a key with these overrides, or undefined when it cannot
@@ -49,5 +50,7 @@ export function budgetFor(endpoint: string, overrides: Record<string, unknown> |
 }
 
 export function effectiveBudgets(overrides: Record<string, unknown> | null | undefined): Record<EndpointName, number> {
-  return Object.fromEntries(ENDPOINT_NAMES.map((name) => [name, budgetFor(name, overrides) ?? DEFAULT_BUDGETS[name]])) as Record<EndpointName, number>;
+  return Object.fromEntries(
+    ENDPOINT_NAMES.map((name) => [name, budgetFor(name, overrides) ?? DEFAULT_BUDGETS[name]]),
+  ) as Record<EndpointName, number>;
 }

@@ -1,7 +1,11 @@
 import { z } from "@hono/zod-openapi";
 
-const ts = (description: string) => z.string().openapi({ description: `${description} ISO 8601 UTC.`, example: "2026-11-22T15:30:00.000Z" });
-const listingNumber = z.string().regex(/^[a-z0-9]{7}$/).openapi({ description: "The listing's identifier.", example: "k3v9x2a" });
+const ts = (description: string) =>
+  z.string().openapi({ description: `${description} ISO 8601 UTC.`, example: "2026-11-22T15:30:00.000Z" });
+const listingNumber = z
+  .string()
+  .regex(/^[a-z0-9]{7}$/)
+  .openapi({ description: "The listing's identifier.", example: "k3v9x2a" });
 const appointmentId = z.string().openapi({ example: "apt_0mhx3k2a1q8v2l0c9z7rj4" });
 const userId = z.string().openapi({ example: "usr_0mhx3k2a1q8v2l0c9z7rj4" });
 
@@ -50,7 +54,8 @@ export const EVENT_TYPES = {
   "appointment.orphan.detected": {
     category: "Appointment",
     apiVersion: "2026-11-01",
-    description: "A tour's stored calendar event cannot be reconciled with the agency's calendar (missing, moved or malformed).",
+    description:
+      "A tour's stored calendar event cannot be reconciled with the agency's calendar (missing, moved or malformed).",
     data: z.object({
       subject_type: z.enum(["appointment", "tour"]),
       subject_id: z.string(),
@@ -77,7 +82,12 @@ export const EVENT_TYPES = {
     category: "Billing",
     apiVersion: "2026-11-01",
     description: "An agency started a platform subscription.",
-    data: z.object({ subscription_id: z.string(), plan: z.string().nullable(), status: z.string(), started_at: ts("Start of the subscription.") }),
+    data: z.object({
+      subscription_id: z.string(),
+      plan: z.string().nullable(),
+      status: z.string(),
+      started_at: ts("Start of the subscription."),
+    }),
   },
   "subscription.cancelled": {
     category: "Billing",
@@ -89,7 +99,13 @@ export const EVENT_TYPES = {
     category: "Listing",
     apiVersion: "2026-11-01",
     description: "A listing was created via API or dashboard.",
-    data: z.object({ listing_number: listingNumber, status: z.string(), address: z.string(), public_url: z.string(), created_at: ts("Creation time.") }),
+    data: z.object({
+      listing_number: listingNumber,
+      status: z.string(),
+      address: z.string(),
+      public_url: z.string(),
+      created_at: ts("Creation time."),
+    }),
   },
   "listing.updated": {
     category: "Listing",
@@ -108,7 +124,11 @@ export const EVENT_TYPES = {
     category: "Listing",
     apiVersion: "2026-11-01",
     description: "A listing's status transitioned.",
-    data: z.object({ listing_number: listingNumber, status: z.string().openapi({ example: "Sold" }), previous_status: z.string().openapi({ example: "Active" }) }),
+    data: z.object({
+      listing_number: listingNumber,
+      status: z.string().openapi({ example: "Sold" }),
+      previous_status: z.string().openapi({ example: "Active" }),
+    }),
   },
   "listing.cancelled": {
     category: "Listing",
@@ -136,7 +156,8 @@ export const EVENT_TYPES = {
   "media.delivery.completed": {
     category: "Media",
     apiVersion: "2026-11-01",
-    description: "Delivery of listing media to the agent's cloud storage finished. A partial success (summary.files_failed greater than 0) still counts as completed.",
+    description:
+      "Delivery of listing media to the agent's cloud storage finished. A partial success (summary.files_failed greater than 0) still counts as completed.",
     data: z.object({
       delivery_id: z.string(),
       listing_number: listingNumber,
@@ -152,18 +173,29 @@ export const EVENT_TYPES = {
     category: "Media",
     apiVersion: "2026-11-01",
     description: "Delivery failed after all retries; no files were uploaded.",
-    data: z.object({ delivery_id: z.string(), listing_number: listingNumber, attempts: z.number().int(), error: z.string() }),
+    data: z.object({
+      delivery_id: z.string(),
+      listing_number: listingNumber,
+      attempts: z.number().int(),
+      error: z.string(),
+    }),
   },
   "user.signed_up": {
     category: "User",
     apiVersion: "2026-11-01",
     description: "A user was provisioned under an agency hierarchy (admin create or invite).",
-    data: z.object({ user_id: userId, role: z.string(), managerId: z.string().nullable(), source: z.enum(["admin_create", "invite"]) }),
+    data: z.object({
+      user_id: userId,
+      role: z.string(),
+      managerId: z.string().nullable(),
+      source: z.enum(["admin_create", "invite"]),
+    }),
   },
   "user.hierarchy_changed": {
     category: "User",
     apiVersion: "2026-11-01",
-    description: "A user's managerId changed, inside an agency or across agencies. Emitted scoped to the new owning agency.",
+    description:
+      "A user's managerId changed, inside an agency or across agencies. Emitted scoped to the new owning agency.",
     data: z.object({
       user_id: userId,
       managerId: z.string().nullable(),

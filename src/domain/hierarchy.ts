@@ -1,16 +1,24 @@
 import { and, eq, inArray, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { agencies, users, type Agency, type User } from "../db/schema";
-import { AGENCY_OWNER_ROLES, AGENCY_ROLES, PLATFORM_ROLES, type Role } from "./roles";
-import { outboxInsert, outboxInsertIfChanged } from "./outbox";
+import { type Agency, agencies, type User, users } from "../db/schema";
 import { DomainError } from "../lib/errors";
 import { newId, nowIso } from "../lib/ids";
 import { isUniqueViolation } from "./constraint";
+import { outboxInsert, outboxInsertIfChanged } from "./outbox";
+import { AGENCY_OWNER_ROLES, AGENCY_ROLES, PLATFORM_ROLES, type Role } from "./roles";
 
-export async function createAgency(db: Db, input: { name: string; kind: Agency["kind"]; cancellationNoticeHours?: number }): Promise<Agency> {
+export async function createAgency(
+  db: Db,
+  input: { name: string; kind: Agency["kind"]; cancellationNoticeHours?: number },
+): Promise<Agency> {
   const [agency] = await db
     .insert(agencies)
-    .values({ id: newId("agy"), name: input.name, kind: input.kind, cancellationNoticeHours: input.cancellationNoticeHours ?? 24 })
+    .values({
+      id: newId("agy"),
+      name: input.name,
+      kind: input.kind,
+      cancellationNoticeHours: input.cancellationNoticeHours ?? 24,
+    })
     .returning();
   return agency!;
 }
@@ -30,16 +38,24 @@ export async function getUserById(db: Db, id: string): Promise<User> {
 function checkRoleFits(role: Role, agency: Agency, managerId: string | null) {
   const platform = agency.kind === "platform";
   if (platform !== (PLATFORM_ROLES as readonly string[]).includes(role)) {
-    throw new DomainError("invalid_role", { message: platform ? "Platform staff have the role super_admin or admin." : `Agency users have one of: ${AGENCY_ROLES.join(", ")}.`, details: { role } });
+    throw new DomainError("invalid_role", {
+      message: platform
+        ? "Platform staff have the role super_admin or admin."
+        : `Agency users have one of: ${AGENCY_ROLES.join(", ")}.`,
+      details: { role },
+    });
   }
   if (!platform && managerId === null && !(AGENCY_OWNER_ROLES as readonly string[]).includes(role)) {
-    throw new DomainError("invalid_role", { message: "The top of an agency hierarchy is a media_agency or broker user; other roles need a manager.", details: { role } });
+    throw new DomainError("invalid_role", {
+      message: "The top of an agency hierarchy is a media_agency or broker user; other roles need a manager.",
+      details: { role },
+    });
   }
 }
 
 async function activeManager(db: Db, managerId: string): Promise<User> {
   const manager = await db.select().from(users).where(eq(users.id, managerId)).get();
-  if (!manager || !manager.isActive) throw new DomainError("manager_not_found", { details: { manager_id: managerId } });
+  if (!manager?.isActive) throw new DomainError("manager_not_found", { details: { manager_id: managerId } });
   return manager;
 }
 
@@ -49,26 +65,56 @@ async function activeManager(db: Db, managerId: string): Promise<User> {
  */
 export async function createUser(
   db: Db,
-  input: { agencyId?: string; managerId?: string | null; role: Role; name: string; email: string; source?: "admin_create" | "invite" },
+  input: {
+    agencyId?: string;
+    managerId?: string | null;
+    role: Role;
+    name: string;
+    email: string;
+    source?: "admin_create" | "invite";
+  },
 ): Promise<User> {
   const manager = input.managerId ? await activeManager(db, input.managerId) : undefined;
   const agencyId = manager?.agencyId ?? input.agencyId;
-  if (!agencyId) throw new DomainError("validation_missing_required", { message: "agency_id is required for a user without a manager.", details: { errors: [{ field: "agency_id", code: "validation_missing_required" }] } });
+  if (!agencyId)
+    throw new DomainError("validation_missing_required", {
+      message: "agency_id is required for a user without a manager.",
+      details: { errors: [{ field: "agency_id", code: "validation_missing_required" }] },
+    });
   if (manager && input.agencyId && input.agencyId !== manager.agencyId) {
-    throw new DomainError("manager_not_found", { message: "The manager belongs to another agency than agency_id.", details: { manager_id: manager.id } });
+    throw new DomainError("manager_not_found", {
+      message: "The manager belongs to another agency than agency_id.",
+      details: { manager_id: manager.id },
+    });
   }
   const agency = await getAgency(db, agencyId);
   checkRoleFits(input.role, agency, manager?.id ?? null);
   const id = newId("usr");
-  const insert = db.insert(users).values({ id, agencyId, role: input.role, managerId: manager?.id ?? null, name: input.name, email: input.email.toLowerCase() }).returning();
+  const insert = db
+    .insert(users)
+    .values({
+      id,
+      agencyId,
+      role: input.role,
+      managerId: manager?.id ?? null,
+      name: input.name,
+      email: input.email.toLowerCase(),
+    })
+    .returning();
   try {
     const [[user]] = await db.batch([
       insert,
-      outboxInsert(db, agencyId, "user.signed_up", { user_id: id, role: input.role, managerId: manager?.id ?? null, source: input.source ?? "admin_create" }),
+      outboxInsert(db, agencyId, "user.signed_up", {
+        user_id: id,
+        role: input.role,
+        managerId: manager?.id ?? null,
+        source: input.source ?? "admin_create",
+      }),
     ]);
     return user!;
   } catch (err) {
-    if (isUniqueViolation(err, "email")) throw new DomainError("user_email_taken", { details: { email: input.email.toLowerCase() } });
+    if (isUniqueViolation(err, "email"))
+      throw new DomainError("user_email_taken", { details: { email: input.email.toLowerCase() } });
     throw err;
   }
 }
@@ -90,13 +136,21 @@ export async function changeManager(db: Db, userId: string, managerId: string | 
   if (user.managerId === managerId) return user;
   const manager = managerId ? await activeManager(db, managerId) : undefined;
   const subtree = await subtreeIds(db, userId);
-  if (manager && subtree.includes(manager.id)) throw new DomainError("hierarchy_cycle", { details: { manager_id: manager.id } });
+  if (manager && subtree.includes(manager.id))
+    throw new DomainError("hierarchy_cycle", { details: { manager_id: manager.id } });
   const agencyId = manager?.agencyId ?? user.agencyId;
   checkRoleFits(user.role as Role, await getAgency(db, agencyId), manager?.id ?? null);
   const at = nowIso();
   const [[moved]] = await db.batch([
-    db.update(users).set({ managerId: manager?.id ?? null, agencyId, updatedAt: at }).where(eq(users.id, userId)).returning(),
-    db.update(users).set({ agencyId, updatedAt: at }).where(and(inArray(users.id, subtree), sql`${users.agencyId} <> ${agencyId}`)),
+    db
+      .update(users)
+      .set({ managerId: manager?.id ?? null, agencyId, updatedAt: at })
+      .where(eq(users.id, userId))
+      .returning(),
+    db
+      .update(users)
+      .set({ agencyId, updatedAt: at })
+      .where(and(inArray(users.id, subtree), sql`${users.agencyId} <> ${agencyId}`)),
     outboxInsert(db, agencyId, "user.hierarchy_changed", {
       user_id: userId,
       managerId: manager?.id ?? null,
@@ -108,11 +162,18 @@ export async function changeManager(db: Db, userId: string, managerId: string | 
 }
 
 /** Deactivates (or suspends) a user once; a repeat changes nothing and emits nothing. */
-export async function deactivateUser(db: Db, userId: string, reason: "deactivated" | "suspended" = "deactivated"): Promise<User> {
+export async function deactivateUser(
+  db: Db,
+  userId: string,
+  reason: "deactivated" | "suspended" = "deactivated",
+): Promise<User> {
   const user = await getUserById(db, userId);
   if (!user.isActive) return user;
   await db.batch([
-    db.update(users).set({ isActive: false, updatedAt: nowIso() }).where(and(eq(users.id, userId), eq(users.isActive, true))),
+    db
+      .update(users)
+      .set({ isActive: false, updatedAt: nowIso() })
+      .where(and(eq(users.id, userId), eq(users.isActive, true))),
     outboxInsertIfChanged(db, user.agencyId, "user.deactivated", { user_id: userId, reason }),
   ]);
   return getUserById(db, userId);

@@ -25,16 +25,22 @@ export const hashSecret = (secret: string) => sha256Hex(secret);
 export function checkKeyFormat(secret: string, environmentMode: KeyMode): KeyPrefix {
   const prefix = KEY_PREFIXES.find((p) => secret.startsWith(p));
   if (!prefix) {
-    const detected = /^[A-Za-z0-9]{1,12}_(?:[A-Za-z0-9]{1,12}_)?/.exec(secret)?.[0] ?? secret.slice(0, Math.min(3, secret.length));
+    const detected =
+      /^[A-Za-z0-9]{1,12}_(?:[A-Za-z0-9]{1,12}_)?/.exec(secret)?.[0] ?? secret.slice(0, Math.min(3, secret.length));
     throw new DomainError("api_key_malformed_prefix", { details: { detected_prefix: detected } });
   }
   const expected = prefix.length + KEY_TOKEN_LENGTH;
   if (secret.length !== expected) {
-    throw new DomainError("api_key_malformed_length", { details: { expected_length: expected, received_length: secret.length } });
+    throw new DomainError("api_key_malformed_length", {
+      details: { expected_length: expected, received_length: secret.length },
+    });
   }
   if (modeOfPrefix(prefix) !== environmentMode) {
     throw new DomainError("api_key_wrong_mode", {
-      message: environmentMode === "test" ? "A live key was sent to the sandbox; use an sk_test_ key." : "A sandbox key was sent to production; use an sk_live_ key.",
+      message:
+        environmentMode === "test"
+          ? "A live key was sent to the sandbox; use an sk_test_ key."
+          : "A sandbox key was sent to production; use an sk_live_ key.",
       details: { key_mode: modeOfPrefix(prefix), environment_mode: environmentMode },
     });
   }
@@ -51,15 +57,21 @@ export interface KeyState {
 }
 
 export function checkKeyState(key: KeyState, nowMs: number, environmentMode: KeyMode): void {
-  if (key.mode !== environmentMode) throw new DomainError("api_key_wrong_mode", { details: { key_mode: key.mode, environment_mode: environmentMode } });
+  if (key.mode !== environmentMode)
+    throw new DomainError("api_key_wrong_mode", { details: { key_mode: key.mode, environment_mode: environmentMode } });
   if (key.revokedAt) throw new DomainError("api_key_revoked");
   if (!key.isActive) throw new DomainError("api_key_disabled");
   if (key.expiresAt && Date.parse(key.expiresAt) <= nowMs) {
     throw new DomainError("api_key_expired", { details: { expired_at: key.expiresAt } });
   }
   const { supersededAt, deactivatedAt } = key.secret;
-  if (deactivatedAt) throw new DomainError("api_key_invalid", { message: "This secret was replaced by a rotation and its grace window has ended." });
+  if (deactivatedAt)
+    throw new DomainError("api_key_invalid", {
+      message: "This secret was replaced by a rotation and its grace window has ended.",
+    });
   if (supersededAt && Date.parse(supersededAt) + ROTATION_GRACE_MS <= nowMs) {
-    throw new DomainError("api_key_invalid", { message: "This secret was replaced by a rotation and its grace window has ended." });
+    throw new DomainError("api_key_invalid", {
+      message: "This secret was replaced by a rotation and its grace window has ended.",
+    });
   }
 }

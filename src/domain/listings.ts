@@ -1,23 +1,31 @@
 import { and, asc, eq, inArray, sql } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../db/client";
-import { agencies, appointments, listings, users, type Listing } from "../db/schema";
-import { outboxInsert, outboxInsertIfChanged } from "./outbox";
+import { agencies, appointments, type Listing, listings, users } from "../db/schema";
 import { DomainError } from "../lib/errors";
 import { newId, nowIso, randomAlnum } from "../lib/ids";
 import { isUniqueViolation } from "./constraint";
+import { outboxInsert, outboxInsertIfChanged } from "./outbox";
 
 export const LISTING_STATUSES = ["Coming Soon", "Active", "Pending", "Sold", "Off Market", "Cancelled"] as const;
 export type ListingStatus = (typeof LISTING_STATUSES)[number];
 /** Values PATCH …/status accepts: cancelling has its own route and rules. */
-export const SETTABLE_STATUSES = LISTING_STATUSES.filter((s) => s !== "Cancelled") as Exclude<ListingStatus, "Cancelled">[];
+export const SETTABLE_STATUSES = LISTING_STATUSES.filter((s) => s !== "Cancelled") as Exclude<
+  ListingStatus,
+  "Cancelled"
+>[];
 export const LISTING_NUMBER = /^[a-z0-9]{7}$/;
 
-export const publicUrl = (siteUrl: string, listingNumber: string) => `${siteUrl.replace(/\/$/, "")}/property/${listingNumber}`;
+export const publicUrl = (siteUrl: string, listingNumber: string) =>
+  `${siteUrl.replace(/\/$/, "")}/property/${listingNumber}`;
 
 export async function findListing(db: Db, agencyId: string, listingNumber: string): Promise<Listing> {
   const listing = LISTING_NUMBER.test(listingNumber)
-    ? await db.select().from(listings).where(and(eq(listings.agencyId, agencyId), eq(listings.listingNumber, listingNumber))).get()
+    ? await db
+        .select()
+        .from(listings)
+        .where(and(eq(listings.agencyId, agencyId), eq(listings.listingNumber, listingNumber)))
+        .get()
     : undefined;
   if (!listing) throw new DomainError("listing_not_found");
   return listing;
@@ -25,13 +33,23 @@ export async function findListing(db: Db, agencyId: string, listingNumber: strin
 
 /** A listing by its internal id, held to the agency; undefined when it is not the agency's. */
 export async function listingById(db: Db, agencyId: string, id: string): Promise<Listing | undefined> {
-  return db.select().from(listings).where(and(eq(listings.id, id), eq(listings.agencyId, agencyId))).get();
+  return db
+    .select()
+    .from(listings)
+    .where(and(eq(listings.id, id), eq(listings.agencyId, agencyId)))
+    .get();
 }
 
 /** Owner and agents must be users of the calling agency's hierarchy. */
 async function checkPeople(db: Db, agencyId: string, people: Record<string, string | null | undefined>) {
   const ids = [...new Set(Object.values(people).filter((v): v is string => !!v))];
-  const found = ids.length ? await db.select({ id: users.id }).from(users).where(and(eq(users.agencyId, agencyId), inArray(users.id, ids))).all() : [];
+  const found = ids.length
+    ? await db
+        .select({ id: users.id })
+        .from(users)
+        .where(and(eq(users.agencyId, agencyId), inArray(users.id, ids)))
+        .all()
+    : [];
   const known = new Set(found.map((u) => u.id));
   const outside = Object.entries(people).filter(([, id]) => id && !known.has(id));
   if (outside.length) {
@@ -55,8 +73,18 @@ export interface CreateListingInput {
  * the same batch. A server-minted number that collides is drawn again; a requested one
  * that exists is `listing_number_taken` (the unique index decides, not a prior read).
  */
-export async function createListing(db: Db, agencyId: string, siteUrl: string, input: CreateListingInput, alsoWrite: (listing: { id: string }) => BatchItem<"sqlite">[] = () => []): Promise<Listing> {
-  await checkPeople(db, agencyId, { owner_user_id: input.ownerUserId, agent_one_id: input.agentOneId, agent_two_id: input.agentTwoId });
+export async function createListing(
+  db: Db,
+  agencyId: string,
+  siteUrl: string,
+  input: CreateListingInput,
+  alsoWrite: (listing: { id: string }) => BatchItem<"sqlite">[] = () => [],
+): Promise<Listing> {
+  await checkPeople(db, agencyId, {
+    owner_user_id: input.ownerUserId,
+    agent_one_id: input.agentOneId,
+    agent_two_id: input.agentTwoId,
+  });
   for (let attempt = 0; ; attempt++) {
     const listingNumber = input.listingNumber ?? randomAlnum(7);
     const id = newId("lst");
@@ -75,13 +103,20 @@ export async function createListing(db: Db, agencyId: string, siteUrl: string, i
     try {
       const [[listing]] = await db.batch([
         db.insert(listings).values(row).returning(),
-        outboxInsert(db, agencyId, "listing.created", { listing_number: listingNumber, status: "Coming Soon", address: input.address, public_url: publicUrl(siteUrl, listingNumber), created_at: createdAt }),
+        outboxInsert(db, agencyId, "listing.created", {
+          listing_number: listingNumber,
+          status: "Coming Soon",
+          address: input.address,
+          public_url: publicUrl(siteUrl, listingNumber),
+          created_at: createdAt,
+        }),
         ...alsoWrite({ id }),
       ]);
       return listing!;
     } catch (err) {
       if (!isUniqueViolation(err, "listings.")) throw err;
-      if (input.listingNumber) throw new DomainError("listing_number_taken", { details: { listing_number: input.listingNumber } });
+      if (input.listingNumber)
+        throw new DomainError("listing_number_taken", { details: { listing_number: input.listingNumber } });
       if (attempt >= 5) throw err;
     }
   }
@@ -93,7 +128,12 @@ export function checkTransition(listing: Pick<Listing, "isActivated" | "status">
   if (listing.status === next) throw new DomainError("no_op_transition", { details: { status: listing.status } });
 }
 
-export async function changeStatus(db: Db, listing: Listing, next: ListingStatus, alsoWrite: BatchItem<"sqlite">[] = []): Promise<Listing> {
+export async function changeStatus(
+  db: Db,
+  listing: Listing,
+  next: ListingStatus,
+  alsoWrite: BatchItem<"sqlite">[] = [],
+): Promise<Listing> {
   checkTransition(listing, next);
   const [[updated]] = await db.batch([
     db
@@ -101,11 +141,19 @@ export async function changeStatus(db: Db, listing: Listing, next: ListingStatus
       .set({ status: next, updatedAt: nowIso() })
       .where(and(eq(listings.id, listing.id), eq(listings.status, listing.status), eq(listings.isActivated, true)))
       .returning(),
-    outboxInsertIfChanged(db, listing.agencyId, "listing.status_changed", { listing_number: listing.listingNumber, status: next, previous_status: listing.status }),
+    outboxInsertIfChanged(db, listing.agencyId, "listing.status_changed", {
+      listing_number: listing.listingNumber,
+      status: next,
+      previous_status: listing.status,
+    }),
     ...alsoWrite,
   ]);
   // Lost a race with another change: answer from the state that won.
-  if (!updated) throw new DomainError("no_op_transition", { message: "The listing changed while this request ran; read it and retry.", details: { status: listing.status } });
+  if (!updated)
+    throw new DomainError("no_op_transition", {
+      message: "The listing changed while this request ran; read it and retry.",
+      details: { status: listing.status },
+    });
   return updated;
 }
 
@@ -129,14 +177,25 @@ export async function cancellationCutoff(db: Db, listing: Listing): Promise<Date
  * no-fee window; the dashboard may cancel past it. A listing already cancelled emits
  * nothing again, even when two cancellations race.
  */
-export async function cancelListing(db: Db, listing: Listing, opts: { reason?: string | null; source: "api" | "dashboard"; now?: Date }, alsoWrite: BatchItem<"sqlite">[] = []): Promise<Listing> {
-  if (listing.status === "Cancelled") throw new DomainError("listing_already_cancelled", { details: { cancelled_at: listing.cancelledAt } });
+export async function cancelListing(
+  db: Db,
+  listing: Listing,
+  opts: { reason?: string | null; source: "api" | "dashboard"; now?: Date },
+  alsoWrite: BatchItem<"sqlite">[] = [],
+): Promise<Listing> {
+  if (listing.status === "Cancelled")
+    throw new DomainError("listing_already_cancelled", { details: { cancelled_at: listing.cancelledAt } });
   const now = opts.now ?? new Date();
   if (opts.source === "api") {
     const cutoff = await cancellationCutoff(db, listing);
-    if (cutoff && now >= cutoff) throw new DomainError("outside_cancellation_window", { details: { cutoff: cutoff.toISOString() } });
+    if (cutoff && now >= cutoff)
+      throw new DomainError("outside_cancellation_window", { details: { cutoff: cutoff.toISOString() } });
   }
-  const scheduled = await db.select().from(appointments).where(and(eq(appointments.listingId, listing.id), eq(appointments.status, "scheduled"))).all();
+  const scheduled = await db
+    .select()
+    .from(appointments)
+    .where(and(eq(appointments.listingId, listing.id), eq(appointments.status, "scheduled")))
+    .all();
   const at = now.toISOString();
   const [[updated]] = await db.batch([
     db
@@ -153,8 +212,16 @@ export async function cancelListing(db: Db, listing: Listing, opts: { reason?: s
       cancelled_at: at,
     }),
     ...scheduled.flatMap((a) => [
-      db.update(appointments).set({ status: "cancelled", updatedAt: at }).where(and(eq(appointments.id, a.id), eq(appointments.status, "scheduled"))),
-      outboxInsertIfChanged(db, listing.agencyId, "appointment.cancelled", { appointment_id: a.id, listing_number: listing.listingNumber, starts_at: a.startsAt, reason: "listing_cancelled" }),
+      db
+        .update(appointments)
+        .set({ status: "cancelled", updatedAt: at })
+        .where(and(eq(appointments.id, a.id), eq(appointments.status, "scheduled"))),
+      outboxInsertIfChanged(db, listing.agencyId, "appointment.cancelled", {
+        appointment_id: a.id,
+        listing_number: listing.listingNumber,
+        starts_at: a.startsAt,
+        reason: "listing_cancelled",
+      }),
     ]),
     ...alsoWrite,
   ]);
@@ -166,7 +233,11 @@ export async function cancelListing(db: Db, listing: Listing, opts: { reason?: s
 export async function activateListing(db: Db, listing: Listing): Promise<Listing> {
   if (listing.isActivated) return listing;
   const at = nowIso();
-  const [updated] = await db.update(listings).set({ isActivated: true, activatedAt: at, updatedAt: at }).where(eq(listings.id, listing.id)).returning();
+  const [updated] = await db
+    .update(listings)
+    .set({ isActivated: true, activatedAt: at, updatedAt: at })
+    .where(eq(listings.id, listing.id))
+    .returning();
   return updated!;
 }
 
@@ -179,9 +250,20 @@ export interface ListingEdit {
 
 /** Dashboard edits of listing metadata; `listing.updated` names the fields that changed. */
 export async function editListing(db: Db, listing: Listing, edit: ListingEdit): Promise<Listing> {
-  await checkPeople(db, listing.agencyId, { owner_user_id: edit.ownerUserId, agent_one_id: edit.agentOneId, agent_two_id: edit.agentTwoId });
-  const columns: Record<keyof ListingEdit, string> = { address: "address", ownerUserId: "owner_user_id", agentOneId: "agent_one_id", agentTwoId: "agent_two_id" };
-  const changed = (Object.keys(columns) as (keyof ListingEdit)[]).filter((k) => edit[k] !== undefined && edit[k] !== listing[k]);
+  await checkPeople(db, listing.agencyId, {
+    owner_user_id: edit.ownerUserId,
+    agent_one_id: edit.agentOneId,
+    agent_two_id: edit.agentTwoId,
+  });
+  const columns: Record<keyof ListingEdit, string> = {
+    address: "address",
+    ownerUserId: "owner_user_id",
+    agentOneId: "agent_one_id",
+    agentTwoId: "agent_two_id",
+  };
+  const changed = (Object.keys(columns) as (keyof ListingEdit)[]).filter(
+    (k) => edit[k] !== undefined && edit[k] !== listing[k],
+  );
   if (!changed.length) return listing;
   const next = { ...listing, ...Object.fromEntries(changed.map((k) => [k, edit[k]])) } as Listing;
   const [[updated]] = await db.batch([

@@ -1,5 +1,5 @@
 import type { Db } from "../db/client";
-import { listingOrders, type Listing, type ListingOrder } from "../db/schema";
+import { type Listing, type ListingOrder, listingOrders } from "../db/schema";
 import { DomainError } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { isUniqueViolation } from "./constraint";
@@ -36,7 +36,8 @@ export async function recordOrder(db: Db, listing: Listing, input: OrderInput): 
       .returning();
     return order!;
   } catch (err) {
-    if (isUniqueViolation(err, "listing_orders")) throw new DomainError("order_already_recorded", { details: { provider_reference: input.providerReference } });
+    if (isUniqueViolation(err, "listing_orders"))
+      throw new DomainError("order_already_recorded", { details: { provider_reference: input.providerReference } });
     throw err;
   }
 }

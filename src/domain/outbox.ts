@@ -33,7 +33,12 @@ export function outboxInsertIfChanged<T extends EventType>(db: Db, agencyId: str
   const r = row(agencyId, type, data);
   // INSERT … SELECT lists every column of the table, in table order.
   const values = getTableColumns(events);
-  const byColumn: Record<string, unknown> = { ...r, data: JSON.stringify(r.data), enqueuedAt: null, createdAt: new Date().toISOString() };
+  const byColumn: Record<string, unknown> = {
+    ...r,
+    data: JSON.stringify(r.data),
+    enqueuedAt: null,
+    createdAt: new Date().toISOString(),
+  };
   const selected = sql.join(
     Object.keys(values).map((name) => sql`${byColumn[name] ?? null}`),
     sql`, `,

@@ -1,10 +1,10 @@
 import { and, eq, type SQL } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../db/client";
-import { listings, type Listing } from "../db/schema";
-import { outboxInsert } from "./outbox";
+import { type Listing, listings } from "../db/schema";
 import { DomainError } from "../lib/errors";
 import { nowIso } from "../lib/ids";
+import { outboxInsert } from "./outbox";
 
 export const EXPOSED_SECTIONS = ["floorplan", "matterport"] as const;
 export const MAX_FLOORPLANS = 50;
@@ -41,7 +41,8 @@ export function nextFloorplans(current: string[], change: FloorplanChange): stri
   if (change.urls !== undefined) throw invalid("urls", `is not used by ${operation}; send url`);
   const url = httpsUrl("url", change.url);
   if (operation === "set") return [url];
-  if (current.length >= MAX_FLOORPLANS) throw invalid("url", `the floorplan section holds at most ${MAX_FLOORPLANS} URLs`);
+  if (current.length >= MAX_FLOORPLANS)
+    throw invalid("url", `the floorplan section holds at most ${MAX_FLOORPLANS} URLs`);
   return [...current, url];
 }
 
@@ -71,7 +72,11 @@ export async function writeSection(
       .set({ ...value, updatedAt: nowIso() })
       .where(and(eq(listings.id, listing.id), eq(listings.agencyId, listing.agencyId)))
       .returning(),
-    outboxInsert(db, listing.agencyId, "listing.section_modified", { listing_number: listing.listingNumber, section, operation }),
+    outboxInsert(db, listing.agencyId, "listing.section_modified", {
+      listing_number: listing.listingNumber,
+      section,
+      operation,
+    }),
     ...alsoWrite,
   ]);
   return updated!;

@@ -7,7 +7,11 @@ import { getUserById } from "./hierarchy";
 export const SESSION_TTL_MS = 12 * 60 * 60 * 1000;
 
 /** A dashboard session for a user: the token is returned once, only its hash is stored. */
-export async function createSession(db: Db, userId: string, ttlMs = SESSION_TTL_MS): Promise<{ token: string; expiresAt: string }> {
+export async function createSession(
+  db: Db,
+  userId: string,
+  ttlMs = SESSION_TTL_MS,
+): Promise<{ token: string; expiresAt: string }> {
   const user = await getUserById(db, userId);
   if (!user.isActive) throw new DomainError("user_not_found", { message: "The user is deactivated." });
   const token = randomToken(32);

@@ -1,7 +1,7 @@
 import { and, count, desc, eq, sql } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../db/client";
-import { tours, type Tour } from "../db/schema";
+import { type Tour, tours } from "../db/schema";
 import { DomainError } from "../lib/errors";
 import { newId, nowIso, randomAlnum } from "../lib/ids";
 import { isUniqueViolation } from "./constraint";
@@ -26,18 +26,33 @@ export interface TourInput {
 }
 
 export async function findTour(db: Db, agencyId: string, tourNumber: string): Promise<Tour> {
-  const tour = TOUR_NUMBER.test(tourNumber) ? await db.select().from(tours).where(and(eq(tours.agencyId, agencyId), eq(tours.tourNumber, tourNumber))).get() : undefined;
+  const tour = TOUR_NUMBER.test(tourNumber)
+    ? await db
+        .select()
+        .from(tours)
+        .where(and(eq(tours.agencyId, agencyId), eq(tours.tourNumber, tourNumber)))
+        .get()
+    : undefined;
   if (!tour) throw new DomainError("tour_not_found");
   return tour;
 }
 
 /** A tour by its internal id, held to the agency; undefined when it is not the agency's. */
 export async function tourById(db: Db, agencyId: string, id: string): Promise<Tour | undefined> {
-  return db.select().from(tours).where(and(eq(tours.id, id), eq(tours.agencyId, agencyId))).get();
+  return db
+    .select()
+    .from(tours)
+    .where(and(eq(tours.id, id), eq(tours.agencyId, agencyId)))
+    .get();
 }
 
 /** Tour numbers are 8 characters of [a-z0-9], minted by the server and unique per agency. */
-export async function createTour(db: Db, agencyId: string, input: TourInput, alsoWrite: (tour: { id: string }) => BatchItem<"sqlite">[] = () => []): Promise<Tour> {
+export async function createTour(
+  db: Db,
+  agencyId: string,
+  input: TourInput,
+  alsoWrite: (tour: { id: string }) => BatchItem<"sqlite">[] = () => [],
+): Promise<Tour> {
   for (let attempt = 0; ; attempt++) {
     const id = newId("tour");
     try {
@@ -55,7 +70,12 @@ export async function createTour(db: Db, agencyId: string, input: TourInput, als
   }
 }
 
-export async function updateTour(db: Db, tour: Tour, patch: { status?: TourStatus; price?: number | null; description?: string | null }, alsoWrite: BatchItem<"sqlite">[] = []): Promise<Tour> {
+export async function updateTour(
+  db: Db,
+  tour: Tour,
+  patch: { status?: TourStatus; price?: number | null; description?: string | null },
+  alsoWrite: BatchItem<"sqlite">[] = [],
+): Promise<Tour> {
   const [[updated]] = await db.batch([
     db
       .update(tours)
@@ -75,16 +95,25 @@ export async function deleteTour(db: Db, tour: Tour, alsoWrite: BatchItem<"sqlit
 const likePattern = (s: string) => `%${s.replaceAll("\\", "\\\\").replaceAll("%", "\\%").replaceAll("_", "\\_")}%`;
 
 /** A numbered page of an agency's tours, newest first, optionally by status and address. */
-export async function pageTours(db: Db, agencyId: string, q: { page: number; limit: number; status?: string; search?: string }) {
+export async function pageTours(
+  db: Db,
+  agencyId: string,
+  q: { page: number; limit: number; status?: string; search?: string },
+) {
   const where = and(
     eq(tours.agencyId, agencyId),
     q.status ? eq(tours.status, q.status) : undefined,
     q.search ? sql`${tours.address} LIKE ${likePattern(q.search)} ESCAPE '\\' COLLATE NOCASE` : undefined,
   );
   const [rows, [total]] = await Promise.all([
-    db.select().from(tours).where(where).orderBy(desc(tours.createdAt), desc(tours.id)).limit(q.limit).offset((q.page - 1) * q.limit),
+    db
+      .select()
+      .from(tours)
+      .where(where)
+      .orderBy(desc(tours.createdAt), desc(tours.id))
+      .limit(q.limit)
+      .offset((q.page - 1) * q.limit),
     db.select({ n: count() }).from(tours).where(where),
   ]);
   return { rows, total: total?.n ?? 0 };
 }
-

@@ -4,7 +4,6 @@ import { database } from "../db/client";
 import { idempotencyMarks } from "../db/schema";
 import { IDEMPOTENCY_TTL_MS, LOCK_LEASE_MS } from "../lib/limits";
 
-
 export interface CachedResponse {
   status: number;
   headers: [string, string][];
@@ -38,11 +37,18 @@ export class IdempotencyLock extends DurableObject<Env> {
       await this.#forget(state);
       state = undefined;
     }
-    if (state?.response) return state.requestHash === requestHash ? { state: "replay", response: state.response } : { state: "conflict" };
+    if (state?.response)
+      return state.requestHash === requestHash ? { state: "replay", response: state.response } : { state: "conflict" };
     if (state && state.requestHash !== requestHash) return { state: "conflict" };
     if (state?.lock && state.lock.leaseUntil > now) return { state: "in_progress" };
     const token = crypto.randomUUID();
-    const next: State = { agencyId, key, requestHash, expiresAt: state?.expiresAt ?? now + IDEMPOTENCY_TTL_MS, lock: { token, leaseUntil: now + LOCK_LEASE_MS } };
+    const next: State = {
+      agencyId,
+      key,
+      requestHash,
+      expiresAt: state?.expiresAt ?? now + IDEMPOTENCY_TTL_MS,
+      lock: { token, leaseUntil: now + LOCK_LEASE_MS },
+    };
     await this.ctx.storage.put("state", next);
     if ((await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(next.expiresAt);
     return { state: "acquired", token, recovering: state !== undefined };

@@ -1,11 +1,11 @@
 import { DurableObject } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
 import { database } from "../db/client";
-import { apiKeys, apiKeySecrets, type ApiKey, type ApiKeySecret } from "../db/schema";
-import { checkKeyState, type KeyMode } from "../domain/keys";
+import { type ApiKey, type ApiKeySecret, apiKeySecrets, apiKeys } from "../db/schema";
 import { type KeyChange, revokeKey, rotateKey, updateKey } from "../domain/api-keys";
+import { budgetFor, type EndpointName, WINDOW_MS } from "../domain/budgets";
+import { checkKeyState, type KeyMode } from "../domain/keys";
 import { DomainError, type ErrorCode } from "../lib/errors";
-import { WINDOW_MS, budgetFor, type EndpointName } from "../domain/budgets";
 
 export interface RateDecision {
   limit: number;
@@ -23,7 +23,9 @@ export interface Refusal {
   details: Record<string, unknown>;
 }
 
-export type GateVerdict = { ok: true; key: Pick<ApiKey, "id" | "agencyId" | "role" | "scopes" | "mintedByUserId">; rate?: RateDecision } | Refusal;
+export type GateVerdict =
+  | { ok: true; key: Pick<ApiKey, "id" | "agencyId" | "role" | "scopes" | "mintedByUserId">; rate?: RateDecision }
+  | Refusal;
 
 interface Loaded {
   key: ApiKey;
@@ -47,7 +49,9 @@ export class KeyGate extends DurableObject<Env> {
       ctx.storage.sql.exec("CREATE INDEX IF NOT EXISTS hits_endpoint_at ON hits (endpoint, at)");
       const since = Date.now() - WINDOW_MS;
       ctx.storage.sql.exec("DELETE FROM hits WHERE at <= ?", since);
-      for (const row of ctx.storage.sql.exec<{ endpoint: string; at: number }>("SELECT endpoint, at FROM hits ORDER BY at")) {
+      for (const row of ctx.storage.sql.exec<{ endpoint: string; at: number }>(
+        "SELECT endpoint, at FROM hits ORDER BY at",
+      )) {
         const list = this.#windows.get(row.endpoint) ?? [];
         list.push(row.at);
         this.#windows.set(row.endpoint, list);
@@ -63,7 +67,10 @@ export class KeyGate extends DurableObject<Env> {
       db.select().from(apiKeySecrets).where(eq(apiKeySecrets.keyId, keyId)).all(),
     ]);
     if (!key) return undefined;
-    this.#loaded = { key, secrets: new Map(secrets.map((s) => [s.hash, { supersededAt: s.supersededAt, deactivatedAt: s.deactivatedAt }])) };
+    this.#loaded = {
+      key,
+      secrets: new Map(secrets.map((s) => [s.hash, { supersededAt: s.supersededAt, deactivatedAt: s.deactivatedAt }])),
+    };
     return this.#loaded;
   }
 
@@ -101,7 +108,13 @@ export class KeyGate extends DurableObject<Env> {
    * Authenticates the presented secret (by hash) and, for a rate-limited route, counts
    * the request against the key's window for `endpoint`.
    */
-  async admit(keyId: string, secretHash: string, environmentMode: KeyMode, endpoint: EndpointName | null, now = Date.now()): Promise<GateVerdict> {
+  async admit(
+    keyId: string,
+    secretHash: string,
+    environmentMode: KeyMode,
+    endpoint: EndpointName | null,
+    now = Date.now(),
+  ): Promise<GateVerdict> {
     const loaded = await this.#load(keyId);
     const secret = loaded?.secrets.get(secretHash);
     if (!loaded || !secret) return refuse(new DomainError("api_key_invalid"));
@@ -131,11 +144,17 @@ export class KeyGate extends DurableObject<Env> {
     if (window.length >= limit) {
       // The oldest request still counted leaves the window first.
       const frees = window[window.length - limit]! + WINDOW_MS;
-      return { limit, remaining: 0, reset: Math.ceil((window[window.length - 1]! + WINDOW_MS) / 1000), retryAfter: Math.max(1, Math.ceil((frees - now) / 1000)) };
+      return {
+        limit,
+        remaining: 0,
+        reset: Math.ceil((window[window.length - 1]! + WINDOW_MS) / 1000),
+        retryAfter: Math.max(1, Math.ceil((frees - now) / 1000)),
+      };
     }
     window.push(now);
     this.ctx.storage.sql.exec("INSERT INTO hits (endpoint, at) VALUES (?, ?)", endpoint, now);
-    if (window.length === 1 || Math.random() < 0.01) this.ctx.storage.sql.exec("DELETE FROM hits WHERE endpoint = ? AND at <= ?", endpoint, since);
+    if (window.length === 1 || Math.random() < 0.01)
+      this.ctx.storage.sql.exec("DELETE FROM hits WHERE endpoint = ? AND at <= ?", endpoint, since);
     return { limit, remaining: limit - window.length, reset: Math.ceil((now + WINDOW_MS) / 1000) };
   }
 }

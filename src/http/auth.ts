@@ -1,15 +1,15 @@
 import { and, eq, gt, isNull } from "drizzle-orm";
 import type { MiddlewareHandler } from "hono";
 import { getCookie } from "hono/cookie";
-import type { AppEnv } from "./env";
 import { database } from "../db/client";
 import { agencies, apiKeySecrets, sessions, users } from "../db/schema";
-import type { GateVerdict, RateDecision } from "../durable/key-gate";
 import type { EndpointName } from "../domain/budgets";
+import { checkKeyFormat, hashSecret, type KeyMode } from "../domain/keys";
+import { type Caller, DEFAULT_SCOPES, isPlatformRole, type Role, type Scope } from "../domain/roles";
+import type { GateVerdict, RateDecision } from "../durable/key-gate";
 import { DomainError } from "../lib/errors";
 import { nowIso, sha256Hex } from "../lib/ids";
-import { DEFAULT_SCOPES, isPlatformRole, type Caller, type Role, type Scope } from "../domain/roles";
-import { checkKeyFormat, hashSecret, type KeyMode } from "../domain/keys";
+import type { AppEnv } from "./env";
 
 export const SESSION_COOKIE = "alms_session";
 
@@ -50,14 +50,22 @@ const KEY_ID_CACHE_LIMIT = 10_000;
 async function keyIdFor(d1: D1Database, hash: string): Promise<string | undefined> {
   const cached = keyIdByHash.get(hash);
   if (cached) return cached;
-  const row = await database(d1).select({ keyId: apiKeySecrets.keyId }).from(apiKeySecrets).where(eq(apiKeySecrets.hash, hash)).get();
+  const row = await database(d1)
+    .select({ keyId: apiKeySecrets.keyId })
+    .from(apiKeySecrets)
+    .where(eq(apiKeySecrets.hash, hash))
+    .get();
   if (!row) return undefined;
   if (keyIdByHash.size >= KEY_ID_CACHE_LIMIT) keyIdByHash.clear();
   keyIdByHash.set(hash, row.keyId);
   return row.keyId;
 }
 
-export async function callerFromKey(env: Env, secret: string, endpoint: EndpointName | null): Promise<{ caller: Caller; rate?: RateDecision }> {
+export async function callerFromKey(
+  env: Env,
+  secret: string,
+  endpoint: EndpointName | null,
+): Promise<{ caller: Caller; rate?: RateDecision }> {
   const environmentMode = env.API_MODE as KeyMode;
   checkKeyFormat(secret, environmentMode);
   const hash = await hashSecret(secret);
@@ -77,7 +85,14 @@ export async function callerFromKey(env: Env, secret: string, endpoint: Endpoint
   if (!verdict.ok) throw new DomainError(verdict.code, { message: verdict.message, details: verdict.details });
   const { key, rate } = verdict;
   return {
-    caller: { via: "api_key", agencyId: key.agencyId, role: key.role as Role, scopes: new Set(key.scopes as Scope[]), userId: key.mintedByUserId, keyId: key.id },
+    caller: {
+      via: "api_key",
+      agencyId: key.agencyId,
+      role: key.role as Role,
+      scopes: new Set(key.scopes as Scope[]),
+      userId: key.mintedByUserId,
+      keyId: key.id,
+    },
     rate,
   };
 }
@@ -88,16 +103,27 @@ async function callerFromSession(d1: D1Database, token: string): Promise<Caller>
     .from(sessions)
     .innerJoin(users, eq(users.id, sessions.userId))
     .leftJoin(agencies, eq(agencies.id, users.agencyId))
-    .where(and(eq(sessions.tokenHash, await sha256Hex(token)), isNull(sessions.revokedAt), gt(sessions.expiresAt, nowIso())))
+    .where(
+      and(eq(sessions.tokenHash, await sha256Hex(token)), isNull(sessions.revokedAt), gt(sessions.expiresAt, nowIso())),
+    )
     .get();
-  if (!row || !row.user.isActive) {
-    throw new DomainError("auth_required", { message: "The session cookie is invalid or expired; sign in again or send X-API-Key.", details: { reason: "session_invalid" } });
+  if (!row?.user.isActive) {
+    throw new DomainError("auth_required", {
+      message: "The session cookie is invalid or expired; sign in again or send X-API-Key.",
+      details: { reason: "session_invalid" },
+    });
   }
   // A session proves who the user is; the agency it acts for must come from the hierarchy.
   if (!row.agencyKind || row.agencyKind === "platform" || isPlatformRole(row.user.role)) {
     throw new DomainError("agency_resolution_failed", { details: { user_id: row.user.id } });
   }
-  return { via: "session", agencyId: row.user.agencyId, role: row.user.role as Role, scopes: new Set(DEFAULT_SCOPES), userId: row.user.id };
+  return {
+    via: "session",
+    agencyId: row.user.agencyId,
+    role: row.user.role as Role,
+    scopes: new Set(DEFAULT_SCOPES),
+    userId: row.user.id,
+  };
 }
 
 export interface AuthorizeOptions {
@@ -110,10 +136,16 @@ export function authorize(opts: AuthorizeOptions): MiddlewareHandler<AppEnv> {
   return async function authorize(c, next) {
     const caller = c.get("caller");
     if (opts.scope && !caller.scopes.has(opts.scope)) {
-      throw new DomainError("auth.scope_denied", { message: `The API key lacks the '${opts.scope}' scope.`, details: { required_scope: opts.scope } });
+      throw new DomainError("auth.scope_denied", {
+        message: `The API key lacks the '${opts.scope}' scope.`,
+        details: { required_scope: opts.scope },
+      });
     }
     if (opts.roles && !opts.roles.includes(caller.role)) {
-      throw new DomainError("role_forbidden", { message: `The role '${caller.role}' is not permitted on this endpoint.`, details: { role: caller.role, allowed_roles: opts.roles } });
+      throw new DomainError("role_forbidden", {
+        message: `The role '${caller.role}' is not permitted on this endpoint.`,
+        details: { role: caller.role, allowed_roles: opts.roles },
+      });
     }
     await next();
   };

@@ -1,14 +1,14 @@
-import type { Context, MiddlewareHandler } from "hono";
 import { and, eq, gt } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
-import type { AppEnv, IdempotencyContext } from "./env";
-import { database, type Db } from "../db/client";
-import { idempotencyMarks, type IdempotencyMark } from "../db/schema";
-import type { Begin, CachedResponse } from "../durable/idempotency-lock";
-import { IDEMPOTENCY_TTL_MS } from "../lib/limits";
+import type { Context, MiddlewareHandler } from "hono";
+import { type Db, database } from "../db/client";
+import { type IdempotencyMark, idempotencyMarks } from "../db/schema";
 import { isUniqueViolation } from "../domain/constraint";
+import type { Begin, CachedResponse } from "../durable/idempotency-lock";
 import { DomainError } from "../lib/errors";
 import { nowIso, sha256Hex } from "../lib/ids";
+import { IDEMPOTENCY_TTL_MS } from "../lib/limits";
+import type { AppEnv, IdempotencyContext } from "./env";
 
 export const IDEMPOTENCY_HEADER = "X-Idempotency-Key";
 export const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,128}$/;
@@ -27,14 +27,24 @@ async function answerFromMark(c: Context<AppEnv>, mark: IdempotencyMark): Promis
   const request = { db: database(c.env.DB), env: c.env, agencyId: mark.agencyId, origin: new URL(c.req.url).origin };
   const body = replayer && mark.resourceId ? await replayer(request, mark.resourceId) : undefined;
   const json = body ?? { resource_type: mark.resourceType, resource_id: mark.resourceId };
-  return { status: mark.status, headers: [["content-type", "application/json"]], body: mark.status === 204 ? "" : JSON.stringify(json) };
+  return {
+    status: mark.status,
+    headers: [["content-type", "application/json"]],
+    body: mark.status === 204 ? "" : JSON.stringify(json),
+  };
 }
 
 async function findMark(c: Context<AppEnv>, idem: IdempotencyContext) {
   return database(c.env.DB)
     .select()
     .from(idempotencyMarks)
-    .where(and(eq(idempotencyMarks.agencyId, idem.agencyId), eq(idempotencyMarks.idemKey, idem.key), gt(idempotencyMarks.expiresAt, nowIso())))
+    .where(
+      and(
+        eq(idempotencyMarks.agencyId, idem.agencyId),
+        eq(idempotencyMarks.idemKey, idem.key),
+        gt(idempotencyMarks.expiresAt, nowIso()),
+      ),
+    )
     .get();
 }
 
@@ -48,10 +58,15 @@ export function idempotency(): MiddlewareHandler<AppEnv> {
   return async function idempotency(c, next) {
     const key = c.req.header(IDEMPOTENCY_HEADER);
     if (key === undefined || key === "") throw new DomainError("idempotency.missing");
-    if (!IDEMPOTENCY_KEY_PATTERN.test(key)) throw new DomainError("idempotency_key_invalid", { details: { max_length: 128, received_length: key.length } });
+    if (!IDEMPOTENCY_KEY_PATTERN.test(key))
+      throw new DomainError("idempotency_key_invalid", { details: { max_length: 128, received_length: key.length } });
     const agencyId = c.get("caller").agencyId;
     const body = await c.req.text();
-    const idem: IdempotencyContext = { agencyId, key, requestHash: await sha256Hex(`${c.req.method} ${c.req.path}\n${body}`) };
+    const idem: IdempotencyContext = {
+      agencyId,
+      key,
+      requestHash: await sha256Hex(`${c.req.method} ${c.req.path}\n${body}`),
+    };
     const lock = c.env.IDEMPOTENCY.getByName(`${agencyId}:${key}`);
 
     let begin: Begin;
@@ -116,13 +131,15 @@ export function idempotencyMark(
 ): BatchItem<"sqlite">[] {
   const idem = c.get("idempotency");
   if (!idem) return [];
-  return [db.insert(idempotencyMarks).values({
-    agencyId: idem.agencyId,
-    idemKey: idem.key,
-    requestHash: idem.requestHash,
-    status: result.status,
-    resourceType: result.resourceType ?? null,
-    resourceId: result.resourceId ?? null,
-    expiresAt: nowIso(Date.now() + IDEMPOTENCY_TTL_MS),
-  })];
+  return [
+    db.insert(idempotencyMarks).values({
+      agencyId: idem.agencyId,
+      idemKey: idem.key,
+      requestHash: idem.requestHash,
+      status: result.status,
+      resourceType: result.resourceType ?? null,
+      resourceId: result.resourceId ?? null,
+      expiresAt: nowIso(Date.now() + IDEMPOTENCY_TTL_MS),
+    }),
+  ];
 }

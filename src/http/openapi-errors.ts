@@ -4,10 +4,17 @@ import { ERRORS, type ErrorCode } from "../lib/errors";
 export const ErrorEnvelopeSchema = z
   .object({
     error: z.object({
-      code: z.string().openapi({ description: "Stable snake_case identifier (some contain a dot). Branch on this.", example: "listing_not_found" }),
+      code: z.string().openapi({
+        description: "Stable snake_case identifier (some contain a dot). Branch on this.",
+        example: "listing_not_found",
+      }),
       message: z.string().openapi({ description: "Human-readable one-liner.", example: "No such listing." }),
-      request_id: z.string().openapi({ description: "Mirrors the X-Request-Id response header.", example: "req_0mhx3k2a1b2c3d4e5f6g7h8i" }),
-      details: z.record(z.string(), z.unknown()).openapi({ description: "Structured context; an empty object when none." }),
+      request_id: z
+        .string()
+        .openapi({ description: "Mirrors the X-Request-Id response header.", example: "req_0mhx3k2a1b2c3d4e5f6g7h8i" }),
+      details: z
+        .record(z.string(), z.unknown())
+        .openapi({ description: "Structured context; an empty object when none." }),
     }),
   })
   .openapi("ErrorEnvelope");
@@ -22,7 +29,15 @@ export function errorResponses(codes: readonly ErrorCode[]) {
     const status = ERRORS[code][0];
     byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
   }
-  const out: Record<string, { description: string; content: { "application/json": { schema: typeof ErrorEnvelopeSchema; examples: Record<string, { value: unknown }> } } }> = {};
+  const out: Record<
+    string,
+    {
+      description: string;
+      content: {
+        "application/json": { schema: typeof ErrorEnvelopeSchema; examples: Record<string, { value: unknown }> };
+      };
+    }
+  > = {};
   for (const [status, list] of [...byStatus].sort(([a], [b]) => a - b)) {
     out[String(status)] = {
       description: `Error. \`error.code\` is one of: ${list.map((c) => `\`${c}\``).join(", ")}.`,
@@ -32,7 +47,11 @@ export function errorResponses(codes: readonly ErrorCode[]) {
           examples: Object.fromEntries(
             list.map((code) => [
               code,
-              { value: { error: { code, message: ERRORS[code][1], request_id: "req_0mhx3k2a1b2c3d4e5f6g7h8i", details: {} } } },
+              {
+                value: {
+                  error: { code, message: ERRORS[code][1], request_id: "req_0mhx3k2a1b2c3d4e5f6g7h8i", details: {} },
+                },
+              },
             ]),
           ),
         },

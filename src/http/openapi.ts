@@ -1,21 +1,33 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
+import { DEFAULT_BUDGETS } from "../domain/budgets";
+import { EVENT_TYPE_NAMES, EVENT_TYPES } from "../domain/events";
+import { envelopeSchema } from "../schemas/events";
 import type { AppEnv } from "./env";
 import type { RouteRegistry } from "./registry";
-import { DEFAULT_BUDGETS } from "../domain/budgets";
-import { EVENT_TYPES, EVENT_TYPE_NAMES } from "../domain/events";
-import { envelopeSchema } from "../schemas/events";
 
 export const API_VERSION = "1.0.0";
 
 type Doc = ReturnType<OpenAPIHono<AppEnv>["getOpenAPI31Document"]>;
-type Operation = { parameters?: unknown[]; responses?: Record<string, { headers?: Record<string, unknown> }>; [k: string]: unknown };
+type Operation = {
+  parameters?: unknown[];
+  responses?: Record<string, { headers?: Record<string, unknown> }>;
+  [k: string]: unknown;
+};
 
 const rateLimitHeaders = {
-  "X-Rate-Limit-Limit": { description: "Requests allowed in the 60-second window for this key and endpoint.", schema: { type: "integer" } },
+  "X-Rate-Limit-Limit": {
+    description: "Requests allowed in the 60-second window for this key and endpoint.",
+    schema: { type: "integer" },
+  },
   "X-Rate-Limit-Remaining": { description: "Requests left in the current window.", schema: { type: "integer" } },
-  "X-Rate-Limit-Reset": { description: "Unix epoch seconds when the window has fully refilled.", schema: { type: "integer" } },
+  "X-Rate-Limit-Reset": {
+    description: "Unix epoch seconds when the window has fully refilled.",
+    schema: { type: "integer" },
+  },
 };
-const requestIdHeader = { "X-Request-Id": { description: "Unique id of this request; error envelopes repeat it.", schema: { type: "string" } } };
+const requestIdHeader = {
+  "X-Request-Id": { description: "Unique id of this request; error envelopes repeat it.", schema: { type: "string" } },
+};
 
 /**
  * Adds to the generated document what the guards do on every route: the idempotency
@@ -36,10 +48,23 @@ export function decorate(doc: Doc, routes: RouteRegistry): Doc {
     }
     for (const [status, response] of Object.entries(op.responses ?? {})) {
       const auth401 = status === "401";
-      response.headers = { ...requestIdHeader, ...(meta.endpoint && !auth401 ? rateLimitHeaders : {}), ...response.headers };
-      if (status === "429") response.headers["Retry-After"] = { description: "Seconds to wait before retrying (add 0 to 5 s of random jitter).", schema: { type: "integer" } };
-      if (status === "405") response.headers["Allow"] = { description: "Methods the path supports.", schema: { type: "string" } };
-      if (mutating) response.headers["X-Idempotent-Replay"] = { description: "`true` when this is the cached answer of an earlier request with the same X-Idempotency-Key.", schema: { type: "string", enum: ["true"] } };
+      response.headers = {
+        ...requestIdHeader,
+        ...(meta.endpoint && !auth401 ? rateLimitHeaders : {}),
+        ...response.headers,
+      };
+      if (status === "429")
+        response.headers["Retry-After"] = {
+          description: "Seconds to wait before retrying (add 0 to 5 s of random jitter).",
+          schema: { type: "integer" },
+        };
+      if (status === "405")
+        response.headers.Allow = { description: "Methods the path supports.", schema: { type: "string" } };
+      if (mutating)
+        response.headers["X-Idempotent-Replay"] = {
+          description: "`true` when this is the cached answer of an earlier request with the same X-Idempotency-Key.",
+          schema: { type: "string", enum: ["true"] },
+        };
     }
   }
   return doc;
@@ -50,13 +75,15 @@ export function publicDocument(app: OpenAPIHono<AppEnv>, routes: RouteRegistry, 
     type: "apiKey",
     in: "header",
     name: "X-API-Key",
-    description: "Your secret key: `sk_test_…` in the sandbox, `sk_live_…` in production. Never send it in a URL, query or body; `Authorization: Bearer` is refused.",
+    description:
+      "Your secret key: `sk_test_…` in the sandbox, `sk_live_…` in production. Never send it in a URL, query or body; `Authorization: Bearer` is refused.",
   });
   app.openAPIRegistry.registerComponent("securitySchemes", "SessionCookie", {
     type: "apiKey",
     in: "cookie",
     name: "alms_session",
-    description: "Dashboard session cookie, accepted only by POST /api/v1/media/upload. When both are sent, the cookie wins.",
+    description:
+      "Dashboard session cookie, accepted only by POST /api/v1/media/upload. When both are sent, the cookie wins.",
   });
   app.openAPIRegistry.registerComponent("parameters", "IdempotencyKey", {
     name: "X-Idempotency-Key",
@@ -92,7 +119,9 @@ function withWebhooks(doc: Doc): Doc {
         summary: type,
         description: `${spec.description} Signed with \`X-Webhook-Signature: sha256=<hex>\` (HMAC-SHA256 of the raw body with your endpoint's signing secret).`,
         requestBody: { required: true, content: { "application/json": { schema: envelopeSchema(type) } } },
-        responses: { "200": { description: "Any 2xx within 10 seconds acknowledges the delivery; anything else is retried." } },
+        responses: {
+          "200": { description: "Any 2xx within 10 seconds acknowledges the delivery; anything else is retried." },
+        },
       },
     };
   }

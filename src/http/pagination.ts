@@ -1,26 +1,35 @@
 import { z } from "@hono/zod-openapi";
 import { and, eq, gt, or, type SQL } from "drizzle-orm";
 import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
+import { sign, timingSafeEqual } from "../lib/crypto";
 import { DomainError } from "../lib/errors";
 import { base64url, fromBase64url } from "../lib/ids";
-import { sign, timingSafeEqual } from "../lib/crypto";
 
 export const DEFAULT_PAGE_SIZE = 50;
 export const MAX_PAGE_SIZE = 200;
 
 export const cursorQuery = {
   cursor: z.string().max(512).optional().openapi({
-    description: "Opaque cursor from a previous page's `next_cursor`. Omit for the first page. A cursor is bound to the list (and filters) it was minted for.",
+    description:
+      "Opaque cursor from a previous page's `next_cursor`. Omit for the first page. A cursor is bound to the list (and filters) it was minted for.",
     example: "eyJsIjoidXNlcnMiLCJrIjpbIjIwMjYtMTEtMjJUMTI6MDA6MDAuMDAwWiIsInVzcl8xIl19.Jx2Xb3sQ",
   }),
-  limit: z.coerce.number().int().min(1).max(MAX_PAGE_SIZE).default(DEFAULT_PAGE_SIZE).openapi({ description: "Page size, 1 to 200.", example: 50 }),
+  limit: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_PAGE_SIZE)
+    .default(DEFAULT_PAGE_SIZE)
+    .openapi({ description: "Page size, 1 to 200.", example: 50 }),
 };
 
 export function pageSchema<T extends z.ZodType>(item: T, name: string) {
   return z
     .object({
       data: z.array(item).openapi({ description: "The items of this page, oldest first." }),
-      next_cursor: z.string().openapi({ description: "Cursor of the next page; the empty string marks the end.", example: "" }),
+      next_cursor: z
+        .string()
+        .openapi({ description: "Cursor of the next page; the empty string marks the end.", example: "" }),
     })
     .openapi(name);
 }
@@ -41,7 +50,11 @@ export async function encodeCursor(secret: string, list: string, at: Position): 
   return `${payload}.${(await sign(secret, PURPOSE, payload)).slice(0, 22)}`;
 }
 
-export async function decodeCursor(secret: string, list: string, cursor: string | undefined): Promise<Position | undefined> {
+export async function decodeCursor(
+  secret: string,
+  list: string,
+  cursor: string | undefined,
+): Promise<Position | undefined> {
   if (cursor === undefined || cursor === "") return undefined;
   const invalid = (reason: string) =>
     new DomainError("request_query_invalid", {

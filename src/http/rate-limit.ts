@@ -1,8 +1,8 @@
 import type { Context, MiddlewareHandler } from "hono";
-import type { AppEnv } from "./env";
+import type { EndpointName } from "../domain/budgets";
 import type { RateDecision } from "../durable/key-gate";
 import { DomainError } from "../lib/errors";
-import type { EndpointName } from "../domain/budgets";
+import type { AppEnv } from "./env";
 
 export { DEFAULT_BUDGETS, type EndpointName } from "../domain/budgets";
 

@@ -5,8 +5,8 @@ import type { ErrorCode } from "../lib/errors";
 import { authenticate, authorize } from "./auth";
 import type { AppEnv } from "./env";
 import { idempotency } from "./idempotency";
-import { operatorAuth } from "./operator";
 import { errorResponses } from "./openapi-errors";
+import { operatorAuth } from "./operator";
 import { rateLimit } from "./rate-limit";
 import { type Guard, ROUTE_META, type RouteMeta } from "./registry";
 import { jsonBody } from "./wire";
@@ -89,7 +89,9 @@ function describe<const R extends RouteConfig>(
     ...route,
     security,
     middleware,
-    request: route.request?.body ? { ...route.request, body: { ...route.request.body, required: true } } : route.request,
+    request: route.request?.body
+      ? { ...route.request, body: { ...route.request.body, required: true } }
+      : route.request,
     responses: { ...route.responses, ...errorResponses(meta.codes) },
   });
   return Object.assign(described, { [ROUTE_META]: meta }) as unknown as Described<R>;

@@ -25,7 +25,10 @@ export function withRenames<T extends ZodType>(schema: T, map: Record<string, st
 }
 
 const fieldName = (path: readonly PathKey[]) =>
-  path.reduce<string>((acc, k) => (typeof k === "number" ? `${acc}[${k}]` : acc ? `${acc}.${String(k)}` : String(k)), "");
+  path.reduce<string>(
+    (acc, k) => (typeof k === "number" ? `${acc}[${k}]` : acc ? `${acc}.${String(k)}` : String(k)),
+    "",
+  );
 
 function def(schema: ZodType): { type: string; [k: string]: unknown } {
   return (schema as unknown as { _zod: { def: { type: string } } })._zod.def;
@@ -36,12 +39,15 @@ function schemaAt(schema: ZodType | undefined, path: readonly PathKey[]): ZodTyp
   let s = schema;
   for (let i = 0; s && i <= path.length; ) {
     const d = def(s);
-    if (["optional", "nullable", "default", "prefault", "readonly", "nonoptional", "catch"].includes(d.type)) s = d.innerType as ZodType;
+    if (["optional", "nullable", "default", "prefault", "readonly", "nonoptional", "catch"].includes(d.type))
+      s = d.innerType as ZodType;
     else if (d.type === "pipe") s = d.in as ZodType;
     else if (i === path.length) return s;
     else if (d.type === "object") s = (d.shape as Record<string, ZodType>)[String(path[i++])];
-    else if (d.type === "array") (s = d.element as ZodType), i++;
-    else return undefined;
+    else if (d.type === "array") {
+      s = d.element as ZodType;
+      i++;
+    } else return undefined;
   }
   return s;
 }
@@ -49,13 +55,21 @@ function schemaAt(schema: ZodType | undefined, path: readonly PathKey[]): ZodTyp
 function valueAt(input: unknown, path: readonly PathKey[]): { present: boolean; value: unknown } {
   let cur: unknown = input;
   for (const k of path) {
-    if (cur === null || typeof cur !== "object" || !Object.hasOwn(cur, k as string)) return { present: false, value: undefined };
+    if (cur === null || typeof cur !== "object" || !Object.hasOwn(cur, k as string))
+      return { present: false, value: undefined };
     cur = (cur as Record<PropertyKey, unknown>)[k];
   }
   return { present: cur !== undefined, value: cur };
 }
 
-const jsonType = (v: unknown) => (v === null ? "null" : Array.isArray(v) ? "array" : typeof v === "number" && Number.isInteger(v) ? "integer" : typeof v);
+const jsonType = (v: unknown) =>
+  v === null
+    ? "null"
+    : Array.isArray(v)
+      ? "array"
+      : typeof v === "number" && Number.isInteger(v)
+        ? "integer"
+        : typeof v;
 
 function levenshtein(a: string, b: string): number {
   const row = Array.from({ length: b.length + 1 }, (_, i) => i);
@@ -75,7 +89,12 @@ function suggestions(key: string, known: string[]): string[] {
   const k = key.toLowerCase();
   return known
     .map((name) => ({ name, d: levenshtein(k, name.toLowerCase()) }))
-    .filter(({ name, d }) => d <= Math.max(2, Math.floor(name.length / 3)) || name.toLowerCase().includes(k) || k.includes(name.toLowerCase()))
+    .filter(
+      ({ name, d }) =>
+        d <= Math.max(2, Math.floor(name.length / 3)) ||
+        name.toLowerCase().includes(k) ||
+        k.includes(name.toLowerCase()),
+    )
     .sort((a, b) => a.d - b.d)
     .slice(0, 3)
     .map(({ name }) => name);
@@ -95,32 +114,69 @@ function issueToErrors(issue: Issue, root: ZodType | undefined, input: unknown):
         const path = [...issue.path, key];
         const f = fieldName(path);
         const to = renamed[key];
-        if (to) return { path, error: { field: f, code: "validation_deprecated_field", message: `'${key}' was renamed to '${to}'.`, migration: { from: key, to } } };
+        if (to)
+          return {
+            path,
+            error: {
+              field: f,
+              code: "validation_deprecated_field",
+              message: `'${key}' was renamed to '${to}'.`,
+              migration: { from: key, to },
+            },
+          };
         const did_you_mean = suggestions(key, known);
-        const error: FieldError = { field: f, code: "validation_unknown_field", message: `'${key}' is not a field of this request.`, ...(did_you_mean.length ? { did_you_mean } : {}) };
+        const error: FieldError = {
+          field: f,
+          code: "validation_unknown_field",
+          message: `'${key}' is not a field of this request.`,
+          ...(did_you_mean.length ? { did_you_mean } : {}),
+        };
         return { path, error };
       });
     }
     case "invalid_type": {
       const { present, value } = valueAt(input, issue.path);
-      if (!present) return one({ field, code: "validation_missing_required", message: `'${field || "body"}' is required.` });
-      return one({ field, code: "validation_type_mismatch", message: `Expected ${issue.expected}, received ${jsonType(value)}.`, ctx: { expected: issue.expected, received: jsonType(value) } });
+      if (!present)
+        return one({ field, code: "validation_missing_required", message: `'${field || "body"}' is required.` });
+      return one({
+        field,
+        code: "validation_type_mismatch",
+        message: `Expected ${issue.expected}, received ${jsonType(value)}.`,
+        ctx: { expected: issue.expected, received: jsonType(value) },
+      });
     }
     case "too_small":
     case "too_big": {
-      const bound = issue.code === "too_small" ? { minimum: Number(issue.minimum) } : { maximum: Number(issue.maximum) };
+      const bound =
+        issue.code === "too_small" ? { minimum: Number(issue.minimum) } : { maximum: Number(issue.maximum) };
       const ctx = { ...bound, inclusive: issue.inclusive ?? true, origin: issue.origin };
-      if (issue.origin === "array" || issue.origin === "set") return one({ field, code: "validation_array_length", message: issue.message, ctx });
+      if (issue.origin === "array" || issue.origin === "set")
+        return one({ field, code: "validation_array_length", message: issue.message, ctx });
       return one({ field, code: "validation_out_of_range", message: issue.message, ctx });
     }
     case "invalid_value":
-      return one({ field, code: "validation_enum_not_allowed", message: `Must be one of: ${issue.values.map(String).join(", ")}.`, ctx: { expected: issue.values } });
+      return one({
+        field,
+        code: "validation_enum_not_allowed",
+        message: `Must be one of: ${issue.values.map(String).join(", ")}.`,
+        ctx: { expected: issue.values },
+      });
     case "invalid_format": {
       const pattern = "pattern" in issue && issue.pattern ? String(issue.pattern) : undefined;
-      return one({ field, code: "validation_string_pattern", message: issue.message, ctx: { format: issue.format, ...(pattern ? { pattern } : {}) } });
+      return one({
+        field,
+        code: "validation_string_pattern",
+        message: issue.message,
+        ctx: { format: issue.format, ...(pattern ? { pattern } : {}) },
+      });
     }
     case "not_multiple_of":
-      return one({ field, code: "validation_out_of_range", message: issue.message, ctx: { multiple_of: Number(issue.divisor) } });
+      return one({
+        field,
+        code: "validation_out_of_range",
+        message: issue.message,
+        ctx: { multiple_of: Number(issue.divisor) },
+      });
     default:
       return one({ field, code: "validation.failed", message: issue.message });
   }
@@ -147,24 +203,40 @@ function nest(flat: Located[]): FieldError[] {
   return out;
 }
 
-export function validationError(target: string, error: ZodError, root: ZodType | undefined, input: unknown): DomainError {
+export function validationError(
+  target: string,
+  error: ZodError,
+  root: ZodType | undefined,
+  input: unknown,
+): DomainError {
   const flat = error.issues.flatMap((issue) => issueToErrors(issue, root, input));
   const errors = nest(flat);
   const fields: Record<string, string[]> = {};
-  for (const { error: e } of flat) (fields[e.field || "body"] ??= []).push(e.message);
+  for (const { error: e } of flat) {
+    const name = e.field || "body";
+    fields[name] = [...(fields[name] ?? []), e.message];
+  }
   if (target === "query") {
     const summary = flat.map(({ error: e }) => `${e.field}: ${e.message}`).join("; ");
-    return new DomainError("request_query_invalid", { message: `Invalid query parameter. ${summary}`, details: { errors, fields } });
+    return new DomainError("request_query_invalid", {
+      message: `Invalid query parameter. ${summary}`,
+      details: { errors, fields },
+    });
   }
   const codes = new Set(errors.map((e) => e.code));
   const code: ErrorCode = codes.size === 1 ? [...codes][0]! : "validation.failed";
   const only = flat.length === 1 ? flat[0]!.error : undefined;
-  const message = only ? `${only.field ? `${only.field}: ` : ""}${only.message}` : `The request failed validation (${flat.length} problems).`;
+  const message = only
+    ? `${only.field ? `${only.field}: ` : ""}${only.message}`
+    : `The request failed validation (${flat.length} problems).`;
   return new DomainError(code, { message, details: { errors, fields } });
 }
 
 /** The validation hook every route uses: a failed parse becomes the spec's validation codes. */
-export function validationHook(result: { target: string } & ({ success: true } | { success: false; error: ZodError }), c: Context): void {
+export function validationHook(
+  result: { target: string } & ({ success: true } | { success: false; error: ZodError }),
+  c: Context,
+): void {
   if (result.success) return;
   // The route's declared schemas, so that an unknown field can be compared with the declared ones.
   const schemas = (c as Context<AppEnv>).var.routes?.operation(c.req.method, c.req.routePath)?.schemas;

@@ -1,7 +1,7 @@
 import type { MiddlewareHandler } from "hono";
-import type { AppEnv } from "./env";
 import { DomainError } from "../lib/errors";
 import { newId } from "../lib/ids";
+import type { AppEnv } from "./env";
 
 /**
  * Every response carries `X-Request-Id`; error envelopes repeat it as `error.request_id`.
@@ -30,7 +30,9 @@ export function httpsOnly(): MiddlewareHandler<AppEnv> {
   return async function httpsOnly(c, next) {
     if (c.env.ENVIRONMENT !== "local") {
       const visitor = c.req.header("cf-visitor");
-      const scheme = visitor ? (safeJson(visitor) as { scheme?: string } | undefined)?.scheme : new URL(c.req.url).protocol.replace(":", "");
+      const scheme = visitor
+        ? (safeJson(visitor) as { scheme?: string } | undefined)?.scheme
+        : new URL(c.req.url).protocol.replace(":", "");
       if (scheme !== "https") throw new DomainError("https_required");
     }
     await next();
@@ -63,7 +65,9 @@ export function jsonBody(opts: { limit?: number } = {}): MiddlewareHandler<AppEn
     if (text.trim() === "") throw new DomainError("request_body_empty");
     const mediaType = (c.req.header("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
     if (!/^application\/([\w.-]+\+)?json$/.test(mediaType)) {
-      throw new DomainError("request_content_type_mismatch", { details: { received: mediaType || null, accepted: ["application/json"] } });
+      throw new DomainError("request_content_type_mismatch", {
+        details: { received: mediaType || null, accepted: ["application/json"] },
+      });
     }
     try {
       JSON.parse(text);
@@ -75,12 +79,18 @@ export function jsonBody(opts: { limit?: number } = {}): MiddlewareHandler<AppEn
 }
 
 function tooLarge(limit: number) {
-  return new DomainError("request_body_too_large", { message: `The body is larger than this endpoint accepts (${limit} bytes).`, details: { limit_bytes: limit } });
+  return new DomainError("request_body_too_large", {
+    message: `The body is larger than this endpoint accepts (${limit} bytes).`,
+    details: { limit_bytes: limit },
+  });
 }
 
 function notJson(e: unknown, text: string) {
   const message = e instanceof Error ? e.message : String(e);
   const m = /position (\d+)/.exec(message);
   const position = m ? Number(m[1]) : /end of JSON input|Unterminated/i.test(message) ? text.length : null;
-  return new DomainError("request_body_not_json", { message: `The body is not valid JSON: ${message}`, details: { parse_error_position: position } });
+  return new DomainError("request_body_not_json", {
+    message: `The body is not valid JSON: ${message}`,
+    details: { parse_error_position: position },
+  });
 }

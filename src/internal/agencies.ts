@@ -1,24 +1,33 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
-import type { AppEnv } from "../http/env";
-import { database } from "../db/client";
 import { asc } from "drizzle-orm";
-import { agencies, type Agency } from "../db/schema";
-import { after, cursorQuery, decodeCursor, pageSchema, toPage } from "../http/pagination";
+import { database } from "../db/client";
+import { type Agency, agencies } from "../db/schema";
 import { createAgency, getAgency } from "../domain/hierarchy";
-import { validationHook } from "../http/validation";
+import type { AppEnv } from "../http/env";
+import { after, cursorQuery, decodeCursor, pageSchema, toPage } from "../http/pagination";
 import { internalRoute } from "../http/route";
+import { validationHook } from "../http/validation";
 
 export const AgencySchema = z
   .object({
     id: z.string().openapi({ example: "agy_0mhx3k2a1q8v2l0c9z7rj4" }),
     name: z.string().openapi({ example: "Harbour Media" }),
     kind: z.enum(["media_agency", "broker", "platform"]),
-    cancellation_notice_hours: z.number().int().openapi({ description: "No-fee cancellation ends this many hours before the first scheduled shoot." }),
+    cancellation_notice_hours: z
+      .number()
+      .int()
+      .openapi({ description: "No-fee cancellation ends this many hours before the first scheduled shoot." }),
     created_at: z.string(),
   })
   .openapi("Agency");
 
-export const presentAgency = (a: Agency) => ({ id: a.id, name: a.name, kind: a.kind, cancellation_notice_hours: a.cancellationNoticeHours, created_at: a.createdAt });
+export const presentAgency = (a: Agency) => ({
+  id: a.id,
+  name: a.name,
+  kind: a.kind,
+  cancellation_notice_hours: a.cancellationNoticeHours,
+  created_at: a.createdAt,
+});
 
 const create = internalRoute([], {
   method: "post",
@@ -49,7 +58,12 @@ const list = internalRoute([], {
   tags: ["Agencies"],
   summary: "List agencies, oldest first",
   request: { query: z.strictObject(cursorQuery) },
-  responses: { 200: { description: "A page of agencies.", content: { "application/json": { schema: pageSchema(AgencySchema, "AgencyPage") } } } },
+  responses: {
+    200: {
+      description: "A page of agencies.",
+      content: { "application/json": { schema: pageSchema(AgencySchema, "AgencyPage") } },
+    },
+  },
 });
 
 const get = internalRoute(["agency_not_found"], {
@@ -65,7 +79,11 @@ const get = internalRoute(["agency_not_found"], {
 export const agenciesInternal = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
   .openapi(create, async (c) => {
     const body = c.req.valid("json");
-    const agency = await createAgency(database(c.env.DB), { name: body.name, kind: body.kind, cancellationNoticeHours: body.cancellation_notice_hours });
+    const agency = await createAgency(database(c.env.DB), {
+      name: body.name,
+      kind: body.kind,
+      cancellationNoticeHours: body.cancellation_notice_hours,
+    });
     return c.json(presentAgency(agency), 201);
   })
   .openapi(list, async (c) => {
@@ -79,4 +97,6 @@ export const agenciesInternal = new OpenAPIHono<AppEnv>({ defaultHook: validatio
       .limit(limit + 1);
     return c.json(await toPage(c.env.SECRET_KEY, "agencies", rows, limit, presentAgency), 200);
   })
-  .openapi(get, async (c) => c.json(presentAgency(await getAgency(database(c.env.DB), c.req.valid("param").agency_id)), 200));
+  .openapi(get, async (c) =>
+    c.json(presentAgency(await getAgency(database(c.env.DB), c.req.valid("param").agency_id)), 200),
+  );

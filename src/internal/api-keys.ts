@@ -1,16 +1,16 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
 import { and, asc, eq } from "drizzle-orm";
-import type { AppEnv } from "../http/env";
-import { database, type Db } from "../db/client";
-import { apiKeys, type ApiKey } from "../db/schema";
-import { SCOPES } from "../domain/roles";
-import { KEY_PREFIXES, ROTATION_GRACE_MS, type KeyMode } from "../domain/keys";
+import { type Db, database } from "../db/client";
+import { type ApiKey, apiKeys } from "../db/schema";
 import { getKey, keySecrets, mintKey } from "../domain/api-keys";
-import { changeKey } from "../durable/key-changes";
-import { nowIso } from "../lib/ids";
-import { validationHook } from "../http/validation";
 import { ENDPOINT_NAMES, MAX_BUDGET, MIN_BUDGET } from "../domain/budgets";
+import { KEY_PREFIXES, type KeyMode, ROTATION_GRACE_MS } from "../domain/keys";
+import { SCOPES } from "../domain/roles";
+import { changeKey } from "../durable/key-changes";
+import type { AppEnv } from "../http/env";
 import { internalRoute } from "../http/route";
+import { validationHook } from "../http/validation";
+import { nowIso } from "../lib/ids";
 
 export const ApiKeySchema = z
   .object({
@@ -27,19 +27,34 @@ export const ApiKeySchema = z
     revoked_at: z.string().nullable(),
     rotation_started_at: z.string().nullable(),
     rotation_grace_ends_at: z.string().nullable(),
-    secrets: z.array(z.object({ prefix: z.string(), last4: z.string(), superseded_at: z.string().nullable() })).openapi({ description: "Secrets that still authenticate, for display: prefix and last four characters only." }),
+    secrets: z
+      .array(z.object({ prefix: z.string(), last4: z.string(), superseded_at: z.string().nullable() }))
+      .openapi({ description: "Secrets that still authenticate, for display: prefix and last four characters only." }),
     rate_limit_overrides: z.record(z.string(), z.number().int()),
     created_at: z.string(),
   })
   .openapi("ApiKey");
 
-const MintedSchema = z.object({ key: ApiKeySchema, secret: z.string().openapi({ description: "The plaintext secret. Shown once; it cannot be recovered." }) }).openapi("MintedApiKey");
+const MintedSchema = z
+  .object({
+    key: ApiKeySchema,
+    secret: z.string().openapi({ description: "The plaintext secret. Shown once; it cannot be recovered." }),
+  })
+  .openapi("MintedApiKey");
 
 async function present(db: Db, key: ApiKey) {
   const secrets = await keySecrets(db, key.id);
   const now = Date.now();
   const graceOpen = secrets.some((s) => s.supersededAt && Date.parse(s.supersededAt) + ROTATION_GRACE_MS > now);
-  const state = key.revokedAt ? "revoked" : !key.isActive ? "disabled" : key.expiresAt && Date.parse(key.expiresAt) <= now ? "expired" : graceOpen ? "rotating" : "active";
+  const state = key.revokedAt
+    ? "revoked"
+    : !key.isActive
+      ? "disabled"
+      : key.expiresAt && Date.parse(key.expiresAt) <= now
+        ? "expired"
+        : graceOpen
+          ? "rotating"
+          : "active";
   return {
     id: key.id,
     agency_id: key.agencyId,
@@ -53,7 +68,8 @@ async function present(db: Db, key: ApiKey) {
     expires_at: key.expiresAt,
     revoked_at: key.revokedAt,
     rotation_started_at: key.rotationStartedAt,
-    rotation_grace_ends_at: graceOpen && key.rotationStartedAt ? nowIso(Date.parse(key.rotationStartedAt) + ROTATION_GRACE_MS) : null,
+    rotation_grace_ends_at:
+      graceOpen && key.rotationStartedAt ? nowIso(Date.parse(key.rotationStartedAt) + ROTATION_GRACE_MS) : null,
     secrets: secrets.map((s) => ({ prefix: s.prefix, last4: s.last4, superseded_at: s.supersededAt })),
     rate_limit_overrides: key.rateLimitOverrides,
     created_at: key.createdAt,
@@ -61,8 +77,10 @@ async function present(db: Db, key: ApiKey) {
 }
 
 const keyParam = z.object({ key_id: z.string() });
-const keyResponse = (description: string) => ({ 200: { description, content: { "application/json": { schema: ApiKeySchema } } } }) as const;
-const mintedResponse = (status: 200 | 201, description: string) => ({ [status]: { description, content: { "application/json": { schema: MintedSchema } } } }) as const;
+const keyResponse = (description: string) =>
+  ({ 200: { description, content: { "application/json": { schema: ApiKeySchema } } } }) as const;
+const mintedResponse = (status: 200 | 201, description: string) =>
+  ({ [status]: { description, content: { "application/json": { schema: MintedSchema } } } }) as const;
 const isoInstant = z.iso.datetime({ offset: true });
 
 const mint = internalRoute(["agency_not_found", "user_not_found", "key_mint_forbidden", "scope_not_grantable"], {
@@ -71,7 +89,8 @@ const mint = internalRoute(["agency_not_found", "user_not_found", "key_mint_forb
   operationId: "mintApiKey",
   tags: ["API keys"],
   summary: "Mint a key for an agency",
-  description: "Minted by an agency owner (media_agency, broker) for its agency, or by a platform admin for any agency. The key's mode is this environment's. The secret is in this response only.",
+  description:
+    "Minted by an agency owner (media_agency, broker) for its agency, or by a platform admin for any agency. The key's mode is this environment's. The secret is in this response only.",
   request: {
     body: {
       content: {
@@ -80,9 +99,15 @@ const mint = internalRoute(["agency_not_found", "user_not_found", "key_mint_forb
             agency_id: z.string(),
             minted_by_user_id: z.string(),
             name: z.string().max(100).optional(),
-            scopes: z.array(z.enum(SCOPES)).min(1).optional().openapi({ description: "Defaults to every scope but `admin`." }),
+            scopes: z
+              .array(z.enum(SCOPES))
+              .min(1)
+              .optional()
+              .openapi({ description: "Defaults to every scope but `admin`." }),
             expires_at: isoInstant.nullable().optional(),
-            prefix: z.enum(KEY_PREFIXES).optional().openapi({ description: "`ma_live_` mints a legacy-prefixed live key; must match the environment's mode." }),
+            prefix: z.enum(KEY_PREFIXES).optional().openapi({
+              description: "`ma_live_` mints a legacy-prefixed live key; must match the environment's mode.",
+            }),
           }),
         },
       },
@@ -98,7 +123,12 @@ const list = internalRoute(["agency_not_found"], {
   tags: ["API keys"],
   summary: "List an agency's keys (never their secrets)",
   request: { query: z.strictObject({ agency_id: z.string() }) },
-  responses: { 200: { description: "The agency's keys.", content: { "application/json": { schema: z.object({ data: z.array(ApiKeySchema) }) } } } },
+  responses: {
+    200: {
+      description: "The agency's keys.",
+      content: { "application/json": { schema: z.object({ data: z.array(ApiKeySchema) }) } },
+    },
+  },
 });
 
 const get = internalRoute(["api_key_not_found"], {
@@ -176,7 +206,11 @@ export const apiKeysInternal = new OpenAPIHono<AppEnv>({ defaultHook: validation
   })
   .openapi(list, async (c) => {
     const db = database(c.env.DB);
-    const rows = await db.select().from(apiKeys).where(and(eq(apiKeys.agencyId, c.req.valid("query").agency_id))).orderBy(asc(apiKeys.createdAt), asc(apiKeys.id));
+    const rows = await db
+      .select()
+      .from(apiKeys)
+      .where(and(eq(apiKeys.agencyId, c.req.valid("query").agency_id)))
+      .orderBy(asc(apiKeys.createdAt), asc(apiKeys.id));
     return c.json({ data: await Promise.all(rows.map((k) => present(db, k))) }, 200);
   })
   .openapi(get, async (c) => {
@@ -199,7 +233,13 @@ export const apiKeysInternal = new OpenAPIHono<AppEnv>({ defaultHook: validation
     const db = database(c.env.DB);
     const b = c.req.valid("json");
     const keyId = c.req.valid("param").key_id;
-    const patch = { isActive: b.is_active, expiresAt: b.expires_at, scopes: b.scopes, name: b.name, rateLimitOverrides: b.rate_limit_overrides };
+    const patch = {
+      isActive: b.is_active,
+      expiresAt: b.expires_at,
+      scopes: b.scopes,
+      name: b.name,
+      rateLimitOverrides: b.rate_limit_overrides,
+    };
     const { key } = await changeKey(c.env, keyId, { op: "update", patch });
     return c.json(await present(db, key), 200);
   });

@@ -1,13 +1,19 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
-import type { AppEnv } from "../http/env";
-import { database } from "../db/client";
 import { connectCalendar, disconnectCalendar } from "../calendar/connections";
+import { database } from "../db/client";
 import { getUserById } from "../domain/hierarchy";
-import { validationHook } from "../http/validation";
+import type { AppEnv } from "../http/env";
 import { internalRoute } from "../http/route";
+import { validationHook } from "../http/validation";
 
 const ConnectionSchema = z
-  .object({ id: z.string(), user_id: z.string(), provider: z.enum(["google", "ics"]), calendar_id: z.string().nullable(), updated_at: z.string() })
+  .object({
+    id: z.string(),
+    user_id: z.string(),
+    provider: z.enum(["google", "ics"]),
+    calendar_id: z.string().nullable(),
+    updated_at: z.string(),
+  })
   .openapi("CalendarConnection");
 
 const connect = internalRoute(["user_not_found"], {
@@ -16,7 +22,8 @@ const connect = internalRoute(["user_not_found"], {
   operationId: "connectCalendar",
   tags: ["Calendars"],
   summary: "Connect (or replace) a user's external calendar",
-  description: "Google Calendar (OAuth tokens; refreshed with GOOGLE_CLIENT_SECRET when expired) or an ICS feed URL. Credentials are stored sealed and never returned. The connection also answers for everyone below the user in the hierarchy who has none.",
+  description:
+    "Google Calendar (OAuth tokens; refreshed with GOOGLE_CLIENT_SECRET when expired) or an ICS feed URL. Credentials are stored sealed and never returned. The connection also answers for everyone below the user in the hierarchy who has none.",
   request: {
     params: z.object({ user_id: z.string() }),
     body: {
@@ -37,7 +44,12 @@ const connect = internalRoute(["user_not_found"], {
       },
     },
   },
-  responses: { 200: { description: "The connection (without credentials).", content: { "application/json": { schema: ConnectionSchema } } } },
+  responses: {
+    200: {
+      description: "The connection (without credentials).",
+      content: { "application/json": { schema: ConnectionSchema } },
+    },
+  },
 });
 
 const disconnect = internalRoute(["user_not_found"], {
@@ -61,9 +73,27 @@ export const calendarsInternal = new OpenAPIHono<AppEnv>({ defaultHook: validati
       user,
       b.provider === "ics"
         ? { provider: "ics", feedUrl: b.feed_url }
-        : { provider: "google", calendarId: b.calendar_id, credentials: { client_id: b.client_id, refresh_token: b.refresh_token, access_token: b.access_token, access_token_expires_at: b.access_token_expires_at ? Date.parse(b.access_token_expires_at) : undefined } },
+        : {
+            provider: "google",
+            calendarId: b.calendar_id,
+            credentials: {
+              client_id: b.client_id,
+              refresh_token: b.refresh_token,
+              access_token: b.access_token,
+              access_token_expires_at: b.access_token_expires_at ? Date.parse(b.access_token_expires_at) : undefined,
+            },
+          },
     );
-    return c.json({ id: conn.id, user_id: conn.userId, provider: conn.provider, calendar_id: conn.calendarId, updated_at: conn.updatedAt }, 200);
+    return c.json(
+      {
+        id: conn.id,
+        user_id: conn.userId,
+        provider: conn.provider,
+        calendar_id: conn.calendarId,
+        updated_at: conn.updatedAt,
+      },
+      200,
+    );
   })
   .openapi(disconnect, async (c) => {
     const db = database(c.env.DB);

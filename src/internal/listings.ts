@@ -1,25 +1,41 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
-import type { AppEnv } from "../http/env";
 import { database } from "../db/client";
 import type { Appointment } from "../db/schema";
 import { cancelAppointment, getAppointment, rescheduleAppointment, scheduleAppointment } from "../domain/appointments";
 import { activateListing, cancelListing, editListing, findListing } from "../domain/listings";
 import { recordOrder } from "../domain/orders";
-import { validationHook } from "../http/validation";
-import { ListingSchema, presentListing } from "../schemas/listings";
-import { OrderSchema, presentOrder } from "../routes/listings/orders";
+import type { AppEnv } from "../http/env";
 import { internalRoute } from "../http/route";
+import { validationHook } from "../http/validation";
+import { OrderSchema, presentOrder } from "../routes/listings/orders";
+import { ListingSchema, presentListing } from "../schemas/listings";
 
 const listingParams = z.object({ agency_id: z.string(), listing_number: z.string() });
 const appointmentParams = listingParams.extend({ appointment_id: z.string() });
 const instant = z.iso.datetime({ offset: true });
-const listingAnswer = (description: string) => ({ 200: { description, content: { "application/json": { schema: ListingSchema } } } }) as const;
+const listingAnswer = (description: string) =>
+  ({ 200: { description, content: { "application/json": { schema: ListingSchema } } } }) as const;
 
 const AppointmentSchema = z
-  .object({ id: z.string(), listing_number: z.string(), status: z.enum(["scheduled", "cancelled"]), starts_at: z.string(), ends_at: z.string(), calendar_event_id: z.string().nullable() })
+  .object({
+    id: z.string(),
+    listing_number: z.string(),
+    status: z.enum(["scheduled", "cancelled"]),
+    starts_at: z.string(),
+    ends_at: z.string(),
+    calendar_event_id: z.string().nullable(),
+  })
   .openapi("Appointment");
-const presentAppointment = (a: Appointment, listingNumber: string) => ({ id: a.id, listing_number: listingNumber, status: a.status, starts_at: a.startsAt, ends_at: a.endsAt, calendar_event_id: a.calendarEventId });
-const appointmentAnswer = (status: 200 | 201, description: string) => ({ [status]: { description, content: { "application/json": { schema: AppointmentSchema } } } }) as const;
+const presentAppointment = (a: Appointment, listingNumber: string) => ({
+  id: a.id,
+  listing_number: listingNumber,
+  status: a.status,
+  starts_at: a.startsAt,
+  ends_at: a.endsAt,
+  calendar_event_id: a.calendarEventId,
+});
+const appointmentAnswer = (status: 200 | 201, description: string) =>
+  ({ [status]: { description, content: { "application/json": { schema: AppointmentSchema } } } }) as const;
 
 const activate = internalRoute(["listing_not_found"], {
   method: "post",
@@ -42,7 +58,12 @@ const edit = internalRoute(["listing_not_found", "agent_not_in_hierarchy"], {
     body: {
       content: {
         "application/json": {
-          schema: z.strictObject({ address: z.string().trim().min(1).max(300).optional(), owner_user_id: z.string().optional(), agent_one_id: z.string().optional(), agent_two_id: z.string().nullable().optional() }),
+          schema: z.strictObject({
+            address: z.string().trim().min(1).max(300).optional(),
+            owner_user_id: z.string().optional(),
+            agent_one_id: z.string().optional(),
+            agent_two_id: z.string().nullable().optional(),
+          }),
         },
       },
     },
@@ -56,7 +77,10 @@ const cancel = internalRoute(["listing_not_found", "listing_already_cancelled"],
   operationId: "cancelListingFromDashboard",
   tags: ["Listings"],
   summary: "Cancel a listing from the dashboard, also past the no-fee window",
-  request: { params: listingParams, body: { content: { "application/json": { schema: z.strictObject({ reason: z.string().max(500).optional() }) } } } },
+  request: {
+    params: listingParams,
+    body: { content: { "application/json": { schema: z.strictObject({ reason: z.string().max(500).optional() }) } } },
+  },
   responses: listingAnswer("The cancelled listing."),
 });
 
@@ -99,7 +123,12 @@ const schedule = internalRoute(["listing_not_found", "listing_already_cancelled"
     body: {
       content: {
         "application/json": {
-          schema: z.strictObject({ starts_at: instant, ends_at: instant, calendar_event_id: z.string().max(300).optional(), source: z.enum(["order_form", "dashboard"]).optional() }),
+          schema: z.strictObject({
+            starts_at: instant,
+            ends_at: instant,
+            calendar_event_id: z.string().max(300).optional(),
+            source: z.enum(["order_form", "dashboard"]).optional(),
+          }),
         },
       },
     },
@@ -107,15 +136,21 @@ const schedule = internalRoute(["listing_not_found", "listing_already_cancelled"
   responses: appointmentAnswer(201, "The appointment."),
 });
 
-const reschedule = internalRoute(["listing_not_found", "appointment_not_found", "appointment_not_scheduled", "invalid_appointment_time"], {
-  method: "patch",
-  path: "/internal/v1/agencies/{agency_id}/listings/{listing_number}/appointments/{appointment_id}",
-  operationId: "rescheduleAppointment",
-  tags: ["Appointments"],
-  summary: "Move a shoot appointment (emits appointment.rescheduled)",
-  request: { params: appointmentParams, body: { content: { "application/json": { schema: z.strictObject({ starts_at: instant, ends_at: instant }) } } } },
-  responses: appointmentAnswer(200, "The appointment."),
-});
+const reschedule = internalRoute(
+  ["listing_not_found", "appointment_not_found", "appointment_not_scheduled", "invalid_appointment_time"],
+  {
+    method: "patch",
+    path: "/internal/v1/agencies/{agency_id}/listings/{listing_number}/appointments/{appointment_id}",
+    operationId: "rescheduleAppointment",
+    tags: ["Appointments"],
+    summary: "Move a shoot appointment (emits appointment.rescheduled)",
+    request: {
+      params: appointmentParams,
+      body: { content: { "application/json": { schema: z.strictObject({ starts_at: instant, ends_at: instant }) } } },
+    },
+    responses: appointmentAnswer(200, "The appointment."),
+  },
+);
 
 const cancelAppt = internalRoute(["listing_not_found", "appointment_not_found", "appointment_not_scheduled"], {
   method: "post",
@@ -131,21 +166,35 @@ export const listingsInternal = new OpenAPIHono<AppEnv>({ defaultHook: validatio
   .openapi(activate, async (c) => {
     const db = database(c.env.DB);
     const p = c.req.valid("param");
-    return c.json(presentListing(await activateListing(db, await findListing(db, p.agency_id, p.listing_number)), c.env.SITE_URL), 200);
+    return c.json(
+      presentListing(await activateListing(db, await findListing(db, p.agency_id, p.listing_number)), c.env.SITE_URL),
+      200,
+    );
   })
   .openapi(edit, async (c) => {
     const db = database(c.env.DB);
     const p = c.req.valid("param");
     const b = c.req.valid("json");
     const listing = await findListing(db, p.agency_id, p.listing_number);
-    const updated = await editListing(db, listing, { address: b.address, ownerUserId: b.owner_user_id, agentOneId: b.agent_one_id, agentTwoId: b.agent_two_id });
+    const updated = await editListing(db, listing, {
+      address: b.address,
+      ownerUserId: b.owner_user_id,
+      agentOneId: b.agent_one_id,
+      agentTwoId: b.agent_two_id,
+    });
     return c.json(presentListing(updated, c.env.SITE_URL), 200);
   })
   .openapi(cancel, async (c) => {
     const db = database(c.env.DB);
     const p = c.req.valid("param");
     const listing = await findListing(db, p.agency_id, p.listing_number);
-    return c.json(presentListing(await cancelListing(db, listing, { reason: c.req.valid("json").reason, source: "dashboard" }), c.env.SITE_URL), 200);
+    return c.json(
+      presentListing(
+        await cancelListing(db, listing, { reason: c.req.valid("json").reason, source: "dashboard" }),
+        c.env.SITE_URL,
+      ),
+      200,
+    );
   })
   .openapi(order, async (c) => {
     const db = database(c.env.DB);
@@ -169,7 +218,12 @@ export const listingsInternal = new OpenAPIHono<AppEnv>({ defaultHook: validatio
     const p = c.req.valid("param");
     const b = c.req.valid("json");
     const listing = await findListing(db, p.agency_id, p.listing_number);
-    const a = await scheduleAppointment(db, listing, { startsAt: b.starts_at, endsAt: b.ends_at, calendarEventId: b.calendar_event_id, source: b.source ?? "dashboard" });
+    const a = await scheduleAppointment(db, listing, {
+      startsAt: b.starts_at,
+      endsAt: b.ends_at,
+      calendarEventId: b.calendar_event_id,
+      source: b.source ?? "dashboard",
+    });
     return c.json(presentAppointment(a, listing.listingNumber), 201);
   })
   .openapi(reschedule, async (c) => {
@@ -177,13 +231,21 @@ export const listingsInternal = new OpenAPIHono<AppEnv>({ defaultHook: validatio
     const p = c.req.valid("param");
     const b = c.req.valid("json");
     const listing = await findListing(db, p.agency_id, p.listing_number);
-    const a = await rescheduleAppointment(db, listing, await getAppointment(db, listing.agencyId, p.appointment_id), { startsAt: b.starts_at, endsAt: b.ends_at });
+    const a = await rescheduleAppointment(db, listing, await getAppointment(db, listing.agencyId, p.appointment_id), {
+      startsAt: b.starts_at,
+      endsAt: b.ends_at,
+    });
     return c.json(presentAppointment(a, listing.listingNumber), 200);
   })
   .openapi(cancelAppt, async (c) => {
     const db = database(c.env.DB);
     const p = c.req.valid("param");
     const listing = await findListing(db, p.agency_id, p.listing_number);
-    const a = await cancelAppointment(db, listing, await getAppointment(db, listing.agencyId, p.appointment_id), "dashboard");
+    const a = await cancelAppointment(
+      db,
+      listing,
+      await getAppointment(db, listing.agencyId, p.appointment_id),
+      "dashboard",
+    );
     return c.json(presentAppointment(a, listing.listingNumber), 200);
   });

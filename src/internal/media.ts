@@ -1,16 +1,22 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
 import { eq, inArray } from "drizzle-orm";
-import type { AppEnv } from "../http/env";
-import { database, type Db } from "../db/client";
-import { mediaDeliveries, mediaDeliveryFiles, type DeliveryDestination, type MediaDelivery, type MediaUpload } from "../db/schema";
+import { type Db, database } from "../db/client";
+import {
+  type DeliveryDestination,
+  type MediaDelivery,
+  type MediaUpload,
+  mediaDeliveries,
+  mediaDeliveryFiles,
+} from "../db/schema";
 import { getUserById } from "../domain/hierarchy";
 import { findListing } from "../domain/listings";
-import { DomainError } from "../lib/errors";
+import type { AppEnv } from "../http/env";
+import { internalRoute } from "../http/route";
 import { validationHook } from "../http/validation";
+import { DomainError } from "../lib/errors";
 import { deliveriesOf, destinationFor, hasCandidates, prepareDelivery } from "../media/deliveries";
 import { checkEndpoint, getDestination, removeDestination, saveDestination } from "../media/destinations";
 import { uploadsOf } from "../media/uploads";
-import { internalRoute } from "../http/route";
 
 const DestinationSchema = z
   .object({
@@ -24,7 +30,9 @@ const DestinationSchema = z
     path_prefix: z.string(),
     updated_at: z.string(),
   })
-  .openapi("DeliveryDestination", { description: "An agent's S3-compatible storage. The secret access key is stored encrypted and never answered." });
+  .openapi("DeliveryDestination", {
+    description: "An agent's S3-compatible storage. The secret access key is stored encrypted and never answered.",
+  });
 
 const presentDestination = (d: DeliveryDestination) => ({
   user_id: d.userId,
@@ -77,14 +85,31 @@ const DeliverySchema = z
     files_delivered: z.number().int(),
     files_failed: z.number().int(),
     error: z.string().nullable(),
-    files: z.array(z.object({ upload_id: z.string(), status: z.enum(["pending", "delivered", "failed"]), error: z.string().nullable() })),
+    files: z.array(
+      z.object({
+        upload_id: z.string(),
+        status: z.enum(["pending", "delivered", "failed"]),
+        error: z.string().nullable(),
+      }),
+    ),
     created_at: z.string(),
     finished_at: z.string().nullable(),
   })
   .openapi("MediaDelivery");
 
 async function presentDeliveries(db: Db, rows: MediaDelivery[]) {
-  const files = rows.length ? await db.select().from(mediaDeliveryFiles).where(inArray(mediaDeliveryFiles.deliveryId, rows.map((d) => d.id))).all() : [];
+  const files = rows.length
+    ? await db
+        .select()
+        .from(mediaDeliveryFiles)
+        .where(
+          inArray(
+            mediaDeliveryFiles.deliveryId,
+            rows.map((d) => d.id),
+          ),
+        )
+        .all()
+    : [];
   return rows.map((d) => ({
     id: d.id,
     status: d.status,
@@ -95,7 +120,9 @@ async function presentDeliveries(db: Db, rows: MediaDelivery[]) {
     files_delivered: d.filesDelivered,
     files_failed: d.filesFailed,
     error: d.error,
-    files: files.filter((f) => f.deliveryId === d.id).map((f) => ({ upload_id: f.uploadId, status: f.status, error: f.error })),
+    files: files
+      .filter((f) => f.deliveryId === d.id)
+      .map((f) => ({ upload_id: f.uploadId, status: f.status, error: f.error })),
     created_at: d.createdAt,
     finished_at: d.finishedAt,
   }));
@@ -111,26 +138,47 @@ const setDestination = internalRoute(["user_not_found", "invalid_delivery_destin
   operationId: "setDeliveryDestination",
   tags: ["Media"],
   summary: "Set an agent's cloud storage for media delivery (S3-compatible: AWS S3, R2, Backblaze B2, Wasabi, MinIO)",
-  description: "Replaces any earlier destination of the user. The secret access key is encrypted at rest and never answered. Files land at `<path_prefix>/<listing_number>/<asset_type>/<filename>`.",
+  description:
+    "Replaces any earlier destination of the user. The secret access key is encrypted at rest and never answered. Files land at `<path_prefix>/<listing_number>/<asset_type>/<filename>`.",
   request: {
     params: userParams,
     body: {
       content: {
         "application/json": {
           schema: z.strictObject({
-            endpoint_url: z.url().openapi({ description: "The S3 endpoint, e.g. `https://<account>.r2.cloudflarestorage.com`, `https://s3.eu-west-1.amazonaws.com`, `https://s3.us-west-004.backblazeb2.com`." }),
-            bucket: z.string().min(3).max(63).regex(/^[a-z0-9][a-z0-9.-]+[a-z0-9]$/),
-            region: z.string().min(1).max(40).openapi({ description: "The SigV4 region: `auto` for R2, the bucket's region elsewhere.", example: "auto" }),
-            addressing_style: z.enum(["path", "virtual"]).default("path").openapi({ description: "`path` (endpoint/bucket/key) or `virtual` (bucket.endpoint/key)." }),
+            endpoint_url: z.url().openapi({
+              description:
+                "The S3 endpoint, e.g. `https://<account>.r2.cloudflarestorage.com`, `https://s3.eu-west-1.amazonaws.com`, `https://s3.us-west-004.backblazeb2.com`.",
+            }),
+            bucket: z
+              .string()
+              .min(3)
+              .max(63)
+              .regex(/^[a-z0-9][a-z0-9.-]+[a-z0-9]$/),
+            region: z.string().min(1).max(40).openapi({
+              description: "The SigV4 region: `auto` for R2, the bucket's region elsewhere.",
+              example: "auto",
+            }),
+            addressing_style: z
+              .enum(["path", "virtual"])
+              .default("path")
+              .openapi({ description: "`path` (endpoint/bucket/key) or `virtual` (bucket.endpoint/key)." }),
             access_key_id: z.string().min(1).max(128),
             secret_access_key: z.string().min(1).max(256),
-            path_prefix: z.string().max(200).regex(/^[^\x00-\x1f\\]*$/).default("").openapi({ description: "Folder inside the bucket.", example: "listings" }),
+            path_prefix: z
+              .string()
+              .max(200)
+              .regex(/^[^\p{Cc}\\]*$/u)
+              .default("")
+              .openapi({ description: "Folder inside the bucket.", example: "listings" }),
           }),
         },
       },
     },
   },
-  responses: { 200: { description: "The destination.", content: { "application/json": { schema: DestinationSchema } } } },
+  responses: {
+    200: { description: "The destination.", content: { "application/json": { schema: DestinationSchema } } },
+  },
 });
 
 const readDestination = internalRoute(["user_not_found", "delivery_destination_not_found"], {
@@ -140,7 +188,9 @@ const readDestination = internalRoute(["user_not_found", "delivery_destination_n
   tags: ["Media"],
   summary: "Read an agent's delivery destination (without its secret)",
   request: { params: userParams },
-  responses: { 200: { description: "The destination.", content: { "application/json": { schema: DestinationSchema } } } },
+  responses: {
+    200: { description: "The destination.", content: { "application/json": { schema: DestinationSchema } } },
+  },
 });
 
 const deleteDestination = internalRoute(["user_not_found", "delivery_destination_not_found"], {
@@ -163,24 +213,38 @@ const listingMedia = internalRoute(["listing_not_found"], {
   responses: {
     200: {
       description: "Uploads (oldest first) and deliveries (newest first).",
-      content: { "application/json": { schema: z.object({ uploads: z.array(UploadSchema), deliveries: z.array(DeliverySchema) }) } },
+      content: {
+        "application/json": {
+          schema: z.object({ uploads: z.array(UploadSchema), deliveries: z.array(DeliverySchema) }),
+        },
+      },
     },
   },
 });
 
-const redeliver = internalRoute(["listing_not_found", "delivery_destination_not_found", "nothing_to_deliver", "queue_unavailable"], {
-  method: "post",
-  path: "/internal/v1/agencies/{agency_id}/listings/{listing_number}/media/deliveries",
-  operationId: "deliverListingMedia",
-  tags: ["Media"],
-  summary: "Deliver a listing's media again",
-  description: "Queues a delivery to the agent's storage. `scope` `all` (default) sends every completed upload again; `undelivered` only those not delivered yet. Ends in `media.delivery.completed` or `media.delivery.failed`.",
-  request: {
-    params: listingParams,
-    body: { content: { "application/json": { schema: z.strictObject({ scope: z.enum(["all", "undelivered"]).default("all") }) } } },
+const redeliver = internalRoute(
+  ["listing_not_found", "delivery_destination_not_found", "nothing_to_deliver", "queue_unavailable"],
+  {
+    method: "post",
+    path: "/internal/v1/agencies/{agency_id}/listings/{listing_number}/media/deliveries",
+    operationId: "deliverListingMedia",
+    tags: ["Media"],
+    summary: "Deliver a listing's media again",
+    description:
+      "Queues a delivery to the agent's storage. `scope` `all` (default) sends every completed upload again; `undelivered` only those not delivered yet. Ends in `media.delivery.completed` or `media.delivery.failed`.",
+    request: {
+      params: listingParams,
+      body: {
+        content: {
+          "application/json": { schema: z.strictObject({ scope: z.enum(["all", "undelivered"]).default("all") }) },
+        },
+      },
+    },
+    responses: {
+      202: { description: "The queued delivery.", content: { "application/json": { schema: DeliverySchema } } },
+    },
   },
-  responses: { 202: { description: "The queued delivery.", content: { "application/json": { schema: DeliverySchema } } } },
-});
+);
 
 export const mediaInternal = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
   .openapi(setDestination, async (c) => {
@@ -201,7 +265,10 @@ export const mediaInternal = new OpenAPIHono<AppEnv>({ defaultHook: validationHo
   })
   .openapi(readDestination, async (c) => {
     const db = database(c.env.DB);
-    return c.json(presentDestination(await getDestination(db, await getUserById(db, c.req.valid("param").user_id))), 200);
+    return c.json(
+      presentDestination(await getDestination(db, await getUserById(db, c.req.valid("param").user_id))),
+      200,
+    );
   })
   .openapi(deleteDestination, async (c) => {
     const db = database(c.env.DB);
@@ -220,8 +287,12 @@ export const mediaInternal = new OpenAPIHono<AppEnv>({ defaultHook: validationHo
     const p = c.req.valid("param");
     const { scope } = c.req.valid("json");
     const listing = await findListing(db, p.agency_id, p.listing_number);
-    if (!(await destinationFor(db, listing))) throw new DomainError("delivery_destination_not_found", { details: { agent_ids: [listing.agentOneId, listing.agentTwoId].filter(Boolean) } });
-    if (!(await hasCandidates(db, listing.id, scope))) throw new DomainError("nothing_to_deliver", { details: { scope } });
+    if (!(await destinationFor(db, listing)))
+      throw new DomainError("delivery_destination_not_found", {
+        details: { agent_ids: [listing.agentOneId, listing.agentTwoId].filter(Boolean) },
+      });
+    if (!(await hasCandidates(db, listing.id, scope)))
+      throw new DomainError("nothing_to_deliver", { details: { scope } });
     const prepared = await prepareDelivery(c.env, db, listing, "manual", scope);
     if (!prepared) throw new DomainError("delivery_destination_not_found");
     const [first, ...rest] = prepared.statements;

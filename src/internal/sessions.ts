@@ -1,10 +1,10 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
-import type { AppEnv } from "../http/env";
 import { database } from "../db/client";
-import { SESSION_COOKIE } from "../http/auth";
 import { createSession } from "../domain/sessions";
-import { validationHook } from "../http/validation";
+import { SESSION_COOKIE } from "../http/auth";
+import type { AppEnv } from "../http/env";
 import { internalRoute } from "../http/route";
+import { validationHook } from "../http/validation";
 
 const create = internalRoute(["user_not_found"], {
   method: "post",
@@ -13,13 +13,23 @@ const create = internalRoute(["user_not_found"], {
   tags: ["Sessions"],
   summary: "Create a dashboard session for a user",
   description: `The dashboard signs users in elsewhere and calls this to obtain the session cookie (\`${SESSION_COOKIE}\`), which POST /api/v1/media/upload accepts.`,
-  request: { body: { content: { "application/json": { schema: z.strictObject({ user_id: z.string(), ttl_minutes: z.number().int().min(1).max(43200).optional() }) } } } },
+  request: {
+    body: {
+      content: {
+        "application/json": {
+          schema: z.strictObject({ user_id: z.string(), ttl_minutes: z.number().int().min(1).max(43200).optional() }),
+        },
+      },
+    },
+  },
   responses: {
     201: {
       description: "The session token (shown once) and a ready Set-Cookie value.",
       content: {
         "application/json": {
-          schema: z.object({ cookie_name: z.string(), token: z.string(), expires_at: z.string(), set_cookie: z.string() }).openapi("DashboardSession"),
+          schema: z
+            .object({ cookie_name: z.string(), token: z.string(), expires_at: z.string(), set_cookie: z.string() })
+            .openapi("DashboardSession"),
         },
       },
     },
@@ -28,7 +38,11 @@ const create = internalRoute(["user_not_found"], {
 
 export const sessionsInternal = new OpenAPIHono<AppEnv>({ defaultHook: validationHook }).openapi(create, async (c) => {
   const b = c.req.valid("json");
-  const { token, expiresAt } = await createSession(database(c.env.DB), b.user_id, b.ttl_minutes ? b.ttl_minutes * 60_000 : undefined);
+  const { token, expiresAt } = await createSession(
+    database(c.env.DB),
+    b.user_id,
+    b.ttl_minutes ? b.ttl_minutes * 60_000 : undefined,
+  );
   const setCookie = `${SESSION_COOKIE}=${token}; Path=/; HttpOnly; Secure; SameSite=Lax; Expires=${new Date(expiresAt).toUTCString()}`;
   return c.json({ cookie_name: SESSION_COOKIE, token, expires_at: expiresAt, set_cookie: setCookie }, 201);
 });

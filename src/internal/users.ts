@@ -1,18 +1,21 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
-import type { AppEnv } from "../http/env";
-import { database } from "../db/client";
 import { and, asc, eq } from "drizzle-orm";
-import { users, type User } from "../db/schema";
-import { after, cursorQuery, decodeCursor, pageSchema, toPage } from "../http/pagination";
-import { ROLES } from "../domain/roles";
+import { database } from "../db/client";
+import { type User, users } from "../db/schema";
 import { changeManager, createUser, deactivateUser, getUserById } from "../domain/hierarchy";
-import { validationHook, withRenames } from "../http/validation";
-import { UserSchema, presentUser } from "../schemas/users";
+import { ROLES } from "../domain/roles";
+import type { AppEnv } from "../http/env";
+import { after, cursorQuery, decodeCursor, pageSchema, toPage } from "../http/pagination";
 import { internalRoute } from "../http/route";
+import { validationHook, withRenames } from "../http/validation";
+import { presentUser, UserSchema } from "../schemas/users";
 
-const InternalUserSchema = UserSchema.extend({ agency_id: z.string().openapi({ example: "agy_0mhx3k2a1q8v2l0c9z7rj4" }) }).openapi("InternalUser");
+const InternalUserSchema = UserSchema.extend({
+  agency_id: z.string().openapi({ example: "agy_0mhx3k2a1q8v2l0c9z7rj4" }),
+}).openapi("InternalUser");
 const present = (u: User) => ({ ...presentUser(u), agency_id: u.agencyId });
-const userResponse = (description: string, status: 200 | 201 = 200) => ({ [status]: { description, content: { "application/json": { schema: InternalUserSchema } } } }) as const;
+const userResponse = (description: string, status: 200 | 201 = 200) =>
+  ({ [status]: { description, content: { "application/json": { schema: InternalUserSchema } } } }) as const;
 const userParam = z.object({ user_id: z.string() });
 
 const create = internalRoute(["agency_not_found", "manager_not_found", "invalid_role", "user_email_taken"], {
@@ -21,7 +24,8 @@ const create = internalRoute(["agency_not_found", "manager_not_found", "invalid_
   operationId: "createUser",
   tags: ["Users"],
   summary: "Provision a user under a manager, or at the top of an agency",
-  description: "With `manager_id` the user joins the manager's agency. Without it, `agency_id` is required and the role must be media_agency or broker (or a platform role in the platform agency). Emits `user.signed_up`.",
+  description:
+    "With `manager_id` the user joins the manager's agency. Without it, `agency_id` is required and the role must be media_agency or broker (or a platform role in the platform agency). Emits `user.signed_up`.",
   request: {
     body: {
       content: {
@@ -29,12 +33,12 @@ const create = internalRoute(["agency_not_found", "manager_not_found", "invalid_
           // The user record spells the manager `managerId`; a request must say `manager_id`.
           schema: withRenames(
             z.strictObject({
-            agency_id: z.string().optional(),
-            manager_id: z.string().nullable().optional(),
-            role: z.enum(ROLES),
-            name: z.string().min(1).max(200),
-            email: z.email(),
-            source: z.enum(["admin_create", "invite"]).optional(),
+              agency_id: z.string().optional(),
+              manager_id: z.string().nullable().optional(),
+              role: z.enum(ROLES),
+              name: z.string().min(1).max(200),
+              email: z.email(),
+              source: z.enum(["admin_create", "invite"]).optional(),
             }),
             { managerId: "manager_id" },
           ),
@@ -52,7 +56,12 @@ const list = internalRoute([], {
   tags: ["Users"],
   summary: "List an agency's users, oldest first",
   request: { query: z.strictObject({ ...cursorQuery, agency_id: z.string() }) },
-  responses: { 200: { description: "A page of users.", content: { "application/json": { schema: pageSchema(InternalUserSchema, "InternalUserPage") } } } },
+  responses: {
+    200: {
+      description: "A page of users.",
+      content: { "application/json": { schema: pageSchema(InternalUserSchema, "InternalUserPage") } },
+    },
+  },
 });
 
 const get = internalRoute(["user_not_found"], {
@@ -71,8 +80,18 @@ const setManager = internalRoute(["user_not_found", "manager_not_found", "hierar
   operationId: "changeManager",
   tags: ["Users"],
   summary: "Change a user's manager, inside the agency or across agencies",
-  description: "The user's whole subtree follows it into the manager's agency. Emits `user.hierarchy_changed` to the new owning agency.",
-  request: { params: userParam, body: { content: { "application/json": { schema: withRenames(z.strictObject({ manager_id: z.string().nullable() }), { managerId: "manager_id" }) } } } },
+  description:
+    "The user's whole subtree follows it into the manager's agency. Emits `user.hierarchy_changed` to the new owning agency.",
+  request: {
+    params: userParam,
+    body: {
+      content: {
+        "application/json": {
+          schema: withRenames(z.strictObject({ manager_id: z.string().nullable() }), { managerId: "manager_id" }),
+        },
+      },
+    },
+  },
   responses: userResponse("The moved user."),
 });
 
@@ -83,14 +102,28 @@ const deactivate = internalRoute(["user_not_found"], {
   tags: ["Users"],
   summary: "Deactivate or suspend a user",
   description: "Emits `user.deactivated` once; deactivating an inactive user changes nothing.",
-  request: { params: userParam, body: { content: { "application/json": { schema: z.strictObject({ reason: z.enum(["deactivated", "suspended"]).optional() }) } } } },
+  request: {
+    params: userParam,
+    body: {
+      content: {
+        "application/json": { schema: z.strictObject({ reason: z.enum(["deactivated", "suspended"]).optional() }) },
+      },
+    },
+  },
   responses: userResponse("The deactivated user."),
 });
 
 export const usersInternal = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
   .openapi(create, async (c) => {
     const b = c.req.valid("json");
-    const user = await createUser(database(c.env.DB), { agencyId: b.agency_id, managerId: b.manager_id, role: b.role, name: b.name, email: b.email, source: b.source });
+    const user = await createUser(database(c.env.DB), {
+      agencyId: b.agency_id,
+      managerId: b.manager_id,
+      role: b.role,
+      name: b.name,
+      email: b.email,
+      source: b.source,
+    });
     return c.json(present(user), 201);
   })
   .openapi(list, async (c) => {
@@ -106,5 +139,15 @@ export const usersInternal = new OpenAPIHono<AppEnv>({ defaultHook: validationHo
     return c.json(await toPage(c.env.SECRET_KEY, listName, rows, limit, present), 200);
   })
   .openapi(get, async (c) => c.json(present(await getUserById(database(c.env.DB), c.req.valid("param").user_id)), 200))
-  .openapi(setManager, async (c) => c.json(present(await changeManager(database(c.env.DB), c.req.valid("param").user_id, c.req.valid("json").manager_id)), 200))
-  .openapi(deactivate, async (c) => c.json(present(await deactivateUser(database(c.env.DB), c.req.valid("param").user_id, c.req.valid("json").reason)), 200));
+  .openapi(setManager, async (c) =>
+    c.json(
+      present(await changeManager(database(c.env.DB), c.req.valid("param").user_id, c.req.valid("json").manager_id)),
+      200,
+    ),
+  )
+  .openapi(deactivate, async (c) =>
+    c.json(
+      present(await deactivateUser(database(c.env.DB), c.req.valid("param").user_id, c.req.valid("json").reason)),
+      200,
+    ),
+  );

@@ -1,15 +1,21 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
 import { and, asc, eq, inArray } from "drizzle-orm";
-import type { AppEnv } from "../http/env";
 import { database } from "../db/client";
-import { webhookDeliveries, webhookDeliveryAttempts, type WebhookDelivery } from "../db/schema";
+import { type WebhookDelivery, webhookDeliveries, webhookDeliveryAttempts } from "../db/schema";
+import type { AppEnv } from "../http/env";
+import { after, cursorQuery, decodeCursor, pageSchema, toPage } from "../http/pagination";
+import { internalRoute } from "../http/route";
+import { validationHook } from "../http/validation";
 import { DomainError } from "../lib/errors";
 import { nowIso } from "../lib/ids";
-import { after, cursorQuery, decodeCursor, pageSchema, toPage } from "../http/pagination";
-import { validationHook } from "../http/validation";
-import { internalRoute } from "../http/route";
 
-const AttemptSchema = z.object({ attempt: z.number().int(), attempted_at: z.string(), response_status: z.number().int().nullable(), latency_ms: z.number().int(), error: z.string().nullable() });
+const AttemptSchema = z.object({
+  attempt: z.number().int(),
+  attempted_at: z.string(),
+  response_status: z.number().int().nullable(),
+  latency_ms: z.number().int(),
+  error: z.string().nullable(),
+});
 const DeliverySchema = z
   .object({
     id: z.string(),
@@ -27,7 +33,16 @@ const DeliverySchema = z
 
 async function present(db: ReturnType<typeof database>, rows: WebhookDelivery[]) {
   const attempts = rows.length
-    ? await db.select().from(webhookDeliveryAttempts).where(inArray(webhookDeliveryAttempts.deliveryId, rows.map((r) => r.id))).orderBy(asc(webhookDeliveryAttempts.attemptedAt))
+    ? await db
+        .select()
+        .from(webhookDeliveryAttempts)
+        .where(
+          inArray(
+            webhookDeliveryAttempts.deliveryId,
+            rows.map((r) => r.id),
+          ),
+        )
+        .orderBy(asc(webhookDeliveryAttempts.attemptedAt))
     : [];
   return rows.map((d) => ({
     id: d.id,
@@ -41,7 +56,13 @@ async function present(db: ReturnType<typeof database>, rows: WebhookDelivery[])
     created_at: d.createdAt,
     attempt_log: attempts
       .filter((a) => a.deliveryId === d.id)
-      .map((a) => ({ attempt: a.attempt, attempted_at: a.attemptedAt, response_status: a.responseStatus, latency_ms: a.latencyMs, error: a.error })),
+      .map((a) => ({
+        attempt: a.attempt,
+        attempted_at: a.attemptedAt,
+        response_status: a.responseStatus,
+        latency_ms: a.latencyMs,
+        error: a.error,
+      })),
   }));
 }
 
@@ -53,9 +74,18 @@ const list = internalRoute([], {
   summary: "List an agency's webhook deliveries with every attempt",
   request: {
     params: z.object({ agency_id: z.string() }),
-    query: z.strictObject({ ...cursorQuery, status: z.enum(["pending", "delivered", "dead"]).optional(), event_id: z.string().optional() }),
+    query: z.strictObject({
+      ...cursorQuery,
+      status: z.enum(["pending", "delivered", "dead"]).optional(),
+      event_id: z.string().optional(),
+    }),
   },
-  responses: { 200: { description: "A page of deliveries.", content: { "application/json": { schema: pageSchema(DeliverySchema, "WebhookDeliveryPage") } } } },
+  responses: {
+    200: {
+      description: "A page of deliveries.",
+      content: { "application/json": { schema: pageSchema(DeliverySchema, "WebhookDeliveryPage") } },
+    },
+  },
 });
 
 const replay = internalRoute(["webhook_delivery_not_found", "queue_unavailable"], {
@@ -64,7 +94,8 @@ const replay = internalRoute(["webhook_delivery_not_found", "queue_unavailable"]
   operationId: "replayWebhookDelivery",
   tags: ["Webhooks"],
   summary: "Replay a delivery (dead-lettered or any past one)",
-  description: "Sends the event to the endpoint again, as a new attempt with a fresh timestamp and nonce and the same event_id; the retry schedule starts over.",
+  description:
+    "Sends the event to the endpoint again, as a new attempt with a fresh timestamp and nonce and the same event_id; the retry schedule starts over.",
   request: { params: z.object({ delivery_id: z.string() }) },
   responses: { 202: { description: "Queued again.", content: { "application/json": { schema: DeliverySchema } } } },
 });
@@ -99,11 +130,18 @@ export const webhooksInternal = new OpenAPIHono<AppEnv>({ defaultHook: validatio
     if (!delivery) throw new DomainError("webhook_delivery_not_found");
     // Pending before the message exists, or a fast consumer would skip it as already
     // settled; if the queue refuses, the delivery goes back to what it was.
-    const [updated] = await db.update(webhookDeliveries).set({ status: "pending", updatedAt: nowIso() }).where(eq(webhookDeliveries.id, delivery_id)).returning();
+    const [updated] = await db
+      .update(webhookDeliveries)
+      .set({ status: "pending", updatedAt: nowIso() })
+      .where(eq(webhookDeliveries.id, delivery_id))
+      .returning();
     try {
       await c.env.WEBHOOK_QUEUE.send({ delivery_id });
     } catch {
-      await db.update(webhookDeliveries).set({ status: delivery.status, updatedAt: delivery.updatedAt }).where(and(eq(webhookDeliveries.id, delivery_id), eq(webhookDeliveries.updatedAt, updated!.updatedAt)));
+      await db
+        .update(webhookDeliveries)
+        .set({ status: delivery.status, updatedAt: delivery.updatedAt })
+        .where(and(eq(webhookDeliveries.id, delivery_id), eq(webhookDeliveries.updatedAt, updated!.updatedAt)));
       throw new DomainError("queue_unavailable", { retryAfter: 30 });
     }
     return c.json((await present(db, [updated!]))[0]!, 202);

@@ -7,13 +7,24 @@ const derived = new Map<string, Promise<CryptoKey>>();
  * A purpose-bound key derived from the Worker's SECRET_KEY (HKDF-SHA256), so one secret
  * serves cursors, upload URLs and encryption without any two sharing a key.
  */
-function deriveKey(secret: string, purpose: string, algorithm: SubtleCryptoImportKeyAlgorithm, usages: string[]): Promise<CryptoKey> {
+function deriveKey(
+  secret: string,
+  purpose: string,
+  algorithm: SubtleCryptoImportKeyAlgorithm,
+  usages: string[],
+): Promise<CryptoKey> {
   const id = `${purpose}:${secret}`;
   let key = derived.get(id);
   if (!key) {
     key = (async () => {
       const base = await crypto.subtle.importKey("raw", enc.encode(secret), "HKDF", false, ["deriveKey"]);
-      return crypto.subtle.deriveKey({ name: "HKDF", hash: "SHA-256", salt: new Uint8Array(0), info: enc.encode(purpose) }, base, algorithm, false, usages);
+      return crypto.subtle.deriveKey(
+        { name: "HKDF", hash: "SHA-256", salt: new Uint8Array(0), info: enc.encode(purpose) },
+        base,
+        algorithm,
+        false,
+        usages,
+      );
     })();
     derived.set(id, key);
   }
@@ -46,5 +57,7 @@ export async function decrypt(secret: string, purpose: string, sealed: string): 
   const [version, iv, ct] = sealed.split(".");
   if (version !== "v1" || !iv || !ct) throw new Error("unsupported ciphertext");
   const key = await deriveKey(secret, purpose, { name: "AES-GCM", length: 256 }, ["encrypt", "decrypt"]);
-  return new TextDecoder().decode(await crypto.subtle.decrypt({ name: "AES-GCM", iv: fromBase64url(iv) }, key, fromBase64url(ct)));
+  return new TextDecoder().decode(
+    await crypto.subtle.decrypt({ name: "AES-GCM", iv: fromBase64url(iv) }, key, fromBase64url(ct)),
+  );
 }

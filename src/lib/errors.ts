@@ -26,7 +26,10 @@ export const ERRORS = {
   idempotency_key_invalid: [400, "X-Idempotency-Key must be 1 to 128 printable ASCII characters."],
   idempotency_key_conflict: [409, "This idempotency key was used with a different request."],
   idempotency_key_in_progress: [409, "A request with this idempotency key is still being processed."],
-  idempotency_unavailable: [503, "The idempotency store is unreachable; the request was not processed. Retry with the same key."],
+  idempotency_unavailable: [
+    503,
+    "The idempotency store is unreachable; the request was not processed. Retry with the same key.",
+  ],
   // Listings
   listing_not_found: [404, "No such listing."],
   endpoint_not_in_scope: [404, "This path under /api/v1/listings/ is not a public route."],
@@ -120,7 +123,10 @@ export class DomainError extends Error {
   /** Seconds after which a retry may succeed; answered as `Retry-After`. */
   readonly retryAfter: number | undefined;
 
-  constructor(code: ErrorCode, opts: { message?: string; details?: Record<string, unknown>; retryAfter?: number } = {}) {
+  constructor(
+    code: ErrorCode,
+    opts: { message?: string; details?: Record<string, unknown>; retryAfter?: number } = {},
+  ) {
     super(opts.message ?? ERRORS[code][1]);
     this.name = "DomainError";
     this.code = code;

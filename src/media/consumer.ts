@@ -1,10 +1,10 @@
 import { and, eq, inArray } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
-import { database, type Db } from "../db/client";
-import { listings, mediaDeliveries, mediaDeliveryFiles, mediaUploads, type MediaDelivery } from "../db/schema";
+import { type Db, database } from "../db/client";
+import { listings, type MediaDelivery, mediaDeliveries, mediaDeliveryFiles, mediaUploads } from "../db/schema";
 import { outboxInsertIfChanged } from "../domain/outbox";
 import { nowIso } from "../lib/ids";
-import { putObject, type PutOutcome } from "./delivery";
+import { type PutOutcome, putObject } from "./delivery";
 import { openDestination } from "./destinations";
 import type { MediaJob, R2EventNotification } from "./jobs";
 import { fileNameOf } from "./policy";
@@ -27,14 +27,27 @@ export async function consumeMedia(batch: MessageBatch, env: Env, _ctx: Executio
       if (verdict === "done") msg.ack();
       else msg.retry({ delaySeconds: verdict.retryAfter });
     } catch (err) {
-      console.error(JSON.stringify({ level: "error", job: "media", message_id: msg.id, error: String(err), stack: err instanceof Error ? err.stack : undefined }));
+      console.error(
+        JSON.stringify({
+          level: "error",
+          job: "media",
+          message_id: msg.id,
+          error: String(err),
+          stack: err instanceof Error ? err.stack : undefined,
+        }),
+      );
       msg.retry({ delaySeconds: 30 });
     }
   }
 }
 
 function isR2Event(body: unknown): body is R2EventNotification {
-  return !!body && typeof body === "object" && typeof (body as R2EventNotification).object?.key === "string" && typeof (body as R2EventNotification).action === "string";
+  return (
+    !!body &&
+    typeof body === "object" &&
+    typeof (body as R2EventNotification).object?.key === "string" &&
+    typeof (body as R2EventNotification).action === "string"
+  );
 }
 
 async function handle(db: Db, env: Env, body: unknown, sentAt: Date): Promise<Verdict> {
@@ -56,7 +69,7 @@ async function handle(db: Db, env: Env, body: unknown, sentAt: Date): Promise<Ve
 async function objectCreated(db: Db, env: Env, event: R2EventNotification): Promise<Verdict> {
   if (!/^(PutObject|CompleteMultipartUpload|CopyObject)$/.test(event.action)) return "done";
   const upload = await findUploadByKey(db, event.object.key);
-  if (!upload || upload.status !== "pending") return "done";
+  if (upload?.status !== "pending") return "done";
   if (event.object.size !== undefined && event.object.size !== upload.sizeBytes) return "done";
   await settleUpload(db, env, upload, "completed");
   return "done";
@@ -77,7 +90,11 @@ async function settleJob(db: Db, env: Env, uploadId: string, young: boolean): Pr
   return "done";
 }
 
-const joinKey = (...parts: string[]) => parts.map((p) => p.replace(/^\/+|\/+$/g, "")).filter(Boolean).join("/");
+const joinKey = (...parts: string[]) =>
+  parts
+    .map((p) => p.replace(/^\/+|\/+$/g, ""))
+    .filter(Boolean)
+    .join("/");
 
 /**
  * One attempt of a delivery: every file not yet delivered is copied from R2 to the
@@ -98,13 +115,24 @@ async function deliver(db: Db, env: Env, deliveryId: string, young: boolean): Pr
     .select({ file: mediaDeliveryFiles, upload: mediaUploads })
     .from(mediaDeliveryFiles)
     .innerJoin(mediaUploads, eq(mediaUploads.id, mediaDeliveryFiles.uploadId))
-    .where(and(eq(mediaDeliveryFiles.deliveryId, deliveryId), inArray(mediaDeliveryFiles.status, ["pending", "failed"]), eq(mediaDeliveryFiles.permanent, false)))
+    .where(
+      and(
+        eq(mediaDeliveryFiles.deliveryId, deliveryId),
+        inArray(mediaDeliveryFiles.status, ["pending", "failed"]),
+        eq(mediaDeliveryFiles.permanent, false),
+      ),
+    )
     .all();
 
   const destination = await openDestination(db, env.SECRET_KEY, delivery);
   const outcomes = new Map<string, PutOutcome>();
   if (!destination) {
-    for (const { upload } of open) outcomes.set(upload.id, { ok: false, permanent: true, error: "no delivery destination is configured for the agent" });
+    for (const { upload } of open)
+      outcomes.set(upload.id, {
+        ok: false,
+        permanent: true,
+        error: "no delivery destination is configured for the agent",
+      });
   } else {
     const queue = [...open];
     const worker = async () => {
@@ -116,7 +144,10 @@ async function deliver(db: Db, env: Env, deliveryId: string, young: boolean): Pr
           continue;
         }
         const key = joinKey(destination.pathPrefix, listing.listingNumber, upload.assetType, fileNameOf(upload));
-        outcomes.set(upload.id, await putObject(destination, key, object.body, { contentType: upload.contentType, size: object.size }));
+        outcomes.set(
+          upload.id,
+          await putObject(destination, key, object.body, { contentType: upload.contentType, size: object.size }),
+        );
       }
     };
     await Promise.all(Array.from({ length: PARALLEL_PUTS }, worker));
@@ -125,13 +156,20 @@ async function deliver(db: Db, env: Env, deliveryId: string, young: boolean): Pr
   const fileUpdates: BatchItem<"sqlite">[] = [...outcomes].map(([uploadId, o]) =>
     db
       .update(mediaDeliveryFiles)
-      .set(o.ok ? { status: "delivered", error: null, updatedAt: stamp } : { status: "failed", permanent: o.permanent, error: o.error, updatedAt: stamp })
+      .set(
+        o.ok
+          ? { status: "delivered", error: null, updatedAt: stamp }
+          : { status: "failed", permanent: o.permanent, error: o.error, updatedAt: stamp },
+      )
       .where(and(eq(mediaDeliveryFiles.deliveryId, deliveryId), eq(mediaDeliveryFiles.uploadId, uploadId))),
   );
   const retryable = [...outcomes.values()].some((o) => !o.ok && !o.permanent);
   if (retryable && attempt < MAX_DELIVERY_ATTEMPTS) {
     await db.batch([
-      db.update(mediaDeliveries).set({ status: "delivering", attempts: attempt, updatedAt: stamp }).where(eq(mediaDeliveries.id, deliveryId)),
+      db
+        .update(mediaDeliveries)
+        .set({ status: "delivering", attempts: attempt, updatedAt: stamp })
+        .where(eq(mediaDeliveries.id, deliveryId)),
       ...fileUpdates,
     ]);
     return { retryAfter: retryDelaySeconds(attempt) };
@@ -144,7 +182,15 @@ async function deliver(db: Db, env: Env, deliveryId: string, young: boolean): Pr
  * Writes the final state and its event in one batch. The state change is guarded, so a
  * duplicate job that finishes second changes nothing and emits nothing.
  */
-async function finish(db: Db, delivery: MediaDelivery, listingNumber: string, attempt: number, outcomes: Map<string, PutOutcome>, fileUpdates: BatchItem<"sqlite">[], stamp: string) {
+async function finish(
+  db: Db,
+  delivery: MediaDelivery,
+  listingNumber: string,
+  attempt: number,
+  outcomes: Map<string, PutOutcome>,
+  fileUpdates: BatchItem<"sqlite">[],
+  stamp: string,
+) {
   const files = await db
     .select({ file: mediaDeliveryFiles, upload: mediaUploads })
     .from(mediaDeliveryFiles)
@@ -156,7 +202,12 @@ async function finish(db: Db, delivery: MediaDelivery, listingNumber: string, at
   for (const { file, upload } of files) {
     const o = outcomes.get(upload.id);
     if (o ? o.ok : file.status === "delivered") delivered++;
-    else failed.push({ upload_id: upload.id, filename: fileNameOf(upload), error: (o && !o.ok ? o.error : file.error) ?? "not delivered" });
+    else
+      failed.push({
+        upload_id: upload.id,
+        filename: fileNameOf(upload),
+        error: (o && !o.ok ? o.error : file.error) ?? "not delivered",
+      });
   }
   const completed = delivered > 0;
   const error: string = failed[0]?.error ?? "nothing to deliver";
@@ -166,7 +217,12 @@ async function finish(db: Db, delivery: MediaDelivery, listingNumber: string, at
         listing_number: listingNumber,
         summary: { files_total: files.length, files_delivered: delivered, files_failed: failed.length, failed },
       })
-    : outboxInsertIfChanged(db, delivery.agencyId, "media.delivery.failed", { delivery_id: delivery.id, listing_number: listingNumber, attempts: attempt, error });
+    : outboxInsertIfChanged(db, delivery.agencyId, "media.delivery.failed", {
+        delivery_id: delivery.id,
+        listing_number: listingNumber,
+        attempts: attempt,
+        error,
+      });
   // Files this attempt never reached are failures too; this attempt's outcomes follow and win.
   await db.batch([
     db

@@ -1,7 +1,13 @@
 import { and, desc, eq, sql } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../db/client";
-import { deliveryDestinations, mediaDeliveries, mediaDeliveryFiles, type DeliveryDestination, type Listing } from "../db/schema";
+import {
+  type DeliveryDestination,
+  deliveryDestinations,
+  type Listing,
+  mediaDeliveries,
+  mediaDeliveryFiles,
+} from "../db/schema";
 import { newId, nowIso } from "../lib/ids";
 import { sendJob } from "./jobs";
 
@@ -9,7 +15,10 @@ import { sendJob } from "./jobs";
  * Where a listing's media goes: the storage of its first agent, else its second agent.
  * A listing whose agents configured no storage is not delivered.
  */
-export async function destinationFor(db: Db, listing: Pick<Listing, "agencyId" | "agentOneId" | "agentTwoId">): Promise<DeliveryDestination | undefined> {
+export async function destinationFor(
+  db: Db,
+  listing: Pick<Listing, "agencyId" | "agentOneId" | "agentTwoId">,
+): Promise<DeliveryDestination | undefined> {
   for (const userId of [listing.agentOneId, listing.agentTwoId]) {
     if (!userId) continue;
     const dest = await db
@@ -49,7 +58,14 @@ export async function hasCandidates(db: Db, listingId: string, scope: DeliverySc
  */
 export function createDeliveryStatements(
   db: Db,
-  d: { id: string; agencyId: string; listingId: string; destinationUserId: string; trigger: "upload" | "manual"; scope: DeliveryScope },
+  d: {
+    id: string;
+    agencyId: string;
+    listingId: string;
+    destinationUserId: string;
+    trigger: "upload" | "manual";
+    scope: DeliveryScope;
+  },
 ): BatchItem<"sqlite">[] {
   const now = nowIso();
   // INSERT … SELECT lists every column of the table, in table order.
@@ -85,10 +101,22 @@ export async function prepareDelivery(
   if (!destination) return undefined;
   const deliveryId = newId("dlv");
   await sendJob(env.MEDIA_QUEUE, { kind: "delivery", delivery_id: deliveryId });
-  const statements = createDeliveryStatements(db, { id: deliveryId, agencyId: listing.agencyId, listingId: listing.id, destinationUserId: destination.userId, trigger, scope });
+  const statements = createDeliveryStatements(db, {
+    id: deliveryId,
+    agencyId: listing.agencyId,
+    listingId: listing.id,
+    destinationUserId: destination.userId,
+    trigger,
+    scope,
+  });
   return { deliveryId, statements };
 }
 
 export async function deliveriesOf(db: Db, listingId: string) {
-  return db.select().from(mediaDeliveries).where(eq(mediaDeliveries.listingId, listingId)).orderBy(desc(mediaDeliveries.createdAt)).all();
+  return db
+    .select()
+    .from(mediaDeliveries)
+    .where(eq(mediaDeliveries.listingId, listingId))
+    .orderBy(desc(mediaDeliveries.createdAt))
+    .all();
 }

@@ -14,7 +14,10 @@ export interface S3Destination {
 export type PutOutcome = { ok: true } | { ok: false; permanent: boolean; error: string };
 
 /** The object's URL: `endpoint/bucket/key` (path style) or `bucket.endpoint/key` (virtual-hosted style). */
-export function objectUrl(dest: Pick<S3Destination, "endpointUrl" | "bucket" | "addressingStyle">, key: string): string {
+export function objectUrl(
+  dest: Pick<S3Destination, "endpointUrl" | "bucket" | "addressingStyle">,
+  key: string,
+): string {
   const endpoint = new URL(dest.endpointUrl);
   const base = endpoint.pathname.replace(/\/+$/, "");
   if (dest.addressingStyle === "virtual") {
@@ -36,7 +39,12 @@ async function describe(res: Response): Promise<string> {
  * Throttling, timeouts, server errors and network failures are worth retrying; any other
  * refusal (credentials, bucket, policy) is not.
  */
-export async function putObject(dest: S3Destination, key: string, body: ReadableStream | ArrayBuffer | string, meta: { contentType: string; size: number }): Promise<PutOutcome> {
+export async function putObject(
+  dest: S3Destination,
+  key: string,
+  body: ReadableStream | ArrayBuffer | string,
+  meta: { contentType: string; size: number },
+): Promise<PutOutcome> {
   const signer = new AwsV4Signer({
     method: "PUT",
     url: objectUrl(dest, key),

@@ -1,6 +1,6 @@
 import { and, eq } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { deliveryDestinations, type DeliveryDestination, type MediaDelivery, type User } from "../db/schema";
+import { type DeliveryDestination, deliveryDestinations, type MediaDelivery, type User } from "../db/schema";
 import { decrypt, encrypt } from "../lib/crypto";
 import { DomainError } from "../lib/errors";
 import { nowIso } from "../lib/ids";
@@ -35,7 +35,12 @@ export function checkEndpoint(endpointUrl: string, allowHttp: boolean) {
 }
 
 /** Sets an agent's destination, replacing any earlier one; the secret is sealed before it is stored. */
-export async function saveDestination(db: Db, secretKey: string, user: User, input: DestinationInput): Promise<DeliveryDestination> {
+export async function saveDestination(
+  db: Db,
+  secretKey: string,
+  user: User,
+  input: DestinationInput,
+): Promise<DeliveryDestination> {
   const values = {
     agencyId: user.agencyId,
     provider: "s3" as const,
@@ -57,22 +62,38 @@ export async function saveDestination(db: Db, secretKey: string, user: User, inp
 }
 
 export async function getDestination(db: Db, user: User): Promise<DeliveryDestination> {
-  const row = await db.select().from(deliveryDestinations).where(and(eq(deliveryDestinations.userId, user.id), eq(deliveryDestinations.agencyId, user.agencyId))).get();
+  const row = await db
+    .select()
+    .from(deliveryDestinations)
+    .where(and(eq(deliveryDestinations.userId, user.id), eq(deliveryDestinations.agencyId, user.agencyId)))
+    .get();
   if (!row) throw new DomainError("delivery_destination_not_found");
   return row;
 }
 
 export async function removeDestination(db: Db, user: User): Promise<void> {
-  const gone = await db.delete(deliveryDestinations).where(eq(deliveryDestinations.userId, user.id)).returning({ userId: deliveryDestinations.userId });
+  const gone = await db
+    .delete(deliveryDestinations)
+    .where(eq(deliveryDestinations.userId, user.id))
+    .returning({ userId: deliveryDestinations.userId });
   if (!gone.length) throw new DomainError("delivery_destination_not_found");
 }
 
 /** A delivery's destination with its secret unsealed, read when the delivery runs (so a changed destination applies). */
-export async function openDestination(db: Db, secretKey: string, delivery: Pick<MediaDelivery, "destinationUserId" | "agencyId">): Promise<(S3Destination & { pathPrefix: string }) | undefined> {
+export async function openDestination(
+  db: Db,
+  secretKey: string,
+  delivery: Pick<MediaDelivery, "destinationUserId" | "agencyId">,
+): Promise<(S3Destination & { pathPrefix: string }) | undefined> {
   const row = await db
     .select()
     .from(deliveryDestinations)
-    .where(and(eq(deliveryDestinations.userId, delivery.destinationUserId), eq(deliveryDestinations.agencyId, delivery.agencyId)))
+    .where(
+      and(
+        eq(deliveryDestinations.userId, delivery.destinationUserId),
+        eq(deliveryDestinations.agencyId, delivery.agencyId),
+      ),
+    )
     .get();
   if (!row) return undefined;
   return { ...row, secretAccessKey: await decrypt(secretKey, STORAGE_CREDENTIALS, row.secretAccessKeySealed) };

@@ -3,8 +3,7 @@ import { DomainError } from "../lib/errors";
 /** Messages of the media queue that this service sends itself. */
 export type MediaJob =
   /** Sent with each new upload, due shortly after its URL lapses: settles an upload nobody reported. */
-  | { kind: "upload.settle"; upload_id: string }
-  | { kind: "delivery"; delivery_id: string };
+  { kind: "upload.settle"; upload_id: string } | { kind: "delivery"; delivery_id: string };
 
 /** What R2 sends to the same queue for an object-create event notification. */
 export interface R2EventNotification {
@@ -27,6 +26,9 @@ export async function sendJob(queue: Queue, job: MediaJob, delaySeconds?: number
     await queue.send(job, delaySeconds ? { delaySeconds } : undefined);
   } catch (err) {
     console.error(JSON.stringify({ level: "error", job: job.kind, error: String(err) }));
-    throw new DomainError("queue_unavailable", { retryAfter: QUEUE_RETRY_AFTER_SECONDS, details: { retry_after_seconds: QUEUE_RETRY_AFTER_SECONDS } });
+    throw new DomainError("queue_unavailable", {
+      retryAfter: QUEUE_RETRY_AFTER_SECONDS,
+      details: { retry_after_seconds: QUEUE_RETRY_AFTER_SECONDS },
+    });
   }
 }

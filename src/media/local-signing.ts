@@ -26,7 +26,13 @@ export async function localUploadUrl(secret: string, origin: string, upload: Sig
 
 export type LocalUrlCheck = "ok" | "invalid" | "expired";
 
-export async function checkLocalUploadUrl(secret: string, upload: Signed, expires: string | undefined, sig: string | undefined, now = Date.now()): Promise<LocalUrlCheck> {
+export async function checkLocalUploadUrl(
+  secret: string,
+  upload: Signed,
+  expires: string | undefined,
+  sig: string | undefined,
+  now = Date.now(),
+): Promise<LocalUrlCheck> {
   if (!expires || !sig || !/^\d{1,12}$/.test(expires)) return "invalid";
   const expected = await sign(secret, PURPOSE, message(upload, Number(expires)));
   if (!timingSafeEqual(expected, sig)) return "invalid";

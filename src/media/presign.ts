@@ -24,14 +24,21 @@ export interface R2Credentials {
 export function r2Credentials(env: Env): R2Credentials | undefined {
   const { R2_ACCOUNT_ID, R2_ACCESS_KEY_ID, R2_SECRET_ACCESS_KEY, R2_BUCKET_NAME } = env;
   if (!R2_ACCOUNT_ID || !R2_ACCESS_KEY_ID || !R2_SECRET_ACCESS_KEY || !R2_BUCKET_NAME) return undefined;
-  return { accountId: R2_ACCOUNT_ID, accessKeyId: R2_ACCESS_KEY_ID, secretAccessKey: R2_SECRET_ACCESS_KEY, bucket: R2_BUCKET_NAME };
+  return {
+    accountId: R2_ACCOUNT_ID,
+    accessKeyId: R2_ACCESS_KEY_ID,
+    secretAccessKey: R2_SECRET_ACCESS_KEY,
+    bucket: R2_BUCKET_NAME,
+  };
 }
 
 /** Each key segment percent-encoded as RFC 3986 asks (S3's canonical form), slashes kept. */
 export const encodeKey = (key: string) =>
   key
     .split("/")
-    .map((segment) => encodeURIComponent(segment).replace(/[!'()*]/g, (ch) => `%${ch.charCodeAt(0).toString(16).toUpperCase()}`))
+    .map((segment) =>
+      encodeURIComponent(segment).replace(/[!'()*]/g, (ch) => `%${ch.charCodeAt(0).toString(16).toUpperCase()}`),
+    )
     .join("/");
 
 const amzDate = (d: Date) => d.toISOString().replace(/[:-]|\.\d{3}/g, "");
@@ -40,7 +47,14 @@ const amzDate = (d: Date) => d.toISOString().replace(/[:-]|\.\d{3}/g, "");
  * A SigV4 query-signed PUT to R2's S3 endpoint. Content-Type and Content-Length are
  * signed headers, so R2 refuses a PUT of another type or size.
  */
-export async function presignR2(creds: R2Credentials, objectKey: string, contentType: string, sizeBytes: number, now = new Date(), ttlSeconds = UPLOAD_URL_TTL_SECONDS): Promise<UploadTarget> {
+export async function presignR2(
+  creds: R2Credentials,
+  objectKey: string,
+  contentType: string,
+  sizeBytes: number,
+  now = new Date(),
+  ttlSeconds = UPLOAD_URL_TTL_SECONDS,
+): Promise<UploadTarget> {
   const url = new URL(`https://${creds.accountId}.r2.cloudflarestorage.com/${creds.bucket}/${encodeKey(objectKey)}`);
   url.searchParams.set("X-Amz-Expires", String(ttlSeconds));
   const headers = { "Content-Type": contentType, "Content-Length": String(sizeBytes) };

@@ -1,11 +1,11 @@
 import { and, eq, gt, ne } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../db/client";
-import { listings, mediaUploads, type Listing, type MediaUpload } from "../db/schema";
+import { type Listing, listings, type MediaUpload, mediaUploads } from "../db/schema";
 import { newId, nowIso } from "../lib/ids";
 import { prepareDelivery } from "./deliveries";
 import { sendJob } from "./jobs";
-import { fileNameOf, type AssetType } from "./policy";
+import { type AssetType, fileNameOf } from "./policy";
 import { UPLOAD_URL_TTL_SECONDS } from "./presign";
 
 /** How long after its URL lapses an upload nobody reported is settled. */
@@ -26,7 +26,13 @@ export interface NewUpload {
  * refuses it, nothing was written (503 `queue_unavailable`); when the write fails after
  * the send, the job finds no upload and is dropped.
  */
-export async function createUpload(db: Db, env: Env, input: NewUpload, alsoWrite: (id: string) => BatchItem<"sqlite">[] = (_) => [], now = new Date()): Promise<MediaUpload> {
+export async function createUpload(
+  db: Db,
+  env: Env,
+  input: NewUpload,
+  alsoWrite: (id: string) => BatchItem<"sqlite">[] = (_) => [],
+  now = new Date(),
+): Promise<MediaUpload> {
   const id = newId("upl");
   const fileName = fileNameOf({ id, filename: input.filename, contentType: input.contentType });
   const row = {
@@ -41,7 +47,11 @@ export async function createUpload(db: Db, env: Env, input: NewUpload, alsoWrite
     createdByUserId: input.userId,
     expiresAt: nowIso(now.getTime() + UPLOAD_URL_TTL_SECONDS * 1000),
   };
-  await sendJob(env.MEDIA_QUEUE, { kind: "upload.settle", upload_id: id }, UPLOAD_URL_TTL_SECONDS + SETTLE_GRACE_SECONDS);
+  await sendJob(
+    env.MEDIA_QUEUE,
+    { kind: "upload.settle", upload_id: id },
+    UPLOAD_URL_TTL_SECONDS + SETTLE_GRACE_SECONDS,
+  );
   const [[created]] = await db.batch([db.insert(mediaUploads).values(row).returning(), ...alsoWrite(id)]);
   return created!;
 }
@@ -52,7 +62,11 @@ export async function findUpload(db: Db, id: string) {
 
 /** An upload by id, held to the agency; undefined when it is not the agency's. */
 export async function uploadOfAgency(db: Db, agencyId: string, id: string) {
-  return db.select().from(mediaUploads).where(and(eq(mediaUploads.id, id), eq(mediaUploads.agencyId, agencyId))).get();
+  return db
+    .select()
+    .from(mediaUploads)
+    .where(and(eq(mediaUploads.id, id), eq(mediaUploads.agencyId, agencyId)))
+    .get();
 }
 
 export async function listingOf(db: Db, upload: Pick<MediaUpload, "listingId">) {
@@ -64,7 +78,14 @@ async function othersPending(db: Db, listingId: string, exceptId: string, now: D
   const row = await db
     .select({ id: mediaUploads.id })
     .from(mediaUploads)
-    .where(and(eq(mediaUploads.listingId, listingId), eq(mediaUploads.status, "pending"), ne(mediaUploads.id, exceptId), gt(mediaUploads.expiresAt, nowIso(now.getTime()))))
+    .where(
+      and(
+        eq(mediaUploads.listingId, listingId),
+        eq(mediaUploads.status, "pending"),
+        ne(mediaUploads.id, exceptId),
+        gt(mediaUploads.expiresAt, nowIso(now.getTime())),
+      ),
+    )
     .get();
   return !!row;
 }
@@ -74,9 +95,18 @@ async function othersPending(db: Db, listingId: string, exceptId: string, now: D
  * still under way, the listing's new files are delivered: the delivery job is sent before
  * anything is written, so a refused send (503) leaves the upload as it was.
  */
-export async function settleUpload(db: Db, env: Env, upload: MediaUpload, outcome: "completed" | "expired", now = new Date()): Promise<{ settled: boolean; deliveryId: string | null }> {
+export async function settleUpload(
+  db: Db,
+  env: Env,
+  upload: MediaUpload,
+  outcome: "completed" | "expired",
+  now = new Date(),
+): Promise<{ settled: boolean; deliveryId: string | null }> {
   const listing = await listingOf(db, upload);
-  const delivery = listing && !(await othersPending(db, listing.id, upload.id, now)) ? await prepareDelivery(env, db, listing, "upload", "undelivered") : undefined;
+  const delivery =
+    listing && !(await othersPending(db, listing.id, upload.id, now))
+      ? await prepareDelivery(env, db, listing, "upload", "undelivered")
+      : undefined;
   const stamp = nowIso(now.getTime());
   const [result] = await db.batch([
     db
@@ -89,6 +119,8 @@ export async function settleUpload(db: Db, env: Env, upload: MediaUpload, outcom
   return { settled, deliveryId: delivery?.deliveryId ?? null };
 }
 
-export const uploadsOf = (db: Db, listingId: string) => db.select().from(mediaUploads).where(eq(mediaUploads.listingId, listingId)).orderBy(mediaUploads.createdAt).all();
+export const uploadsOf = (db: Db, listingId: string) =>
+  db.select().from(mediaUploads).where(eq(mediaUploads.listingId, listingId)).orderBy(mediaUploads.createdAt).all();
 
-export const findUploadByKey = (db: Db, objectKey: string) => db.select().from(mediaUploads).where(eq(mediaUploads.objectKey, objectKey)).get();
+export const findUploadByKey = (db: Db, objectKey: string) =>
+  db.select().from(mediaUploads).where(eq(mediaUploads.objectKey, objectKey)).get();

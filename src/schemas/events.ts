@@ -39,7 +39,10 @@ export function envelopeSchema(type: EventType): Record<string, unknown> {
       event_id: { type: "string", pattern: "^evt_", description: "Stable across retries; deduplicate on it." },
       event_type: { type: "string", const: type },
       api_version: { type: "string", const: EVENT_TYPES[type].apiVersion },
-      timestamp: { type: "integer", description: "Unix epoch seconds of this delivery attempt; refuse it when more than 5 minutes from your clock." },
+      timestamp: {
+        type: "integer",
+        description: "Unix epoch seconds of this delivery attempt; refuse it when more than 5 minutes from your clock.",
+      },
       nonce: { type: "string", description: "Unique per delivery attempt; refuse one seen in the last 10 minutes." },
       data,
     },

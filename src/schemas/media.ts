@@ -1,8 +1,8 @@
-import type { MediaUpload } from "../db/schema";
-import { uploadTarget } from "../media/presign";
 import { z } from "@hono/zod-openapi";
+import type { MediaUpload } from "../db/schema";
 import { AGENCY_ROLES, PLATFORM_ROLES } from "../domain/roles";
 import { ASSET_POLICIES, ASSET_TYPES } from "../media/policy";
+import { uploadTarget } from "../media/presign";
 
 /** Everyone in the agency may upload but a viewer; keys minted by platform staff act like the agency's own. */
 export const UPLOADER_ROLES = [...AGENCY_ROLES.filter((r) => r !== "viewer"), ...PLATFORM_ROLES] as const;
@@ -13,44 +13,65 @@ const policyTable = Object.entries(ASSET_POLICIES)
 
 export const UploadRequestSchema = z
   .strictObject({
-    asset_type: z.enum(ASSET_TYPES).openapi({ description: `What the file is. Accepted types and caps per asset type: ${policyTable}.`, example: "photo" }),
-    content_type: z.string().min(1).max(127).openapi({ description: "The file's media type, checked against the asset type's allowlist (case and parameters ignored).", example: "image/jpeg" }),
-    size_bytes: z
-      .number()
-      .int()
-      .min(1)
-      .max(Number.MAX_SAFE_INTEGER)
-      .openapi({ description: "The file's exact size in bytes, checked against the asset type's cap. The upload must carry exactly this many bytes.", example: 4_718_592 }),
+    asset_type: z.enum(ASSET_TYPES).openapi({
+      description: `What the file is. Accepted types and caps per asset type: ${policyTable}.`,
+      example: "photo",
+    }),
+    content_type: z.string().min(1).max(127).openapi({
+      description: "The file's media type, checked against the asset type's allowlist (case and parameters ignored).",
+      example: "image/jpeg",
+    }),
+    size_bytes: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).openapi({
+      description:
+        "The file's exact size in bytes, checked against the asset type's cap. The upload must carry exactly this many bytes.",
+      example: 4_718_592,
+    }),
     listing_number: z
       .string()
       .regex(/^[a-z0-9]{7}$/)
       .optional()
-      .openapi({ description: "The listing the file belongs to (one of yours). Files of a listing are delivered to its agent's cloud storage once its uploads complete.", example: "k3v9x2a" }),
+      .openapi({
+        description:
+          "The listing the file belongs to (one of yours). Files of a listing are delivered to its agent's cloud storage once its uploads complete.",
+        example: "k3v9x2a",
+      }),
     filename: z
       .string()
       .min(1)
       .max(200)
-      .regex(/^[^/\\\x00-\x1f\x7f]+$/)
+      .regex(/^[^/\\\p{Cc}]+$/u)
       .refine((n) => n !== "." && n !== "..", "must name a file")
       .optional()
-      .openapi({ description: "The file's name, kept for delivery (no slashes or control characters). A later upload of the same name to the same listing replaces it at the destination.", example: "front-elevation.jpg" }),
+      .openapi({
+        description:
+          "The file's name, kept for delivery (no slashes or control characters). A later upload of the same name to the same listing replaces it at the destination.",
+        example: "front-elevation.jpg",
+      }),
   })
   .openapi("MediaUploadRequest");
 
 export const UploadTargetSchema = z
   .object({
     upload_id: z.string().openapi({ description: "The upload's id.", example: "upl_0mhx3k2a1q8v2l0c9z7rj4" }),
-    status: z.enum(["pending", "completed", "expired"]).openapi({ description: "`pending` until the file's bytes arrive.", example: "pending" }),
+    status: z
+      .enum(["pending", "completed", "expired"])
+      .openapi({ description: "`pending` until the file's bytes arrive.", example: "pending" }),
     method: z.literal("PUT").openapi({ description: "The HTTP method of the upload." }),
     url: z.string().openapi({
       description:
         "Where to PUT the file's bytes: a pre-signed URL (SigV4 query signature on the storage's S3 endpoint, or the service's own signed upload path). It authorizes exactly one file of this type and size; send no API key with it.",
-      example: "https://0123456789abcdef.r2.cloudflarestorage.com/alms-uploads-live/agy_…/k3v9x2a/upl_…/front-elevation.jpg?X-Amz-Algorithm=AWS4-HMAC-SHA256&…",
+      example:
+        "https://0123456789abcdef.r2.cloudflarestorage.com/alms-uploads-live/agy_…/k3v9x2a/upl_…/front-elevation.jpg?X-Amz-Algorithm=AWS4-HMAC-SHA256&…",
     }),
     headers: z
-      .object({ "Content-Type": z.string().openapi({ example: "image/jpeg" }), "Content-Length": z.string().openapi({ example: "4718592" }) })
+      .object({
+        "Content-Type": z.string().openapi({ example: "image/jpeg" }),
+        "Content-Length": z.string().openapi({ example: "4718592" }),
+      })
       .openapi({ description: "Headers the PUT must carry with exactly these values; the signature covers them." }),
-    expires_at: z.string().openapi({ description: "When the URL stops working. ISO 8601 UTC.", example: "2026-11-22T15:45:00.000Z" }),
+    expires_at: z
+      .string()
+      .openapi({ description: "When the URL stops working. ISO 8601 UTC.", example: "2026-11-22T15:45:00.000Z" }),
     expires_in: z.number().int().openapi({ description: "Seconds from now until `expires_at`.", example: 900 }),
     asset_type: z.enum(ASSET_TYPES),
     content_type: z.string().openapi({ description: "The normalized media type.", example: "image/jpeg" }),
@@ -63,7 +84,12 @@ export const UploadTargetSchema = z
 export type UploadTargetBody = z.infer<typeof UploadTargetSchema>;
 
 /** An upload as its destination: a fresh signature for the same file, until the upload expires. */
-export async function presentUpload(env: Env, origin: string, upload: MediaUpload, listingNumber: string | null): Promise<UploadTargetBody> {
+export async function presentUpload(
+  env: Env,
+  origin: string,
+  upload: MediaUpload,
+  listingNumber: string | null,
+): Promise<UploadTargetBody> {
   const target = await uploadTarget(env, origin, upload, new Date(upload.expiresAt));
   return UploadTargetSchema.parse({
     upload_id: upload.id,

@@ -2,16 +2,23 @@ import { z } from "@hono/zod-openapi";
 import type { Tour } from "../db/schema";
 import { TOUR_STATUSES } from "../domain/tours";
 
-export const tourNumberParam = z.object({ tourNumber: z.string().openapi({ description: "The tour's number: 8 characters of [a-z0-9].", example: "q7x2m9ka" }) });
+export const tourNumberParam = z.object({
+  tourNumber: z.string().openapi({ description: "The tour's number: 8 characters of [a-z0-9].", example: "q7x2m9ka" }),
+});
 
 const ImageSchema = z
   .object({
-    url: z.string().url().openapi({ description: "Image URL (https).", example: "https://cdn.example.com/tours/q7x2m9ka/front.jpg" }),
+    url: z
+      .string()
+      .url()
+      .openapi({ description: "Image URL (https).", example: "https://cdn.example.com/tours/q7x2m9ka/front.jpg" }),
     caption: z.string().max(300).optional().openapi({ description: "Optional caption.", example: "Front elevation" }),
   })
   .openapi("TourImage");
 
-const statusField = z.enum(TOUR_STATUSES).openapi({ description: "`active` (published), `inactive` (hidden) or `archived`.", example: "active" });
+const statusField = z
+  .enum(TOUR_STATUSES)
+  .openapi({ description: "`active` (published), `inactive` (hidden) or `archived`.", example: "active" });
 
 export const TourSummarySchema = z
   .object({
@@ -28,7 +35,11 @@ export const TourSummarySchema = z
 export const TourSchema = TourSummarySchema.extend({
   zipcode: z.string().openapi({ example: "94110" }),
   mls_number: z.string().nullable().openapi({ example: "ML81234567" }),
-  price: z.number().int().nullable().openapi({ description: "Asking price in whole currency units.", example: 1250000 }),
+  price: z
+    .number()
+    .int()
+    .nullable()
+    .openapi({ description: "Asking price in whole currency units.", example: 1250000 }),
   bedrooms: z.number().int().nullable().openapi({ example: 3 }),
   bathrooms: z.number().int().nullable().openapi({ example: 2 }),
   sqft: z.number().int().nullable().openapi({ example: 1850 }),
@@ -63,7 +74,15 @@ export const UpdateTourBody = z
   })
   .openapi("UpdateTour");
 
-export const presentSummary = (t: Tour) => ({ id: t.id, tour_number: t.tourNumber, address: t.address, city: t.city, state: t.state, status: t.status as (typeof TOUR_STATUSES)[number], created_at: t.createdAt });
+export const presentSummary = (t: Tour) => ({
+  id: t.id,
+  tour_number: t.tourNumber,
+  address: t.address,
+  city: t.city,
+  state: t.state,
+  status: t.status as (typeof TOUR_STATUSES)[number],
+  created_at: t.createdAt,
+});
 
 export const presentTour = (t: Tour) => ({
   ...presentSummary(t),

@@ -4,12 +4,19 @@ import { ROLES } from "../domain/roles";
 
 export const UserSchema = z
   .object({
-    id: z.string().openapi({ description: "The user's id (`user_id` in paths).", example: "usr_0mhx3k2a1q8v2l0c9z7rj4" }),
+    id: z
+      .string()
+      .openapi({ description: "The user's id (`user_id` in paths).", example: "usr_0mhx3k2a1q8v2l0c9z7rj4" }),
     name: z.string().openapi({ example: "Dana Whitfield" }),
     email: z.string().openapi({ example: "dana@harbourmedia.example" }),
     role: z.enum(ROLES).openapi({ description: "Role inside the agency hierarchy.", example: "agent" }),
-    managerId: z.string().nullable().openapi({ description: "The user's manager; null at the top of the hierarchy. A change emits `user.hierarchy_changed`.", example: "usr_0mhx3k2a0w1e2r3t4y5u6i" }),
-    is_active: z.boolean().openapi({ description: "False once the user was deactivated or suspended in the dashboard.", example: true }),
+    managerId: z.string().nullable().openapi({
+      description: "The user's manager; null at the top of the hierarchy. A change emits `user.hierarchy_changed`.",
+      example: "usr_0mhx3k2a0w1e2r3t4y5u6i",
+    }),
+    is_active: z
+      .boolean()
+      .openapi({ description: "False once the user was deactivated or suspended in the dashboard.", example: true }),
     created_at: z.string().openapi({ description: "ISO 8601 UTC.", example: "2026-11-22T12:00:00.000Z" }),
     updated_at: z.string().openapi({ description: "ISO 8601 UTC.", example: "2026-11-22T12:00:00.000Z" }),
   })

@@ -7,8 +7,17 @@ export const endpointIdParam = z.object({ endpoint_id: z.string().openapi({ exam
 export const WebhookEndpointSchema = z
   .object({
     id: z.string().openapi({ example: "we_0mhx3k2a1q8v2l0c9z7rj4" }),
-    url: z.string().openapi({ description: "The receiver: a public https URL.", example: "https://hooks.harbourmedia.example/alms" }),
-    event_types: z.array(z.string()).nullable().openapi({ description: "Subscribed event types; null means every active type, including types added later.", example: ["listing.created", "listing.status_changed"] }),
+    url: z.string().openapi({
+      description: "The receiver: a public https URL.",
+      example: "https://hooks.harbourmedia.example/alms",
+    }),
+    event_types: z
+      .array(z.string())
+      .nullable()
+      .openapi({
+        description: "Subscribed event types; null means every active type, including types added later.",
+        example: ["listing.created", "listing.status_changed"],
+      }),
     description: z.string().nullable().openapi({ example: "Production CRM sync" }),
     is_active: z.boolean().openapi({ example: true }),
     created_at: z.string().openapi({ example: "2026-11-22T12:00:00.000Z" }),
@@ -17,20 +26,27 @@ export const WebhookEndpointSchema = z
 
 export const CreatedWebhookEndpointSchema = WebhookEndpointSchema.extend({
   signing_secret: z.string().openapi({
-    description: "`whsec_…`: the HMAC-SHA256 key of `X-Webhook-Signature`. Returned only in this response; it cannot be recovered.",
+    description:
+      "`whsec_…`: the HMAC-SHA256 key of `X-Webhook-Signature`. Returned only in this response; it cannot be recovered.",
     example: "whsec_J3nB8mK1x0vQ7tP4yR2sW9dL6cF5hA0eG3iU8oZ1bN4",
   }),
 }).openapi("CreatedWebhookEndpoint");
 
 export const CreateWebhookEndpointBody = z
   .strictObject({
-    url: z.string().max(2048).openapi({ description: "An https URL you control. Loopback, private, link-local and metadata addresses are refused.", example: "https://hooks.harbourmedia.example/alms" }),
+    url: z.string().max(2048).openapi({
+      description: "An https URL you control. Loopback, private, link-local and metadata addresses are refused.",
+      example: "https://hooks.harbourmedia.example/alms",
+    }),
     event_types: z
       .array(z.string().max(100))
       .min(1)
       .max(EVENT_TYPE_NAMES.length)
       .optional()
-      .openapi({ description: "Event types to receive; omit to receive every active type.", example: ["listing.created", "listing.status_changed"] }),
+      .openapi({
+        description: "Event types to receive; omit to receive every active type.",
+        example: ["listing.created", "listing.status_changed"],
+      }),
     description: z.string().max(300).optional().openapi({ example: "Production CRM sync" }),
   })
   .openapi("CreateWebhookEndpoint");

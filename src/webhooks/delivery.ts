@@ -1,8 +1,14 @@
 import { and, eq, lt } from "drizzle-orm";
-import { database, type Db } from "../db/client";
-import { events, webhookDeliveries, webhookDeliveryAttempts, webhookEndpoints, type WebhookEndpoint } from "../db/schema";
-import { DomainError } from "../lib/errors";
+import { type Db, database } from "../db/client";
+import {
+  events,
+  type WebhookEndpoint,
+  webhookDeliveries,
+  webhookDeliveryAttempts,
+  webhookEndpoints,
+} from "../db/schema";
 import { decrypt } from "../lib/crypto";
+import { DomainError } from "../lib/errors";
 import { newId, nowIso, randomToken } from "../lib/ids";
 import { SECRET_PURPOSE } from "./endpoints";
 import { SIGNATURE_HEADER, signPayload } from "./signing";
@@ -17,17 +23,41 @@ export const MAX_RETRY_DELAY_SECONDS = 12 * 60 * 60;
  * (1-based; a replay starts again at 1): 30 s doubling, capped at 12 hours. With the queue's 15 retries that is 16 attempts over about 65 hours, after
  * which the message goes to the dead-letter queue.
  */
-export const retryDelay = (attempt: number) => Math.min(FIRST_RETRY_SECONDS * 2 ** (attempt - 1), MAX_RETRY_DELAY_SECONDS);
+export const retryDelay = (attempt: number) =>
+  Math.min(FIRST_RETRY_SECONDS * 2 ** (attempt - 1), MAX_RETRY_DELAY_SECONDS);
 
 export type Outcome = "delivered" | "retry" | "dead" | "skipped";
 
-async function record(db: Db, deliveryId: string, attempt: number, started: number, status: number | null, error: string | null, final?: "delivered" | "dead") {
+async function record(
+  db: Db,
+  deliveryId: string,
+  attempt: number,
+  started: number,
+  status: number | null,
+  error: string | null,
+  final?: "delivered" | "dead",
+) {
   const at = nowIso();
   await db.batch([
-    db.insert(webhookDeliveryAttempts).values({ id: newId("wha"), deliveryId, attempt, attemptedAt: nowIso(started), responseStatus: status, latencyMs: Date.now() - started, error }),
+    db.insert(webhookDeliveryAttempts).values({
+      id: newId("wha"),
+      deliveryId,
+      attempt,
+      attemptedAt: nowIso(started),
+      responseStatus: status,
+      latencyMs: Date.now() - started,
+      error,
+    }),
     db
       .update(webhookDeliveries)
-      .set({ attempts: attempt, lastResponseStatus: status, lastError: error, updatedAt: at, ...(final ? { status: final } : {}), ...(final === "delivered" ? { deliveredAt: at } : {}) })
+      .set({
+        attempts: attempt,
+        lastResponseStatus: status,
+        lastError: error,
+        updatedAt: at,
+        ...(final ? { status: final } : {}),
+        ...(final === "delivered" ? { deliveredAt: at } : {}),
+      })
       .where(eq(webhookDeliveries.id, deliveryId)),
   ]);
 }
@@ -47,11 +77,11 @@ export async function attemptDelivery(env: Env, deliveryId: string): Promise<Out
     .leftJoin(webhookEndpoints, eq(webhookEndpoints.id, webhookDeliveries.endpointId))
     .where(eq(webhookDeliveries.id, deliveryId))
     .get();
-  if (!row || row.delivery.status !== "pending") return "skipped";
+  if (row?.delivery.status !== "pending") return "skipped";
   const started = Date.now();
   const attempt = row.delivery.attempts + 1;
   const { endpoint, event } = row;
-  if (!endpoint || !endpoint.isActive) {
+  if (!endpoint?.isActive) {
     await record(db, deliveryId, attempt, started, null, "endpoint removed", "dead");
     return "dead";
   }
@@ -61,15 +91,34 @@ export async function attemptDelivery(env: Env, deliveryId: string): Promise<Out
     return "dead";
   }
   const secret = await decrypt(env.SECRET_KEY, SECRET_PURPOSE, endpoint.secretSealed);
-  const { status, error } = await post(verdict.url, secret, { id: event.id, type: event.eventType, apiVersion: event.apiVersion, data: event.data }, deliveryId, started);
+  const { status, error } = await post(
+    verdict.url,
+    secret,
+    { id: event.id, type: event.eventType, apiVersion: event.apiVersion, data: event.data },
+    deliveryId,
+    started,
+  );
   const delivered = error === null;
   await record(db, deliveryId, attempt, started, status, error, delivered ? "delivered" : undefined);
   return delivered ? "delivered" : "retry";
 }
 
 /** One signed POST of an envelope built for this attempt. */
-async function post(url: string, secret: string, event: { id: string; type: string; apiVersion: string; data: unknown }, deliveryId: string, started: number) {
-  const body = JSON.stringify({ event_id: event.id, event_type: event.type, api_version: event.apiVersion, timestamp: Math.floor(started / 1000), nonce: randomToken(16), data: event.data });
+async function post(
+  url: string,
+  secret: string,
+  event: { id: string; type: string; apiVersion: string; data: unknown },
+  deliveryId: string,
+  started: number,
+) {
+  const body = JSON.stringify({
+    event_id: event.id,
+    event_type: event.type,
+    api_version: event.apiVersion,
+    timestamp: Math.floor(started / 1000),
+    nonce: randomToken(16),
+    data: event.data,
+  });
   let status: number | null = null;
   let error: string | null = null;
   try {
@@ -91,7 +140,10 @@ async function post(url: string, secret: string, event: { id: string; type: stri
     await res.body?.cancel();
     if (status < 200 || status >= 300) error = `receiver answered ${status}`;
   } catch (e) {
-    error = e instanceof Error && e.name === "TimeoutError" ? `no answer within ${DELIVERY_TIMEOUT_MS / 1000} s` : `request failed: ${e instanceof Error ? e.message : String(e)}`;
+    error =
+      e instanceof Error && e.name === "TimeoutError"
+        ? `no answer within ${DELIVERY_TIMEOUT_MS / 1000} s`
+        : `request failed: ${e instanceof Error ? e.message : String(e)}`;
   }
   return { status, error };
 }
@@ -99,13 +151,29 @@ async function post(url: string, secret: string, event: { id: string; type: stri
 /** A signed `webhook.test` ping to one endpoint, answered synchronously; nothing is recorded. */
 export async function sendTestEvent(env: Env, endpoint: WebhookEndpoint) {
   const verdict = checkReceiverUrl(endpoint.url, { allowLocalHttp: env.ALLOW_HTTP_RECEIVERS === "true" });
-  if (!verdict.ok) throw new DomainError("webhook_url_not_allowed", { message: `url ${verdict.reason}.`, details: { field: "url", reason: verdict.reason } });
+  if (!verdict.ok)
+    throw new DomainError("webhook_url_not_allowed", {
+      message: `url ${verdict.reason}.`,
+      details: { field: "url", reason: verdict.reason },
+    });
   const secret = await decrypt(env.SECRET_KEY, SECRET_PURPOSE, endpoint.secretSealed);
   const started = Date.now();
   const eventId = newId("evt_test");
   const data = { endpoint_id: endpoint.id, message: "A test event from the Agency Listing and Media Service." };
-  const { status, error } = await post(verdict.url, secret, { id: eventId, type: "webhook.test", apiVersion: "2026-11-01", data }, newId("whd_test"), started);
-  return { delivered: error === null, event_id: eventId, response_status: status, latency_ms: Date.now() - started, error };
+  const { status, error } = await post(
+    verdict.url,
+    secret,
+    { id: eventId, type: "webhook.test", apiVersion: "2026-11-01", data },
+    newId("whd_test"),
+    started,
+  );
+  return {
+    delivered: error === null,
+    event_id: eventId,
+    response_status: status,
+    latency_ms: Date.now() - started,
+    error,
+  };
 }
 
 /**
@@ -121,7 +189,15 @@ export async function consumeWebhooks(batch: MessageBatch<{ delivery_id: string 
       try {
         outcome = await attemptDelivery(env, message.body.delivery_id);
       } catch (err) {
-        console.error(JSON.stringify({ level: "error", job: "webhook_delivery", delivery_id: message.body.delivery_id, attempt: message.attempts, error: String(err) }));
+        console.error(
+          JSON.stringify({
+            level: "error",
+            job: "webhook_delivery",
+            delivery_id: message.body.delivery_id,
+            attempt: message.attempts,
+            error: String(err),
+          }),
+        );
         outcome = "retry";
       }
       if (outcome === "retry") message.retry({ delaySeconds: retryDelay(message.attempts) });

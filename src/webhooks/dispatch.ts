@@ -1,6 +1,6 @@
 import { and, asc, eq, getTableColumns, inArray, isNull, lt, or } from "drizzle-orm";
-import { database, type Db } from "../db/client";
-import { events, webhookDeliveries, webhookEndpoints, type EventRow } from "../db/schema";
+import { type Db, database } from "../db/client";
+import { type EventRow, events, webhookDeliveries, webhookEndpoints } from "../db/schema";
 import { newId, nowIso } from "../lib/ids";
 
 export const DRAIN_BATCH = 100;
@@ -9,7 +9,8 @@ const CHUNK = 20;
 
 const DELIVERY_ROWS_PER_INSERT = Math.floor(100 / Object.keys(getTableColumns(webhookDeliveries)).length);
 
-const chunks = <T>(items: T[], size = CHUNK) => Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size));
+const chunks = <T>(items: T[], size = CHUNK) =>
+  Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size));
 
 /** How long a drain holds the events it claimed; a drain that dies releases them by expiry. */
 export const CLAIM_SECONDS = 60;
@@ -33,18 +34,32 @@ export async function drainOutbox(env: Env, limit = DRAIN_BATCH): Promise<{ even
     .where(and(isNull(events.enqueuedAt), or(isNull(events.claimedUntil), lt(events.claimedUntil, nowIso(now)))))
     .orderBy(asc(events.createdAt))
     .limit(limit);
-  const claimed = await db.update(events).set({ claimedUntil: nowIso(now + CLAIM_SECONDS * 1000) }).where(inArray(events.id, unsent)).returning();
+  const claimed = await db
+    .update(events)
+    .set({ claimedUntil: nowIso(now + CLAIM_SECONDS * 1000) })
+    .where(inArray(events.id, unsent))
+    .returning();
   if (!claimed.length) return { events: 0, messages: 0 };
   const pending = claimed.sort((a, b) => a.createdAt.localeCompare(b.createdAt));
-  const eventIdChunks = chunks(pending.map((e) => e.id), 90);
+  const eventIdChunks = chunks(
+    pending.map((e) => e.id),
+    90,
+  );
   try {
     const messages = await fanOut(db, env, pending);
     const at = nowIso();
-    const [first, ...rest] = eventIdChunks.map((ids) => db.update(events).set({ enqueuedAt: at }).where(inArray(events.id, ids)));
+    const [first, ...rest] = eventIdChunks.map((ids) =>
+      db.update(events).set({ enqueuedAt: at }).where(inArray(events.id, ids)),
+    );
     await db.batch([first!, ...rest]);
     return { events: pending.length, messages };
   } catch (err) {
-    const [first, ...rest] = eventIdChunks.map((ids) => db.update(events).set({ claimedUntil: null }).where(and(inArray(events.id, ids), isNull(events.enqueuedAt))));
+    const [first, ...rest] = eventIdChunks.map((ids) =>
+      db
+        .update(events)
+        .set({ claimedUntil: null })
+        .where(and(inArray(events.id, ids), isNull(events.enqueuedAt))),
+    );
     await db.batch([first!, ...rest]).catch(() => undefined);
     throw err;
   }
@@ -56,7 +71,14 @@ async function fanOut(db: Db, env: Env, pending: EventRow[]): Promise<number> {
   const endpoints = (
     await Promise.all(
       chunks(agencies).map((ids) =>
-        db.select({ id: webhookEndpoints.id, agencyId: webhookEndpoints.agencyId, eventTypes: webhookEndpoints.eventTypes }).from(webhookEndpoints).where(and(inArray(webhookEndpoints.agencyId, ids), eq(webhookEndpoints.isActive, true))),
+        db
+          .select({
+            id: webhookEndpoints.id,
+            agencyId: webhookEndpoints.agencyId,
+            eventTypes: webhookEndpoints.eventTypes,
+          })
+          .from(webhookEndpoints)
+          .where(and(inArray(webhookEndpoints.agencyId, ids), eq(webhookEndpoints.isActive, true))),
       ),
     )
   ).flat();
@@ -67,12 +89,21 @@ async function fanOut(db: Db, env: Env, pending: EventRow[]): Promise<number> {
   );
   if (!rows.length) return 0;
   // Every column of a delivery row is bound (defaults included), so few rows fit in one statement.
-  const [first, ...rest] = chunks(rows, DELIVERY_ROWS_PER_INSERT).map((chunk) => db.insert(webhookDeliveries).values(chunk).onConflictDoNothing());
+  const [first, ...rest] = chunks(rows, DELIVERY_ROWS_PER_INSERT).map((chunk) =>
+    db.insert(webhookDeliveries).values(chunk).onConflictDoNothing(),
+  );
   await db.batch([first!, ...rest]);
   // Rows left by an earlier drain whose send failed are pending too, and go out now.
   const eventIds = [...new Set(rows.map((r) => r.eventId))];
   const deliveries = (
-    await Promise.all(chunks(eventIds).map((ids) => db.select({ id: webhookDeliveries.id }).from(webhookDeliveries).where(and(inArray(webhookDeliveries.eventId, ids), eq(webhookDeliveries.status, "pending")))))
+    await Promise.all(
+      chunks(eventIds).map((ids) =>
+        db
+          .select({ id: webhookDeliveries.id })
+          .from(webhookDeliveries)
+          .where(and(inArray(webhookDeliveries.eventId, ids), eq(webhookDeliveries.status, "pending"))),
+      ),
+    )
   ).flat();
   let messages = 0;
   for (const batch of chunks(deliveries, 100)) {
@@ -125,5 +156,9 @@ export async function sweepOutbox(env: Env, limit = DRAIN_BATCH): Promise<{ even
  * Failures are logged only: the every-minute sweep sends whatever this leaves behind.
  */
 export function kickOutbox(env: Env, ctx: Pick<ExecutionContext, "waitUntil">): void {
-  ctx.waitUntil(coalescedDrain(env).catch((err: unknown) => console.error(JSON.stringify({ level: "error", job: "outbox_drain", error: String(err) }))));
+  ctx.waitUntil(
+    coalescedDrain(env).catch((err: unknown) =>
+      console.error(JSON.stringify({ level: "error", job: "outbox_drain", error: String(err) })),
+    ),
+  );
 }

@@ -1,7 +1,7 @@
 import { and, eq } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../db/client";
-import { webhookEndpoints, type WebhookEndpoint } from "../db/schema";
+import { type WebhookEndpoint, webhookEndpoints } from "../db/schema";
 import { EVENT_TYPE_NAMES } from "../domain/events";
 import { encrypt } from "../lib/crypto";
 import { DomainError } from "../lib/errors";
@@ -12,7 +12,15 @@ import { checkReceiverUrl } from "./ssrf";
 export const SECRET_PURPOSE = "webhook-signing-secret";
 
 /** Internal event types that exist but are not part of the public contract. */
-export const DENIED_EVENT_TYPES = new Set(["api_key.created", "api_key.rotated", "api_key.revoked", "user.password_reset", "session.created", "listing.activated", "billing.credit_captured"]);
+export const DENIED_EVENT_TYPES = new Set([
+  "api_key.created",
+  "api_key.rotated",
+  "api_key.revoked",
+  "user.password_reset",
+  "session.created",
+  "listing.activated",
+  "billing.credit_captured",
+]);
 
 export function checkEventTypes(types: string[] | undefined): string[] | null {
   if (types === undefined) return null;
@@ -20,8 +28,14 @@ export function checkEventTypes(types: string[] | undefined): string[] | null {
   const denied = types.filter((t) => DENIED_EVENT_TYPES.has(t));
   const unknown = types.filter((t) => !known.has(t) && !DENIED_EVENT_TYPES.has(t));
   if (denied.length || unknown.length) {
-    const named = [...unknown.map((t) => `'${t}' is not an event type`), ...denied.map((t) => `'${t}' cannot be subscribed to`)];
-    throw new DomainError("webhook_event_type_not_allowed", { message: `${named.join("; ")}.`, details: { unknown, denied } });
+    const named = [
+      ...unknown.map((t) => `'${t}' is not an event type`),
+      ...denied.map((t) => `'${t}' cannot be subscribed to`),
+    ];
+    throw new DomainError("webhook_event_type_not_allowed", {
+      message: `${named.join("; ")}.`,
+      details: { unknown, denied },
+    });
   }
   return [...new Set(types)];
 }
@@ -34,14 +48,25 @@ export async function createEndpoint(
   alsoWrite: (endpoint: { id: string }) => BatchItem<"sqlite">[] = () => [],
 ): Promise<{ endpoint: WebhookEndpoint; secret: string }> {
   const verdict = checkReceiverUrl(input.url, { allowLocalHttp: env.ALLOW_HTTP_RECEIVERS === "true" });
-  if (!verdict.ok) throw new DomainError("webhook_url_not_allowed", { message: `url ${verdict.reason}.`, details: { field: "url", reason: verdict.reason } });
+  if (!verdict.ok)
+    throw new DomainError("webhook_url_not_allowed", {
+      message: `url ${verdict.reason}.`,
+      details: { field: "url", reason: verdict.reason },
+    });
   const eventTypes = checkEventTypes(input.eventTypes);
   const secret = newSigningSecret();
   const id = newId("we");
   const [[endpoint]] = await db.batch([
     db
       .insert(webhookEndpoints)
-      .values({ id, agencyId, url: verdict.url, eventTypes, description: input.description ?? null, secretSealed: await encrypt(env.SECRET_KEY, SECRET_PURPOSE, secret) })
+      .values({
+        id,
+        agencyId,
+        url: verdict.url,
+        eventTypes,
+        description: input.description ?? null,
+        secretSealed: await encrypt(env.SECRET_KEY, SECRET_PURPOSE, secret),
+      })
       .returning(),
     ...alsoWrite({ id }),
   ]);
@@ -49,11 +74,24 @@ export async function createEndpoint(
 }
 
 export async function findEndpoint(db: Db, agencyId: string, id: string): Promise<WebhookEndpoint> {
-  const endpoint = await db.select().from(webhookEndpoints).where(and(eq(webhookEndpoints.id, id), eq(webhookEndpoints.agencyId, agencyId))).get();
+  const endpoint = await db
+    .select()
+    .from(webhookEndpoints)
+    .where(and(eq(webhookEndpoints.id, id), eq(webhookEndpoints.agencyId, agencyId)))
+    .get();
   if (!endpoint) throw new DomainError("webhook_endpoint_not_found");
   return endpoint;
 }
 
-export async function deleteEndpoint(db: Db, endpoint: WebhookEndpoint, alsoWrite: BatchItem<"sqlite">[] = []): Promise<void> {
-  await db.batch([db.delete(webhookEndpoints).where(and(eq(webhookEndpoints.id, endpoint.id), eq(webhookEndpoints.agencyId, endpoint.agencyId))), ...alsoWrite]);
+export async function deleteEndpoint(
+  db: Db,
+  endpoint: WebhookEndpoint,
+  alsoWrite: BatchItem<"sqlite">[] = [],
+): Promise<void> {
+  await db.batch([
+    db
+      .delete(webhookEndpoints)
+      .where(and(eq(webhookEndpoints.id, endpoint.id), eq(webhookEndpoints.agencyId, endpoint.agencyId))),
+    ...alsoWrite,
+  ]);
 }

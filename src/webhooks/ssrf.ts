@@ -6,7 +6,13 @@
  */
 export type ReceiverVerdict = { ok: true; url: string } | { ok: false; reason: string };
 
-const BLOCKED_HOSTS = new Set(["localhost", "metadata", "metadata.google.internal", "instance-data", "instance-data.ec2.internal"]);
+const BLOCKED_HOSTS = new Set([
+  "localhost",
+  "metadata",
+  "metadata.google.internal",
+  "instance-data",
+  "instance-data.ec2.internal",
+]);
 const BLOCKED_SUFFIXES = [".localhost", ".internal", ".local", ".localdomain", ".home.arpa"];
 const DEV_HOSTS = new Set(["localhost", "127.0.0.1"]);
 
@@ -42,7 +48,7 @@ function ipv6Groups(host: string): number[] | undefined {
   if (v4) {
     const p = ipv4(v4[1]!);
     if (!p) return undefined;
-    h = h.slice(0, -v4[1]!.length) + `${((p[0]! << 8) | p[1]!).toString(16)}:${((p[2]! << 8) | p[3]!).toString(16)}`;
+    h = `${h.slice(0, -v4[1]!.length)}${((p[0]! << 8) | p[1]!).toString(16)}:${((p[2]! << 8) | p[3]!).toString(16)}`;
   }
   const [head, tail] = h.split("::") as [string, string | undefined];
   const parse = (s: string) => (s ? s.split(":").map((g) => parseInt(g, 16)) : []);
@@ -85,15 +91,22 @@ export function checkReceiverUrl(raw: string, opts: { allowLocalHttp: boolean })
   if (url.username || url.password) return { ok: false, reason: "must not carry credentials" };
   const host = url.hostname.toLowerCase().replace(/\.$/, "");
   const devReceiver = opts.allowLocalHttp && DEV_HOSTS.has(host);
-  if (devReceiver) return url.protocol === "https:" || url.protocol === "http:" ? { ok: true, url: url.toString() } : { ok: false, reason: "must use https" };
+  if (devReceiver)
+    return url.protocol === "https:" || url.protocol === "http:"
+      ? { ok: true, url: url.toString() }
+      : { ok: false, reason: "must use https" };
   if (url.protocol !== "https:") return { ok: false, reason: "must use https" };
-  if (BLOCKED_HOSTS.has(host) || BLOCKED_SUFFIXES.some((s) => host.endsWith(s))) return { ok: false, reason: "must not point at a local or metadata host" };
+  if (BLOCKED_HOSTS.has(host) || BLOCKED_SUFFIXES.some((s) => host.endsWith(s)))
+    return { ok: false, reason: "must not point at a local or metadata host" };
   const v4 = ipv4(host);
-  if (v4 && blockedIpv4(v4)) return { ok: false, reason: "must not point at a loopback, private, link-local or reserved address" };
+  if (v4 && blockedIpv4(v4))
+    return { ok: false, reason: "must not point at a loopback, private, link-local or reserved address" };
   if (host.startsWith("[")) {
     const g = ipv6Groups(host.slice(1, -1));
-    if (!g || blockedIpv6(g)) return { ok: false, reason: "must not point at a loopback, private, link-local or reserved address" };
+    if (!g || blockedIpv6(g))
+      return { ok: false, reason: "must not point at a loopback, private, link-local or reserved address" };
   }
-  if (!v4 && !host.startsWith("[") && !host.includes(".")) return { ok: false, reason: "must use a fully qualified public host name" };
+  if (!v4 && !host.startsWith("[") && !host.includes("."))
+    return { ok: false, reason: "must use a fully qualified public host name" };
   return { ok: true, url: url.toString() };
 }

@@ -4,7 +4,6 @@ import { describe, expect, it } from "vitest";
 import { app, routes } from "../../src/app";
 import { ERRORS } from "../../src/lib/errors";
 
-
 const testDir = join(__dirname, "..");
 const sources = readdirSync(testDir)
   .filter((f) => f.endsWith(".test.ts"))
@@ -12,7 +11,8 @@ const sources = readdirSync(testDir)
   .join("\n");
 
 /** A code counts as proven when a test asserts it: as the code of an expectError, or compared with toBe. */
-const asserted = (code: string) => new RegExp(`(expectError\\([^;]*?|toBe\\(|code: )"${code.replaceAll(".", "\\.")}"`, "s").test(sources);
+const asserted = (code: string) =>
+  new RegExp(`(expectError\\([^;]*?|toBe\\(|code: )"${code.replaceAll(".", "\\.")}"`, "s").test(sources);
 
 describe("documented error codes", () => {
   it("every code a public route documents is asserted by some test", () => {
@@ -24,13 +24,15 @@ describe("documented error codes", () => {
     const missing = new Map<string, string[]>();
     for (const route of routes.operations("public")) {
       for (const code of route.codes) {
-        if (!asserted(code)) missing.set(code, [...(missing.get(code) ?? []), `${route.method.toUpperCase()} ${route.path}`]);
+        if (!asserted(code))
+          missing.set(code, [...(missing.get(code) ?? []), `${route.method.toUpperCase()} ${route.path}`]);
       }
     }
     expect(Object.fromEntries(missing), "codes documented but never asserted").toEqual({});
   });
 
   it("every code documented exists in the one error table", () => {
-    for (const route of routes.operations("public")) for (const code of route.codes) expect(Object.keys(ERRORS)).toContain(code);
+    for (const route of routes.operations("public"))
+      for (const code of route.codes) expect(Object.keys(ERRORS)).toContain(code);
   });
 });

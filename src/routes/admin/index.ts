@@ -3,4 +3,7 @@ import type { AppEnv } from "../../http/env";
 import { validationHook } from "../../http/validation";
 import { updateRateLimits, updateRateLimitsRoute } from "./update-rate-limits";
 
-export const adminApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook }).openapi(updateRateLimitsRoute, updateRateLimits);
+export const adminApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook }).openapi(
+  updateRateLimitsRoute,
+  updateRateLimits,
+);

@@ -1,7 +1,7 @@
-import { z, type RouteHandler } from "@hono/zod-openapi";
-import type { AppEnv } from "../../http/env";
+import { type RouteHandler, z } from "@hono/zod-openapi";
+import { DEFAULT_BUDGETS, ENDPOINT_NAMES, effectiveBudgets, MAX_BUDGET, MIN_BUDGET } from "../../domain/budgets";
 import { changeKey } from "../../durable/key-changes";
-import { DEFAULT_BUDGETS, ENDPOINT_NAMES, MAX_BUDGET, MIN_BUDGET, effectiveBudgets } from "../../domain/budgets";
+import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
 
 const budget = z.number().int().min(MIN_BUDGET).max(MAX_BUDGET);
@@ -9,8 +9,13 @@ const budget = z.number().int().min(MIN_BUDGET).max(MAX_BUDGET);
 export const RateLimitsSchema = z
   .object({
     key_id: z.string().openapi({ example: "key_0mhx3k2a1q8v2l0c9z7rj4" }),
-    overrides: z.partialRecord(z.enum(ENDPOINT_NAMES), budget).openapi({ description: "The key's own budgets, by endpoint name.", example: { create_listing: 500 } }),
-    effective_budgets: z.record(z.string(), budget).openapi({ description: "Requests per 60 s for every endpoint name, overrides applied.", example: DEFAULT_BUDGETS }),
+    overrides: z
+      .partialRecord(z.enum(ENDPOINT_NAMES), budget)
+      .openapi({ description: "The key's own budgets, by endpoint name.", example: { create_listing: 500 } }),
+    effective_budgets: z.record(z.string(), budget).openapi({
+      description: "Requests per 60 s for every endpoint name, overrides applied.",
+      example: DEFAULT_BUDGETS,
+    }),
   })
   .openapi("RateLimits");
 
@@ -31,16 +36,22 @@ export const updateRateLimitsRoute = publicRoute(
           "application/json": {
             schema: z
               .strictObject({
-                overrides: z
-                  .partialRecord(z.enum(ENDPOINT_NAMES), budget.nullable())
-                  .openapi({ description: `Budgets by endpoint name, ${MIN_BUDGET} to ${MAX_BUDGET} requests per 60 s; null clears an override.`, example: { create_listing: 500, upload_media: null } }),
+                overrides: z.partialRecord(z.enum(ENDPOINT_NAMES), budget.nullable()).openapi({
+                  description: `Budgets by endpoint name, ${MIN_BUDGET} to ${MAX_BUDGET} requests per 60 s; null clears an override.`,
+                  example: { create_listing: 500, upload_media: null },
+                }),
               })
               .openapi("RateLimitsUpdate"),
           },
         },
       },
     },
-    responses: { 200: { description: "The key's overrides and effective budgets.", content: { "application/json": { schema: RateLimitsSchema } } } },
+    responses: {
+      200: {
+        description: "The key's overrides and effective budgets.",
+        content: { "application/json": { schema: RateLimitsSchema } },
+      },
+    },
   },
 );
 
@@ -48,5 +59,12 @@ export const updateRateLimits: RouteHandler<typeof updateRateLimitsRoute, AppEnv
   const { key_id } = c.req.valid("param");
   const { overrides } = c.req.valid("json");
   const { key } = await changeKey(c.env, key_id, { op: "update", patch: { rateLimitOverrides: overrides } });
-  return c.json(RateLimitsSchema.parse({ key_id: key.id, overrides: key.rateLimitOverrides, effective_budgets: effectiveBudgets(key.rateLimitOverrides) }), 200);
+  return c.json(
+    RateLimitsSchema.parse({
+      key_id: key.id,
+      overrides: key.rateLimitOverrides,
+      effective_budgets: effectiveBudgets(key.rateLimitOverrides),
+    }),
+    200,
+  );
 };

@@ -1,12 +1,11 @@
 import { Hono } from "hono";
-import type { AppEnv } from "../../http/env";
 import { applyStripeEvent, verifyStripeSignature } from "../../billing/stripe";
 import { database } from "../../db/client";
+import type { AppEnv } from "../../http/env";
 import { DomainError } from "../../lib/errors";
 
 export const STRIPE_HOOK_PATH = "/hooks/stripe";
 const MAX_BODY = 512 * 1024;
-
 
 /**
  * The payment provider's webhook receiver (Stripe's format). It exists only where
@@ -18,7 +17,8 @@ export const stripeHook = new Hono<AppEnv>().post(STRIPE_HOOK_PATH, async (c) =>
   if (!secret) throw new DomainError("request_path_not_found", { message: `No route POST ${STRIPE_HOOK_PATH}.` });
   const raw = await c.req.text();
   if (raw.length > MAX_BODY) throw new DomainError("request_body_too_large", { details: { limit_bytes: MAX_BODY } });
-  if (!(await verifyStripeSignature(raw, c.req.header("stripe-signature"), secret))) throw new DomainError("stripe_signature_invalid");
+  if (!(await verifyStripeSignature(raw, c.req.header("stripe-signature"), secret)))
+    throw new DomainError("stripe_signature_invalid");
   let event: { id: string; type: string; data: { object: Record<string, unknown> } };
   try {
     event = JSON.parse(raw);

@@ -1,13 +1,18 @@
-import { z, type RouteHandler } from "@hono/zod-openapi";
-import type { AppEnv } from "../../http/env";
+import { type RouteHandler, z } from "@hono/zod-openapi";
 import { database } from "../../db/client";
 import { cancelListing, findListing } from "../../domain/listings";
+import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency";
 import { publicRoute } from "../../http/route";
-import { listingNumberParam, ListingSchema, presentListing, WRITER_ROLES } from "../../schemas/listings";
+import { ListingSchema, listingNumberParam, presentListing, WRITER_ROLES } from "../../schemas/listings";
 
 export const cancelListingRoute = publicRoute(
-  { endpoint: "cancel_listing", scope: "listings:write", roles: WRITER_ROLES, errors: ["listing_not_found", "outside_cancellation_window", "listing_already_cancelled"] },
+  {
+    endpoint: "cancel_listing",
+    scope: "listings:write",
+    roles: WRITER_ROLES,
+    errors: ["listing_not_found", "outside_cancellation_window", "listing_already_cancelled"],
+  },
   {
     method: "post",
     path: "/api/v1/listings/{listing_number}/cancel",
@@ -22,13 +27,23 @@ export const cancelListingRoute = publicRoute(
         content: {
           "application/json": {
             schema: z
-              .strictObject({ reason: z.string().trim().min(1).max(500).optional().openapi({ description: "Why the listing is cancelled.", example: "Seller withdrew" }) })
+              .strictObject({
+                reason: z
+                  .string()
+                  .trim()
+                  .min(1)
+                  .max(500)
+                  .optional()
+                  .openapi({ description: "Why the listing is cancelled.", example: "Seller withdrew" }),
+              })
               .openapi("CancelListing"),
           },
         },
       },
     },
-    responses: { 200: { description: "The cancelled listing.", content: { "application/json": { schema: ListingSchema } } } },
+    responses: {
+      200: { description: "The cancelled listing.", content: { "application/json": { schema: ListingSchema } } },
+    },
   },
 );
 

@@ -1,18 +1,24 @@
-import { z, type RouteHandler } from "@hono/zod-openapi";
-import type { AppEnv } from "../../http/env";
+import { type RouteHandler, z } from "@hono/zod-openapi";
 import { database } from "../../db/client";
 import { createListing } from "../../domain/listings";
+import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency";
 import { publicRoute } from "../../http/route";
 import { withRenames } from "../../http/validation";
 import { ListingSchema, presentListing, WRITER_ROLES } from "../../schemas/listings";
 
-const userId = (description: string) => z.string().min(1).max(64).openapi({ description, example: "usr_0mhx3k2a1q8v2l0c9z7rj4" });
+const userId = (description: string) =>
+  z.string().min(1).max(64).openapi({ description, example: "usr_0mhx3k2a1q8v2l0c9z7rj4" });
 
 export const CreateListingBody = withRenames(
   z
     .strictObject({
-      address: z.string().trim().min(1).max(300).openapi({ description: "Street address of the property.", example: "12 Harbour Street, Portside" }),
+      address: z
+        .string()
+        .trim()
+        .min(1)
+        .max(300)
+        .openapi({ description: "Street address of the property.", example: "12 Harbour Street, Portside" }),
       owner_user_id: userId("The listing's owner: a user of your agency hierarchy."),
       agent_one_id: userId("The listing agent: a user of your agency hierarchy."),
       agent_two_id: userId("An optional second agent, inside your hierarchy.").optional(),
@@ -27,7 +33,12 @@ export const CreateListingBody = withRenames(
 );
 
 export const createListingRoute = publicRoute(
-  { endpoint: "create_listing", scope: "listings:write", roles: WRITER_ROLES, errors: ["listing_number_taken", "agent_not_in_hierarchy"] },
+  {
+    endpoint: "create_listing",
+    scope: "listings:write",
+    roles: WRITER_ROLES,
+    errors: ["listing_number_taken", "agent_not_in_hierarchy"],
+  },
   {
     method: "post",
     path: "/api/v1/listings",
@@ -37,7 +48,9 @@ export const createListingRoute = publicRoute(
     description:
       "Creates a listing in `Coming Soon`, not yet activated (activation and credit capture happen in the dashboard). `address`, `owner_user_id` and `agent_one_id` are required. A `listing.created` webhook follows within seconds.",
     request: { body: { content: { "application/json": { schema: CreateListingBody } } } },
-    responses: { 201: { description: "The created listing.", content: { "application/json": { schema: ListingSchema } } } },
+    responses: {
+      201: { description: "The created listing.", content: { "application/json": { schema: ListingSchema } } },
+    },
   },
 );
 
@@ -48,7 +61,13 @@ export const createListingHandler: RouteHandler<typeof createListingRoute, AppEn
     db,
     c.get("caller").agencyId,
     c.env.SITE_URL,
-    { address: b.address, ownerUserId: b.owner_user_id, agentOneId: b.agent_one_id, agentTwoId: b.agent_two_id, listingNumber: b.listing_number },
+    {
+      address: b.address,
+      ownerUserId: b.owner_user_id,
+      agentOneId: b.agent_one_id,
+      agentTwoId: b.agent_two_id,
+      listingNumber: b.listing_number,
+    },
     ({ id }) => idempotencyMark(c, db, { status: 201, resourceType: "listing", resourceId: id }),
   );
   return c.json(ListingSchema.parse(presentListing(listing, c.env.SITE_URL)), 201);

@@ -1,9 +1,9 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import type { AppEnv } from "../../http/env";
 import { database } from "../../db/client";
 import { findListing } from "../../domain/listings";
+import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
-import { listingNumberParam, ListingSchema, presentListing } from "../../schemas/listings";
+import { ListingSchema, listingNumberParam, presentListing } from "../../schemas/listings";
 
 export const getListingRoute = publicRoute(
   { endpoint: "read_listing_single", scope: "listings:read", errors: ["listing_not_found"] },
@@ -13,7 +13,8 @@ export const getListingRoute = publicRoute(
     operationId: "getListing",
     tags: ["Listings"],
     summary: "Get a listing",
-    description: "A listing of your agency. Another agency's listing answers 404 `listing_not_found`, exactly like an unknown number.",
+    description:
+      "A listing of your agency. Another agency's listing answers 404 `listing_not_found`, exactly like an unknown number.",
     request: { params: listingNumberParam },
     responses: { 200: { description: "The listing.", content: { "application/json": { schema: ListingSchema } } } },
   },

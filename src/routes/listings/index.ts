@@ -1,15 +1,22 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
+import { listingById } from "../../domain/listings";
 import type { AppEnv } from "../../http/env";
 import type { Replayer } from "../../http/registry";
-import { listingById } from "../../domain/listings";
 import { validationHook } from "../../http/validation";
+import { ListingSchema, presentListing } from "../../schemas/listings";
 import { cancelListingHandler, cancelListingRoute } from "./cancel";
 import { createListingHandler, createListingRoute } from "./create";
 import { getListingHandler, getListingRoute } from "./get";
 import { listListingsHandler, listListingsRoute } from "./list";
 import { listOrdersHandler, listOrdersRoute } from "./orders";
-import { ListingSchema, presentListing } from "../../schemas/listings";
-import { floorplanHandler, floorplanRoute, matterportHandler, matterportRoute, otherSectionHandler, otherSectionRoute } from "./sections";
+import {
+  floorplanHandler,
+  floorplanRoute,
+  matterportHandler,
+  matterportRoute,
+  otherSectionHandler,
+  otherSectionRoute,
+} from "./sections";
 import { updateStatusHandler, updateStatusRoute } from "./update-status";
 
 /** A listing write whose response was lost is answered with the listing as it stands. */

@@ -1,9 +1,9 @@
-import { z, type RouteHandler } from "@hono/zod-openapi";
+import { type RouteHandler, z } from "@hono/zod-openapi";
 import { and, asc, eq, or } from "drizzle-orm";
-import type { AppEnv } from "../../http/env";
 import { database } from "../../db/client";
 import { listings } from "../../db/schema";
 import { LISTING_STATUSES } from "../../domain/listings";
+import type { AppEnv } from "../../http/env";
 import { after, cursorQuery, decodeCursor, pageSchema, toPage } from "../../http/pagination";
 import { publicRoute } from "../../http/route";
 import { ListingSchema, presentListing } from "../../schemas/listings";
@@ -22,11 +22,19 @@ export const listListingsRoute = publicRoute(
     request: {
       query: z.strictObject({
         ...cursorQuery,
-        status: z.enum(LISTING_STATUSES).optional().openapi({ description: "Only listings with this status.", example: "Active" }),
-        agent_id: z.string().optional().openapi({ description: "Only listings where this user is owner or an agent.", example: "usr_0mhx3k2a1q8v2l0c9z7rj4" }),
+        status: z
+          .enum(LISTING_STATUSES)
+          .optional()
+          .openapi({ description: "Only listings with this status.", example: "Active" }),
+        agent_id: z.string().optional().openapi({
+          description: "Only listings where this user is owner or an agent.",
+          example: "usr_0mhx3k2a1q8v2l0c9z7rj4",
+        }),
       }),
     },
-    responses: { 200: { description: "A page of listings.", content: { "application/json": { schema: ListingPageSchema } } } },
+    responses: {
+      200: { description: "A page of listings.", content: { "application/json": { schema: ListingPageSchema } } },
+    },
   },
 );
 
@@ -48,7 +56,13 @@ export const listListingsHandler: RouteHandler<typeof listListingsRoute, AppEnv>
     )
     .orderBy(asc(listings.createdAt), asc(listings.id))
     .limit(limit + 1);
-  return c.json(ListingPageSchema.parse(await toPage(c.env.SECRET_KEY, list, rows, limit, (l) => presentListing(l, c.env.SITE_URL))), 200);
+  return c.json(
+    ListingPageSchema.parse(
+      await toPage(c.env.SECRET_KEY, list, rows, limit, (l) => presentListing(l, c.env.SITE_URL)),
+    ),
+    200,
+  );
 };
 
-const orPerson = (id: string) => or(eq(listings.ownerUserId, id), eq(listings.agentOneId, id), eq(listings.agentTwoId, id));
+const orPerson = (id: string) =>
+  or(eq(listings.ownerUserId, id), eq(listings.agentOneId, id), eq(listings.agentTwoId, id));

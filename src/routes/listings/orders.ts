@@ -1,9 +1,9 @@
-import { z, type RouteHandler } from "@hono/zod-openapi";
+import { type RouteHandler, z } from "@hono/zod-openapi";
 import { and, asc, eq } from "drizzle-orm";
-import type { AppEnv } from "../../http/env";
 import { database } from "../../db/client";
-import { listingOrders, type ListingOrder } from "../../db/schema";
+import { type ListingOrder, listingOrders } from "../../db/schema";
 import { findListing } from "../../domain/listings";
+import type { AppEnv } from "../../http/env";
 import { after, cursorQuery, decodeCursor, pageSchema, toPage } from "../../http/pagination";
 import { publicRoute } from "../../http/route";
 import { listingNumberParam } from "../../schemas/listings";
@@ -11,13 +11,27 @@ import { listingNumberParam } from "../../schemas/listings";
 export const OrderSchema = z
   .object({
     id: z.string().openapi({ example: "inv_0mhx3k2a1q8v2l0c9z7rj4" }),
-    type: z.enum(["invoice", "payment"]).openapi({ description: "An invoice issued for the listing, or a payment received." }),
+    type: z
+      .enum(["invoice", "payment"])
+      .openapi({ description: "An invoice issued for the listing, or a payment received." }),
     invoice_id: z.string().nullable().openapi({ description: "For a payment, the invoice it settles.", example: null }),
-    amount_minor: z.number().int().openapi({ description: "Amount in the currency's minor unit (cents).", example: 24900 }),
+    amount_minor: z
+      .number()
+      .int()
+      .openapi({ description: "Amount in the currency's minor unit (cents).", example: 24900 }),
     currency: z.string().openapi({ description: "ISO 4217, lowercase.", example: "usd" }),
-    status: z.string().openapi({ description: "Invoices: draft, open, paid, void, uncollectible. Payments: succeeded, refunded, failed.", example: "paid" }),
-    provider_reference: z.string().nullable().openapi({ description: "The payment provider's id of the record.", example: "in_1QxYz2" }),
-    issued_at: z.string().nullable().openapi({ description: "When the invoice was issued.", example: "2026-11-20T09:00:00.000Z" }),
+    status: z.string().openapi({
+      description: "Invoices: draft, open, paid, void, uncollectible. Payments: succeeded, refunded, failed.",
+      example: "paid",
+    }),
+    provider_reference: z
+      .string()
+      .nullable()
+      .openapi({ description: "The payment provider's id of the record.", example: "in_1QxYz2" }),
+    issued_at: z
+      .string()
+      .nullable()
+      .openapi({ description: "When the invoice was issued.", example: "2026-11-20T09:00:00.000Z" }),
     paid_at: z.string().nullable().openapi({ description: "When it was paid.", example: "2026-11-21T10:30:00.000Z" }),
     created_at: z.string().openapi({ example: "2026-11-20T09:00:00.000Z" }),
   })
@@ -46,9 +60,12 @@ export const listOrdersRoute = publicRoute(
     operationId: "listListingOrders",
     tags: ["Listings"],
     summary: "List a listing's invoices and payments",
-    description: "A cursor page of the invoices and payments tied to the listing, oldest first. Billing is read-only here.",
+    description:
+      "A cursor page of the invoices and payments tied to the listing, oldest first. Billing is read-only here.",
     request: { params: listingNumberParam, query: z.strictObject(cursorQuery) },
-    responses: { 200: { description: "A page of orders.", content: { "application/json": { schema: OrderPageSchema } } } },
+    responses: {
+      200: { description: "A page of orders.", content: { "application/json": { schema: OrderPageSchema } } },
+    },
   },
 );
 
@@ -61,7 +78,13 @@ export const listOrdersHandler: RouteHandler<typeof listOrdersRoute, AppEnv> = a
   const rows = await db
     .select()
     .from(listingOrders)
-    .where(and(eq(listingOrders.listingId, listing.id), eq(listingOrders.agencyId, listing.agencyId), after(listingOrders.createdAt, listingOrders.id, at)))
+    .where(
+      and(
+        eq(listingOrders.listingId, listing.id),
+        eq(listingOrders.agencyId, listing.agencyId),
+        after(listingOrders.createdAt, listingOrders.id, at),
+      ),
+    )
     .orderBy(asc(listingOrders.createdAt), asc(listingOrders.id))
     .limit(limit + 1);
   return c.json(OrderPageSchema.parse(await toPage(c.env.SECRET_KEY, list, rows, limit, presentOrder)), 200);

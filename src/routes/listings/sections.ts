@@ -1,19 +1,30 @@
-import { z, type RouteHandler } from "@hono/zod-openapi";
+import { type RouteHandler, z } from "@hono/zod-openapi";
 import { sql } from "drizzle-orm";
 import type { Context } from "hono";
-import type { AppEnv } from "../../http/env";
 import { database } from "../../db/client";
-import { listings, type Listing } from "../../db/schema";
+import { type Listing, listings } from "../../db/schema";
 import { findListing } from "../../domain/listings";
-import { MAX_FLOORPLANS, nextFloorplans, nextMatterport, writeSection, type SectionValue } from "../../domain/sections";
+import { MAX_FLOORPLANS, nextFloorplans, nextMatterport, type SectionValue, writeSection } from "../../domain/sections";
+import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency";
-import { DomainError } from "../../lib/errors";
 import { publicRoute } from "../../http/route";
-import { listingNumberParam, ListingSchema, presentListing, WRITER_ROLES } from "../../schemas/listings";
+import { DomainError } from "../../lib/errors";
+import { ListingSchema, listingNumberParam, presentListing, WRITER_ROLES } from "../../schemas/listings";
 
-const guard = { endpoint: "update_section", scope: "listings:write", roles: WRITER_ROLES, errors: ["listing_not_found", "invalid_section_payload"] } as const;
-const url = (description: string) => z.string().max(2048).openapi({ description, example: "https://cdn.example.com/plans/k3v9x2a-1.pdf" });
-const answer = { 200: { description: "The listing with its updated section.", content: { "application/json": { schema: ListingSchema } } } };
+const guard = {
+  endpoint: "update_section",
+  scope: "listings:write",
+  roles: WRITER_ROLES,
+  errors: ["listing_not_found", "invalid_section_payload"],
+} as const;
+const url = (description: string) =>
+  z.string().max(2048).openapi({ description, example: "https://cdn.example.com/plans/k3v9x2a-1.pdf" });
+const answer = {
+  200: {
+    description: "The listing with its updated section.",
+    content: { "application/json": { schema: ListingSchema } },
+  },
+};
 
 export const floorplanRoute = publicRoute(guard, {
   method: "patch",
@@ -31,7 +42,11 @@ export const floorplanRoute = publicRoute(guard, {
             .strictObject({
               operation: z.enum(["set", "replace", "append"]).openapi({ example: "append" }),
               url: url("Required by set and append.").optional(),
-              urls: z.array(url("A floorplan URL.")).max(MAX_FLOORPLANS).optional().openapi({ description: "Required by replace: the whole new list." }),
+              urls: z
+                .array(url("A floorplan URL."))
+                .max(MAX_FLOORPLANS)
+                .optional()
+                .openapi({ description: "Required by replace: the whole new list." }),
             })
             .openapi("UpdateFloorplan"),
         },
@@ -42,7 +57,13 @@ export const floorplanRoute = publicRoute(guard, {
 });
 
 /** Both section routes: find the caller's listing, derive the section's new value, write it with its event and mark. */
-async function updateSection(c: Context<AppEnv>, listingNumber: string, section: "floorplan" | "matterport", operation: string, value: (listing: Listing) => SectionValue) {
+async function updateSection(
+  c: Context<AppEnv>,
+  listingNumber: string,
+  section: "floorplan" | "matterport",
+  operation: string,
+  value: (listing: Listing) => SectionValue,
+) {
   const db = database(c.env.DB);
   const listing = await findListing(db, c.get("caller").agencyId, listingNumber);
   const mark = idempotencyMark(c, db, { status: 200, resourceType: "listing", resourceId: listing.id });
@@ -55,7 +76,12 @@ export const floorplanHandler: RouteHandler<typeof floorplanRoute, AppEnv> = asy
   const body = await updateSection(c, c.req.valid("param").listing_number, "floorplan", change.operation, (listing) => {
     const next = nextFloorplans(listing.floorplanUrls, change);
     // Appending is one statement, so two appends at once both land.
-    return { floorplanUrls: change.operation === "append" ? sql`json_insert(${listings.floorplanUrls}, '$[#]', ${next[next.length - 1]})` : next };
+    return {
+      floorplanUrls:
+        change.operation === "append"
+          ? sql`json_insert(${listings.floorplanUrls}, '$[#]', ${next[next.length - 1]})`
+          : next,
+    };
   });
   return c.json(body, 200);
 };
@@ -66,7 +92,8 @@ export const matterportRoute = publicRoute(guard, {
   operationId: "updateMatterport",
   tags: ["Listings"],
   summary: "Set or remove the Matterport URL",
-  description: "`set` with an https `url`, or `remove`. `set` without `url` is 422 `invalid_section_payload` naming `url`. Emits `listing.section_modified`.",
+  description:
+    "`set` with an https `url`, or `remove`. `set` without `url` is 422 `invalid_section_payload` naming `url`. Emits `listing.section_modified`.",
   request: {
     params: listingNumberParam,
     body: {
@@ -75,7 +102,11 @@ export const matterportRoute = publicRoute(guard, {
           schema: z
             .strictObject({
               operation: z.enum(["set", "remove"]).openapi({ example: "set" }),
-              url: z.string().max(2048).optional().openapi({ description: "Required by set.", example: "https://my.matterport.com/show/?m=SxQL3iGyvQk" }),
+              url: z
+                .string()
+                .max(2048)
+                .optional()
+                .openapi({ description: "Required by set.", example: "https://my.matterport.com/show/?m=SxQL3iGyvQk" }),
             })
             .openapi("UpdateMatterport"),
         },
@@ -87,7 +118,12 @@ export const matterportRoute = publicRoute(guard, {
 
 export const matterportHandler: RouteHandler<typeof matterportRoute, AppEnv> = async (c) => {
   const change = c.req.valid("json");
-  return c.json(await updateSection(c, c.req.valid("param").listing_number, "matterport", change.operation, () => ({ matterportUrl: nextMatterport(change) })), 200);
+  return c.json(
+    await updateSection(c, c.req.valid("param").listing_number, "matterport", change.operation, () => ({
+      matterportUrl: nextMatterport(change),
+    })),
+    200,
+  );
 };
 
 export const otherSectionRoute = publicRoute(
@@ -98,12 +134,15 @@ export const otherSectionRoute = publicRoute(
     operationId: "updateOtherSection",
     tags: ["Listings"],
     summary: "Other sections (not exposed)",
-    description: "Only `floorplan` and `matterport` can be changed through the API. Every other section (gallery, home, features, documents, …) answers 404 `section_not_exposed`; change those in the dashboard.",
+    description:
+      "Only `floorplan` and `matterport` can be changed through the API. Every other section (gallery, home, features, documents, …) answers 404 `section_not_exposed`; change those in the dashboard.",
     request: { params: listingNumberParam.extend({ section: z.string().openapi({ example: "gallery" }) }) },
     responses: {},
   },
 );
 
 export const otherSectionHandler: RouteHandler<typeof otherSectionRoute, AppEnv> = (c) => {
-  throw new DomainError("section_not_exposed", { details: { section: c.req.valid("param").section, exposed: ["floorplan", "matterport"] } });
+  throw new DomainError("section_not_exposed", {
+    details: { section: c.req.valid("param").section, exposed: ["floorplan", "matterport"] },
+  });
 };

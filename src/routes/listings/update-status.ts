@@ -1,13 +1,18 @@
-import { z, type RouteHandler } from "@hono/zod-openapi";
-import type { AppEnv } from "../../http/env";
+import { type RouteHandler, z } from "@hono/zod-openapi";
 import { database } from "../../db/client";
 import { changeStatus, findListing, SETTABLE_STATUSES } from "../../domain/listings";
+import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency";
 import { publicRoute } from "../../http/route";
-import { listingNumberParam, ListingSchema, presentListing, WRITER_ROLES } from "../../schemas/listings";
+import { ListingSchema, listingNumberParam, presentListing, WRITER_ROLES } from "../../schemas/listings";
 
 export const updateStatusRoute = publicRoute(
-  { endpoint: "update_listing_status", scope: "listings:write", roles: WRITER_ROLES, errors: ["listing_not_found", "listing_not_activated", "no_op_transition"] },
+  {
+    endpoint: "update_listing_status",
+    scope: "listings:write",
+    roles: WRITER_ROLES,
+    errors: ["listing_not_found", "listing_not_activated", "no_op_transition"],
+  },
   {
     method: "patch",
     path: "/api/v1/listings/{listing_number}/status",
@@ -21,12 +26,20 @@ export const updateStatusRoute = publicRoute(
       body: {
         content: {
           "application/json": {
-            schema: z.strictObject({ new_status: z.enum(SETTABLE_STATUSES).openapi({ description: "The status to move to.", example: "Sold" }) }).openapi("UpdateListingStatus"),
+            schema: z
+              .strictObject({
+                new_status: z
+                  .enum(SETTABLE_STATUSES)
+                  .openapi({ description: "The status to move to.", example: "Sold" }),
+              })
+              .openapi("UpdateListingStatus"),
           },
         },
       },
     },
-    responses: { 200: { description: "The updated listing.", content: { "application/json": { schema: ListingSchema } } } },
+    responses: {
+      200: { description: "The updated listing.", content: { "application/json": { schema: ListingSchema } } },
+    },
   },
 );
 

@@ -1,6 +1,6 @@
 import { type Context, Hono } from "hono";
-import type { AppEnv } from "../../http/env";
 import { database } from "../../db/client";
+import type { AppEnv } from "../../http/env";
 import { DomainError } from "../../lib/errors";
 import { checkLocalUploadUrl } from "../../media/local-signing";
 import { normalizeContentType } from "../../media/policy";
@@ -21,7 +21,8 @@ export async function localUpload(c: Context<AppEnv>) {
   const check = await checkLocalUploadUrl(c.env.SECRET_KEY, upload, c.req.query("expires"), c.req.query("sig"));
   if (check === "invalid") throw new DomainError("upload_url_invalid");
   if (check === "expired" || upload.status === "expired") throw new DomainError("upload_url_expired");
-  if (upload.status === "completed") throw new DomainError("upload_already_completed", { details: { upload_id: upload.id } });
+  if (upload.status === "completed")
+    throw new DomainError("upload_already_completed", { details: { upload_id: upload.id } });
 
   const received = c.req.header("content-type");
   if (!received || normalizeContentType(received) !== upload.contentType) {
@@ -32,7 +33,8 @@ export async function localUpload(c: Context<AppEnv>) {
   }
   const declared = c.req.header("content-length");
   const body = c.req.raw.body;
-  if ((declared !== undefined && Number(declared) !== upload.sizeBytes) || !body) throw sizeMismatch(upload.sizeBytes, declared);
+  if ((declared !== undefined && Number(declared) !== upload.sizeBytes) || !body)
+    throw sizeMismatch(upload.sizeBytes, declared);
 
   const sized = new FixedLengthStream(upload.sizeBytes);
   const piped = body.pipeTo(sized.writable).then(
@@ -41,7 +43,10 @@ export async function localUpload(c: Context<AppEnv>) {
   );
   let stored: R2Object | null = null;
   try {
-    stored = await c.env.UPLOADS.put(upload.objectKey, sized.readable, { httpMetadata: { contentType: upload.contentType }, customMetadata: { upload_id: upload.id } });
+    stored = await c.env.UPLOADS.put(upload.objectKey, sized.readable, {
+      httpMetadata: { contentType: upload.contentType },
+      customMetadata: { upload_id: upload.id },
+    });
   } catch {
     stored = null;
   }
@@ -58,7 +63,17 @@ export async function localUpload(c: Context<AppEnv>) {
     await c.env.UPLOADS.delete(upload.objectKey);
     throw err;
   }
-  return c.json({ upload_id: upload.id, status: "completed", size_bytes: stored.size, content_type: upload.contentType, delivery_id: settled.deliveryId }, 200, { ETag: stored.httpEtag });
+  return c.json(
+    {
+      upload_id: upload.id,
+      status: "completed",
+      size_bytes: stored.size,
+      content_type: upload.contentType,
+      delivery_id: settled.deliveryId,
+    },
+    200,
+    { ETag: stored.httpEtag },
+  );
 }
 
 function sizeMismatch(expected: number, declared: string | undefined) {

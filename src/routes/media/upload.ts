@@ -1,7 +1,7 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import type { AppEnv } from "../../http/env";
 import { database } from "../../db/client";
 import { findListing } from "../../domain/listings";
+import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency";
 import { publicRoute } from "../../http/route";
 import { checkUpload } from "../../media/policy";
@@ -32,7 +32,9 @@ export const uploadMediaRoute = publicRoute(
       "503 `queue_unavailable` (with `Retry-After`) means nothing was recorded; retry with the same idempotency key.",
     ].join("\n"),
     request: { body: { content: { "application/json": { schema: UploadRequestSchema } } } },
-    responses: { 201: { description: "The upload destination.", content: { "application/json": { schema: UploadTargetSchema } } } },
+    responses: {
+      201: { description: "The upload destination.", content: { "application/json": { schema: UploadTargetSchema } } },
+    },
   },
 );
 
@@ -45,7 +47,15 @@ export const uploadMediaHandler: RouteHandler<typeof uploadMediaRoute, AppEnv> =
   const upload = await createUpload(
     db,
     c.env,
-    { agencyId: caller.agencyId, listing, assetType: b.asset_type, contentType, sizeBytes: b.size_bytes, filename: b.filename ?? null, userId: caller.userId },
+    {
+      agencyId: caller.agencyId,
+      listing,
+      assetType: b.asset_type,
+      contentType,
+      sizeBytes: b.size_bytes,
+      filename: b.filename ?? null,
+      userId: caller.userId,
+    },
     (id) => idempotencyMark(c, db, { status: 201, resourceType: "media_upload", resourceId: id }),
   );
   return c.json(await presentUpload(c.env, new URL(c.req.url).origin, upload, listing?.listingNumber ?? null), 201);

@@ -1,8 +1,8 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import type { AppEnv } from "../../http/env";
-import { DomainError } from "../../lib/errors";
 import { publicRoute } from "../../http/route";
 import { validationHook } from "../../http/validation";
+import { DomainError } from "../../lib/errors";
 
 /**
  * Routes announced for a later release of /api/v1. They authenticate like any route

@@ -1,13 +1,13 @@
-import { z, type RouteHandler } from "@hono/zod-openapi";
+import { type RouteHandler, z } from "@hono/zod-openapi";
 import { and, eq } from "drizzle-orm";
-import type { AppEnv } from "../../http/env";
-import { database } from "../../db/client";
-import { users } from "../../db/schema";
 import { resolveConnection, sourceFor } from "../../calendar/connections";
 import { freeSlots, WORKING_HOURS } from "../../calendar/slots";
 import { isTimeZone } from "../../calendar/zoned";
-import { DomainError } from "../../lib/errors";
+import { database } from "../../db/client";
+import { users } from "../../db/schema";
+import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
+import { DomainError } from "../../lib/errors";
 
 const MAX_RANGE_DAYS = 31;
 const instant = z.iso.datetime({ offset: true });
@@ -16,19 +16,31 @@ export const AvailabilitySchema = z
   .object({
     calendar: z.object({
       provider: z.enum(["google", "ics"]).openapi({ example: "google" }),
-      connected_user_id: z.string().openapi({ description: "Whose connection answered: the user's own, or the nearest manager's.", example: "usr_0mhx3k2a1q8v2l0c9z7rj4" }),
+      connected_user_id: z.string().openapi({
+        description: "Whose connection answered: the user's own, or the nearest manager's.",
+        example: "usr_0mhx3k2a1q8v2l0c9z7rj4",
+      }),
     }),
     timezone: z.string().openapi({ example: "America/Los_Angeles" }),
     duration_minutes: z.number().int().openapi({ example: 60 }),
-    working_hours: z.object({ days: z.array(z.string()), start: z.string(), end: z.string() }).openapi({ example: { days: ["mon", "tue", "wed", "thu", "fri"], start: "09:00", end: "17:00" } }),
+    working_hours: z
+      .object({ days: z.array(z.string()), start: z.string(), end: z.string() })
+      .openapi({ example: { days: ["mon", "tue", "wed", "thu", "fri"], start: "09:00", end: "17:00" } }),
     from: z.string().openapi({ example: "2026-11-23T00:00:00.000Z" }),
     to: z.string().openapi({ example: "2026-11-30T00:00:00.000Z" }),
-    slots: z.array(z.object({ start: z.string(), end: z.string() })).openapi({ description: `Free slots, earliest first (at most 500).`, example: [{ start: "2026-11-23T17:00:00.000Z", end: "2026-11-23T18:00:00.000Z" }] }),
+    slots: z.array(z.object({ start: z.string(), end: z.string() })).openapi({
+      description: `Free slots, earliest first (at most 500).`,
+      example: [{ start: "2026-11-23T17:00:00.000Z", end: "2026-11-23T18:00:00.000Z" }],
+    }),
   })
   .openapi("Availability");
 
 export const availabilityRoute = publicRoute(
-  { endpoint: "get_availability", scope: "scheduling:read", errors: ["calendar_not_connected", "user_not_found", "calendar_provider_error", "calendar_provider_timeout"] },
+  {
+    endpoint: "get_availability",
+    scope: "scheduling:read",
+    errors: ["calendar_not_connected", "user_not_found", "calendar_provider_error", "calendar_provider_timeout"],
+  },
   {
     method: "get",
     path: "/api/v1/scheduling/availability",
@@ -40,14 +52,36 @@ export const availabilityRoute = publicRoute(
     request: {
       query: z
         .strictObject({
-          from: instant.openapi({ description: "Start of the range (ISO 8601 with offset).", example: "2026-11-23T00:00:00Z" }),
-          to: instant.openapi({ description: "End of the range; at most 31 days after `from`.", example: "2026-11-30T00:00:00Z" }),
-          duration_minutes: z.coerce.number().int().min(15).max(480).default(60).openapi({ description: "Slot length, 15 to 480 minutes.", example: 60 }),
-          timezone: z.string().default("UTC").refine(isTimeZone, { message: "Not an IANA time zone." }).openapi({ description: "IANA time zone of the working hours.", example: "America/Los_Angeles" }),
-          user_id: z.string().optional().openapi({ description: "Whose availability: a user of your agency.", example: "usr_0mhx3k2a1q8v2l0c9z7rj4" }),
+          from: instant.openapi({
+            description: "Start of the range (ISO 8601 with offset).",
+            example: "2026-11-23T00:00:00Z",
+          }),
+          to: instant.openapi({
+            description: "End of the range; at most 31 days after `from`.",
+            example: "2026-11-30T00:00:00Z",
+          }),
+          duration_minutes: z.coerce
+            .number()
+            .int()
+            .min(15)
+            .max(480)
+            .default(60)
+            .openapi({ description: "Slot length, 15 to 480 minutes.", example: 60 }),
+          timezone: z
+            .string()
+            .default("UTC")
+            .refine(isTimeZone, { message: "Not an IANA time zone." })
+            .openapi({ description: "IANA time zone of the working hours.", example: "America/Los_Angeles" }),
+          user_id: z.string().optional().openapi({
+            description: "Whose availability: a user of your agency.",
+            example: "usr_0mhx3k2a1q8v2l0c9z7rj4",
+          }),
         })
         .refine((q) => Date.parse(q.to) > Date.parse(q.from), { message: "to must be after from.", path: ["to"] })
-        .refine((q) => Date.parse(q.to) - Date.parse(q.from) <= MAX_RANGE_DAYS * 86_400_000, { message: `The range is at most ${MAX_RANGE_DAYS} days.`, path: ["to"] }),
+        .refine((q) => Date.parse(q.to) - Date.parse(q.from) <= MAX_RANGE_DAYS * 86_400_000, {
+          message: `The range is at most ${MAX_RANGE_DAYS} days.`,
+          path: ["to"],
+        }),
     },
     responses: { 200: { description: "Free slots.", content: { "application/json": { schema: AvailabilitySchema } } } },
   },
@@ -61,7 +95,11 @@ export const availabilityHandler: RouteHandler<typeof availabilityRoute, AppEnv>
   const db = database(c.env.DB);
   const userId = q.user_id ?? caller.userId;
   if (q.user_id) {
-    const inAgency = await db.select({ id: users.id }).from(users).where(and(eq(users.id, q.user_id), eq(users.agencyId, caller.agencyId))).get();
+    const inAgency = await db
+      .select({ id: users.id })
+      .from(users)
+      .where(and(eq(users.id, q.user_id), eq(users.agencyId, caller.agencyId)))
+      .get();
     if (!inAgency) throw new DomainError("user_not_found");
   }
   const connection = await resolveConnection(db, userId);

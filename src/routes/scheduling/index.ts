@@ -3,4 +3,7 @@ import type { AppEnv } from "../../http/env";
 import { validationHook } from "../../http/validation";
 import { availabilityHandler, availabilityRoute } from "./availability";
 
-export const schedulingApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook }).openapi(availabilityRoute, availabilityHandler);
+export const schedulingApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook }).openapi(
+  availabilityRoute,
+  availabilityHandler,
+);

@@ -1,13 +1,14 @@
-import { type RouteHandler } from "@hono/zod-openapi";
-import type { AppEnv } from "../../http/env";
+import type { RouteHandler } from "@hono/zod-openapi";
 import { database } from "../../db/client";
 import { createTour } from "../../domain/tours";
+import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency";
 import { publicRoute } from "../../http/route";
 import { WRITER_ROLES } from "../../schemas/listings";
 import { CreateTourBody, presentTour, TourSchema } from "../../schemas/tours";
 
-const tourAnswer = (status: 200 | 201, description: string) => ({ [status]: { description, content: { "application/json": { schema: TourSchema } } } }) as const;
+const tourAnswer = (status: 200 | 201, description: string) =>
+  ({ [status]: { description, content: { "application/json": { schema: TourSchema } } } }) as const;
 
 export const createTourRoute = publicRoute(
   { endpoint: "create_tour", scope: "tours:write", roles: WRITER_ROLES },
@@ -17,7 +18,8 @@ export const createTourRoute = publicRoute(
     operationId: "createTour",
     tags: ["Tours"],
     summary: "Create a tour",
-    description: "`address`, `city`, `state` and `zipcode` are required; the rest is optional. The tour starts `active`, with a server-minted `tour_number`.",
+    description:
+      "`address`, `city`, `state` and `zipcode` are required; the rest is optional. The tour starts `active`, with a server-minted `tour_number`.",
     request: { body: { content: { "application/json": { schema: CreateTourBody } } } },
     responses: tourAnswer(201, "The created tour."),
   },
@@ -29,9 +31,21 @@ export const createTourHandler: RouteHandler<typeof createTourRoute, AppEnv> = a
   const tour = await createTour(
     db,
     c.get("caller").agencyId,
-    { address: b.address, city: b.city, state: b.state, zipcode: b.zipcode, mlsNumber: b.mls_number, price: b.price, bedrooms: b.bedrooms, bathrooms: b.bathrooms, sqft: b.sqft, description: b.description, images: b.images, virtualTourUrl: b.virtual_tour_url },
+    {
+      address: b.address,
+      city: b.city,
+      state: b.state,
+      zipcode: b.zipcode,
+      mlsNumber: b.mls_number,
+      price: b.price,
+      bedrooms: b.bedrooms,
+      bathrooms: b.bathrooms,
+      sqft: b.sqft,
+      description: b.description,
+      images: b.images,
+      virtualTourUrl: b.virtual_tour_url,
+    },
     ({ id }) => idempotencyMark(c, db, { status: 201, resourceType: "tour", resourceId: id }),
   );
   return c.json(TourSchema.parse(presentTour(tour)), 201);
 };
-

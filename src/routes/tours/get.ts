@@ -1,11 +1,12 @@
-import { type RouteHandler } from "@hono/zod-openapi";
-import type { AppEnv } from "../../http/env";
+import type { RouteHandler } from "@hono/zod-openapi";
 import { database } from "../../db/client";
 import { findTour } from "../../domain/tours";
+import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
-import { presentTour, tourNumberParam, TourSchema } from "../../schemas/tours";
+import { presentTour, TourSchema, tourNumberParam } from "../../schemas/tours";
 
-const tourAnswer = (status: 200 | 201, description: string) => ({ [status]: { description, content: { "application/json": { schema: TourSchema } } } }) as const;
+const tourAnswer = (status: 200 | 201, description: string) =>
+  ({ [status]: { description, content: { "application/json": { schema: TourSchema } } } }) as const;
 
 export const getTourRoute = publicRoute(
   { endpoint: "read_tour_single", scope: "tours:read", errors: ["tour_not_found"] },
@@ -21,5 +22,9 @@ export const getTourRoute = publicRoute(
 );
 
 export const getTour: RouteHandler<typeof getTourRoute, AppEnv> = async (c) =>
-  c.json(TourSchema.parse(presentTour(await findTour(database(c.env.DB), c.get("caller").agencyId, c.req.valid("param").tourNumber))), 200);
-
+  c.json(
+    TourSchema.parse(
+      presentTour(await findTour(database(c.env.DB), c.get("caller").agencyId, c.req.valid("param").tourNumber)),
+    ),
+    200,
+  );

@@ -1,13 +1,13 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
+import { tourById } from "../../domain/tours";
 import type { AppEnv } from "../../http/env";
 import type { Replayer } from "../../http/registry";
-import { tourById } from "../../domain/tours";
 import { validationHook } from "../../http/validation";
+import { presentTour, TourSchema } from "../../schemas/tours";
 import { createTourHandler, createTourRoute } from "./create";
 import { deleteTourHandler, deleteTourRoute } from "./delete";
 import { getTour, getTourRoute } from "./get";
 import { listTours, listToursRoute } from "./list";
-import { presentTour, TourSchema } from "../../schemas/tours";
 import { updateTourHandler, updateTourRoute } from "./update";
 
 /** A tour write whose response was lost is answered with the tour as it stands. */

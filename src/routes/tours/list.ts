@@ -1,7 +1,7 @@
-import { z, type RouteHandler } from "@hono/zod-openapi";
-import type { AppEnv } from "../../http/env";
+import { type RouteHandler, z } from "@hono/zod-openapi";
 import { database } from "../../db/client";
 import { pageTours, TOUR_STATUSES } from "../../domain/tours";
+import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
 import { presentSummary, TourSummarySchema } from "../../schemas/tours";
 
@@ -10,7 +10,10 @@ export const TourPageSchema = z
     tours: z.array(TourSummarySchema),
     total: z.number().int().openapi({ description: "Tours matching the filters.", example: 42 }),
     page: z.number().int().openapi({ example: 1 }),
-    pages: z.number().int().openapi({ description: "Number of pages at this limit (0 when nothing matches).", example: 3 }),
+    pages: z
+      .number()
+      .int()
+      .openapi({ description: "Number of pages at this limit (0 when nothing matches).", example: 3 }),
   })
   .openapi("TourPage");
 
@@ -26,18 +29,33 @@ export const listToursRoute = publicRoute(
     request: {
       query: z.strictObject({
         page: z.coerce.number().int().min(1).max(10_000).default(1).openapi({ example: 1 }),
-        limit: z.coerce.number().int().min(1).max(100).default(20).openapi({ description: "Page size, 1 to 100 (default 20).", example: 20 }),
+        limit: z.coerce
+          .number()
+          .int()
+          .min(1)
+          .max(100)
+          .default(20)
+          .openapi({ description: "Page size, 1 to 100 (default 20).", example: 20 }),
         status: z.enum(TOUR_STATUSES).optional(),
-        search: z.string().min(1).max(200).optional().openapi({ description: "Part of the address.", example: "harbour" }),
+        search: z
+          .string()
+          .min(1)
+          .max(200)
+          .optional()
+          .openapi({ description: "Part of the address.", example: "harbour" }),
       }),
     },
-    responses: { 200: { description: "A page of tours.", content: { "application/json": { schema: TourPageSchema } } } },
+    responses: {
+      200: { description: "A page of tours.", content: { "application/json": { schema: TourPageSchema } } },
+    },
   },
 );
 
 export const listTours: RouteHandler<typeof listToursRoute, AppEnv> = async (c) => {
   const q = c.req.valid("query");
   const { rows, total } = await pageTours(database(c.env.DB), c.get("caller").agencyId, q);
-  return c.json(TourPageSchema.parse({ tours: rows.map(presentSummary), total, page: q.page, pages: Math.ceil(total / q.limit) }), 200);
+  return c.json(
+    TourPageSchema.parse({ tours: rows.map(presentSummary), total, page: q.page, pages: Math.ceil(total / q.limit) }),
+    200,
+  );
 };
-

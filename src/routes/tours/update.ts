@@ -1,14 +1,15 @@
-import { type RouteHandler } from "@hono/zod-openapi";
-import type { AppEnv } from "../../http/env";
+import type { RouteHandler } from "@hono/zod-openapi";
 import { database } from "../../db/client";
 import { findTour, updateTour } from "../../domain/tours";
+import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency";
-import { DomainError } from "../../lib/errors";
 import { publicRoute } from "../../http/route";
+import { DomainError } from "../../lib/errors";
 import { WRITER_ROLES } from "../../schemas/listings";
-import { presentTour, tourNumberParam, TourSchema, UpdateTourBody } from "../../schemas/tours";
+import { presentTour, TourSchema, tourNumberParam, UpdateTourBody } from "../../schemas/tours";
 
-const tourAnswer = (status: 200 | 201, description: string) => ({ [status]: { description, content: { "application/json": { schema: TourSchema } } } }) as const;
+const tourAnswer = (status: 200 | 201, description: string) =>
+  ({ [status]: { description, content: { "application/json": { schema: TourSchema } } } }) as const;
 
 export const updateTourRoute = publicRoute(
   { endpoint: "update_tour", scope: "tours:write", roles: WRITER_ROLES, errors: ["tour_not_found"] },
@@ -18,7 +19,8 @@ export const updateTourRoute = publicRoute(
     operationId: "updateTour",
     tags: ["Tours"],
     summary: "Update a tour's status, price or description",
-    description: "Send any of `status`, `price`, `description` (at least one); fields left out keep their value, null clears price or description.",
+    description:
+      "Send any of `status`, `price`, `description` (at least one); fields left out keep their value, null clears price or description.",
     request: { params: tourNumberParam, body: { content: { "application/json": { schema: UpdateTourBody } } } },
     responses: tourAnswer(200, "The updated tour."),
   },
@@ -27,11 +29,21 @@ export const updateTourRoute = publicRoute(
 export const updateTourHandler: RouteHandler<typeof updateTourRoute, AppEnv> = async (c) => {
   const b = c.req.valid("json");
   if (b.status === undefined && b.price === undefined && b.description === undefined) {
-    throw new DomainError("validation_missing_required", { message: "Send at least one of status, price, description.", details: { errors: [{ field: "status", code: "validation_missing_required", message: "Send at least one of status, price, description." }] } });
+    throw new DomainError("validation_missing_required", {
+      message: "Send at least one of status, price, description.",
+      details: {
+        errors: [
+          {
+            field: "status",
+            code: "validation_missing_required",
+            message: "Send at least one of status, price, description.",
+          },
+        ],
+      },
+    });
   }
   const db = database(c.env.DB);
   const tour = await findTour(db, c.get("caller").agencyId, c.req.valid("param").tourNumber);
   const mark = idempotencyMark(c, db, { status: 200, resourceType: "tour", resourceId: tour.id });
   return c.json(TourSchema.parse(presentTour(await updateTour(db, tour, b, mark))), 200);
 };
-

@@ -1,11 +1,11 @@
+import type { RouteHandler } from "@hono/zod-openapi";
 import { z } from "@hono/zod-openapi";
 import { and, eq } from "drizzle-orm";
-import type { RouteHandler } from "@hono/zod-openapi";
-import type { AppEnv } from "../../http/env";
 import { database } from "../../db/client";
 import { users } from "../../db/schema";
-import { DomainError } from "../../lib/errors";
+import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
+import { DomainError } from "../../lib/errors";
 import { presentUser, UserSchema } from "../../schemas/users";
 
 export const getUserRoute = publicRoute(
@@ -16,7 +16,8 @@ export const getUserRoute = publicRoute(
     operationId: "getUser",
     tags: ["Users"],
     summary: "Get one user",
-    description: "A user of your agency hierarchy. A user of another agency answers 404 `user_not_found`, exactly like an unknown id.",
+    description:
+      "A user of your agency hierarchy. A user of another agency answers 404 `user_not_found`, exactly like an unknown id.",
     request: { params: z.object({ user_id: z.string().openapi({ example: "usr_0mhx3k2a1q8v2l0c9z7rj4" }) }) },
     responses: { 200: { description: "The user.", content: { "application/json": { schema: UserSchema } } } },
   },

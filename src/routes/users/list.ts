@@ -1,10 +1,10 @@
+import type { RouteHandler } from "@hono/zod-openapi";
 import { z } from "@hono/zod-openapi";
 import { and, asc, eq } from "drizzle-orm";
-import type { RouteHandler } from "@hono/zod-openapi";
-import type { AppEnv } from "../../http/env";
 import { database } from "../../db/client";
 import { users } from "../../db/schema";
 import { ROLES } from "../../domain/roles";
+import type { AppEnv } from "../../http/env";
 import { after, cursorQuery, decodeCursor, pageSchema, toPage } from "../../http/pagination";
 import { publicRoute } from "../../http/route";
 import { presentUser, UserSchema } from "../../schemas/users";
@@ -19,15 +19,21 @@ export const listUsersRoute = publicRoute(
     operationId: "listUsers",
     tags: ["Users"],
     summary: "List users in your agency hierarchy",
-    description: "A cursor page of the users under the calling agency, oldest first. Users are read-only here; they are managed in the dashboard.",
+    description:
+      "A cursor page of the users under the calling agency, oldest first. Users are read-only here; they are managed in the dashboard.",
     request: {
       query: z.strictObject({
         ...cursorQuery,
         role: z.enum(ROLES).optional().openapi({ description: "Only users with this role." }),
-        is_active: z.enum(["true", "false"]).optional().openapi({ description: "Only active (`true`) or deactivated (`false`) users." }),
+        is_active: z
+          .enum(["true", "false"])
+          .optional()
+          .openapi({ description: "Only active (`true`) or deactivated (`false`) users." }),
       }),
     },
-    responses: { 200: { description: "A page of users.", content: { "application/json": { schema: UserPageSchema } } } },
+    responses: {
+      200: { description: "A page of users.", content: { "application/json": { schema: UserPageSchema } } },
+    },
   },
 );
 

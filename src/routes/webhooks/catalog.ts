@@ -1,8 +1,8 @@
-import { z, type RouteHandler } from "@hono/zod-openapi";
+import { type RouteHandler, z } from "@hono/zod-openapi";
+import { EVENT_TYPE_NAMES, EVENT_TYPES } from "../../domain/events";
 import type { AppEnv } from "../../http/env";
-import { EVENT_TYPES, EVENT_TYPE_NAMES } from "../../domain/events";
-import { payloadSchema } from "../../schemas/events";
 import { publicRoute } from "../../http/route";
+import { payloadSchema } from "../../schemas/events";
 
 export const CatalogEntrySchema = z
   .object({
@@ -10,12 +10,17 @@ export const CatalogEntrySchema = z
     category: z.enum(["Appointment", "Billing", "Listing", "Media", "User"]).openapi({ example: "Listing" }),
     description: z.string().openapi({ example: "A listing was created via API or dashboard." }),
     api_version: z.string().openapi({ description: "Version of this event type's data shape.", example: "2026-11-01" }),
-    payload_schema: z.record(z.string(), z.unknown()).openapi({ description: "JSON Schema (draft 2020-12) of the envelope's `data` for this event type." }),
+    payload_schema: z
+      .record(z.string(), z.unknown())
+      .openapi({ description: "JSON Schema (draft 2020-12) of the envelope's `data` for this event type." }),
   })
   .openapi("WebhookEventType");
 
 export const CatalogSchema = z
-  .object({ data: z.array(CatalogEntrySchema), next_cursor: z.string().openapi({ description: "Always empty: the catalog is one page.", example: "" }) })
+  .object({
+    data: z.array(CatalogEntrySchema),
+    next_cursor: z.string().openapi({ description: "Always empty: the catalog is one page.", example: "" }),
+  })
   .openapi("WebhookEventCatalog");
 
 export const catalogRoute = publicRoute(
@@ -26,7 +31,8 @@ export const catalogRoute = publicRoute(
     operationId: "listWebhookEventTypes",
     tags: ["Webhooks"],
     summary: "The catalog of public event types",
-    description: "The 17 event types you can subscribe to, each with its current `api_version` and a JSON Schema of its `data`. The same schemas appear in this document's `webhooks` section.",
+    description:
+      "The 17 event types you can subscribe to, each with its current `api_version` and a JSON Schema of its `data`. The same schemas appear in this document's `webhooks` section.",
     responses: { 200: { description: "The catalog.", content: { "application/json": { schema: CatalogSchema } } } },
   },
 );

@@ -1,13 +1,18 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import type { AppEnv } from "../../http/env";
 import { database } from "../../db/client";
+import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency";
 import { publicRoute } from "../../http/route";
-import { createEndpoint } from "../../webhooks/endpoints";
 import { CreatedWebhookEndpointSchema, CreateWebhookEndpointBody, presentEndpoint } from "../../schemas/webhooks";
+import { createEndpoint } from "../../webhooks/endpoints";
 
 export const createEndpointRoute = publicRoute(
-  { endpoint: "manage_webhook_endpoints", scope: "webhooks:write", roles: ["super_admin", "admin", "media_agency", "broker", "team_lead"], errors: ["webhook_url_not_allowed", "webhook_event_type_not_allowed"] },
+  {
+    endpoint: "manage_webhook_endpoints",
+    scope: "webhooks:write",
+    roles: ["super_admin", "admin", "media_agency", "broker", "team_lead"],
+    errors: ["webhook_url_not_allowed", "webhook_event_type_not_allowed"],
+  },
   {
     method: "post",
     path: "/api/v1/webhooks/endpoints",
@@ -17,7 +22,12 @@ export const createEndpointRoute = publicRoute(
     description:
       "Registers an https receiver for the given event types (all active types when omitted). The answer carries the signing secret exactly once. Deliveries are signed `X-Webhook-Signature: sha256=<hex>`: HMAC-SHA256 of the raw body keyed with the whole secret. An unknown or non-public event type is 422 `webhook_event_type_not_allowed` naming it; a loopback, private, link-local or metadata receiver is 422 `webhook_url_not_allowed`. Like every POST, a repeat with the same `X-Idempotency-Key` within 24 hours answers this same response, so a client that lost it can still learn the secret; a new key registers a new endpoint.",
     request: { body: { content: { "application/json": { schema: CreateWebhookEndpointBody } } } },
-    responses: { 201: { description: "The endpoint and its signing secret (shown once).", content: { "application/json": { schema: CreatedWebhookEndpointSchema } } } },
+    responses: {
+      201: {
+        description: "The endpoint and its signing secret (shown once).",
+        content: { "application/json": { schema: CreatedWebhookEndpointSchema } },
+      },
+    },
   },
 );
 
@@ -25,8 +35,12 @@ export const createEndpointHandler: RouteHandler<typeof createEndpointRoute, App
   const b = c.req.valid("json");
   const db = database(c.env.DB);
   // The replay of a lost response cannot show the secret again, so the mark names only the endpoint.
-  const { endpoint, secret } = await createEndpoint(db, c.get("caller").agencyId, c.env, { url: b.url, eventTypes: b.event_types, description: b.description }, ({ id }) =>
-    idempotencyMark(c, db, { status: 201, resourceType: "webhook_endpoint", resourceId: id }),
+  const { endpoint, secret } = await createEndpoint(
+    db,
+    c.get("caller").agencyId,
+    c.env,
+    { url: b.url, eventTypes: b.event_types, description: b.description },
+    ({ id }) => idempotencyMark(c, db, { status: 201, resourceType: "webhook_endpoint", resourceId: id }),
   );
   return c.json(CreatedWebhookEndpointSchema.parse({ ...presentEndpoint(endpoint), signing_secret: secret }), 201);
 };

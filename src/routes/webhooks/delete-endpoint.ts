@@ -1,13 +1,18 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import type { AppEnv } from "../../http/env";
 import { database } from "../../db/client";
+import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency";
 import { publicRoute } from "../../http/route";
-import { deleteEndpoint, findEndpoint } from "../../webhooks/endpoints";
 import { endpointIdParam } from "../../schemas/webhooks";
+import { deleteEndpoint, findEndpoint } from "../../webhooks/endpoints";
 
 export const deleteEndpointRoute = publicRoute(
-  { endpoint: "manage_webhook_endpoints", scope: "webhooks:write", roles: ["super_admin", "admin", "media_agency", "broker", "team_lead"], errors: ["webhook_endpoint_not_found"] },
+  {
+    endpoint: "manage_webhook_endpoints",
+    scope: "webhooks:write",
+    roles: ["super_admin", "admin", "media_agency", "broker", "team_lead"],
+    errors: ["webhook_endpoint_not_found"],
+  },
   {
     method: "delete",
     path: "/api/v1/webhooks/endpoints/{endpoint_id}",

@@ -1,9 +1,9 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import type { AppEnv } from "../../http/env";
 import { database } from "../../db/client";
+import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
-import { findEndpoint } from "../../webhooks/endpoints";
 import { endpointIdParam, presentEndpoint, WebhookEndpointSchema } from "../../schemas/webhooks";
+import { findEndpoint } from "../../webhooks/endpoints";
 
 export const getEndpointRoute = publicRoute(
   { endpoint: "read_webhook_endpoints", scope: "webhooks:read", errors: ["webhook_endpoint_not_found"] },
@@ -14,9 +14,21 @@ export const getEndpointRoute = publicRoute(
     tags: ["Webhooks"],
     summary: "Get a webhook receiver",
     request: { params: endpointIdParam },
-    responses: { 200: { description: "The endpoint (without its secret).", content: { "application/json": { schema: WebhookEndpointSchema } } } },
+    responses: {
+      200: {
+        description: "The endpoint (without its secret).",
+        content: { "application/json": { schema: WebhookEndpointSchema } },
+      },
+    },
   },
 );
 
 export const getEndpointHandler: RouteHandler<typeof getEndpointRoute, AppEnv> = async (c) =>
-  c.json(WebhookEndpointSchema.parse(presentEndpoint(await findEndpoint(database(c.env.DB), c.get("caller").agencyId, c.req.valid("param").endpoint_id))), 200);
+  c.json(
+    WebhookEndpointSchema.parse(
+      presentEndpoint(
+        await findEndpoint(database(c.env.DB), c.get("caller").agencyId, c.req.valid("param").endpoint_id),
+      ),
+    ),
+    200,
+  );

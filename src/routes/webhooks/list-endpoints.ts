@@ -1,8 +1,8 @@
-import { z, type RouteHandler } from "@hono/zod-openapi";
+import { type RouteHandler, z } from "@hono/zod-openapi";
 import { and, asc, eq } from "drizzle-orm";
-import type { AppEnv } from "../../http/env";
 import { database } from "../../db/client";
 import { webhookEndpoints } from "../../db/schema";
+import type { AppEnv } from "../../http/env";
 import { after, cursorQuery, decodeCursor, pageSchema, toPage } from "../../http/pagination";
 import { publicRoute } from "../../http/route";
 import { presentEndpoint, WebhookEndpointSchema } from "../../schemas/webhooks";
@@ -19,7 +19,9 @@ export const listEndpointsRoute = publicRoute(
     summary: "List your webhook receivers",
     description: "A cursor page of your agency's receivers, oldest first. Signing secrets are never shown again.",
     request: { query: z.strictObject(cursorQuery) },
-    responses: { 200: { description: "A page of endpoints.", content: { "application/json": { schema: EndpointPageSchema } } } },
+    responses: {
+      200: { description: "A page of endpoints.", content: { "application/json": { schema: EndpointPageSchema } } },
+    },
   },
 );
 

@@ -1,10 +1,10 @@
-import { z, type RouteHandler } from "@hono/zod-openapi";
-import type { AppEnv } from "../../http/env";
+import { type RouteHandler, z } from "@hono/zod-openapi";
 import { database } from "../../db/client";
+import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
-import { findEndpoint } from "../../webhooks/endpoints";
-import { sendTestEvent } from "../../webhooks/delivery";
 import { endpointIdParam } from "../../schemas/webhooks";
+import { sendTestEvent } from "../../webhooks/delivery";
+import { findEndpoint } from "../../webhooks/endpoints";
 
 export const TestResultSchema = z
   .object({
@@ -17,7 +17,12 @@ export const TestResultSchema = z
   .openapi("WebhookTestResult");
 
 export const testEndpointRoute = publicRoute(
-  { endpoint: "manage_webhook_endpoints", scope: "webhooks:write", roles: ["super_admin", "admin", "media_agency", "broker", "team_lead"], errors: ["webhook_endpoint_not_found", "webhook_url_not_allowed"] },
+  {
+    endpoint: "manage_webhook_endpoints",
+    scope: "webhooks:write",
+    roles: ["super_admin", "admin", "media_agency", "broker", "team_lead"],
+    errors: ["webhook_endpoint_not_found", "webhook_url_not_allowed"],
+  },
   {
     method: "post",
     path: "/api/v1/webhooks/endpoints/{endpoint_id}/test",
@@ -27,7 +32,9 @@ export const testEndpointRoute = publicRoute(
     description:
       "Sends one `webhook.test` event now, signed like every delivery (`X-Webhook-Event: webhook.test`; `data` holds `endpoint_id` and `message`), and answers what the receiver said. Not retried, not recorded as a delivery; use it to check your verifier.",
     request: { params: endpointIdParam },
-    responses: { 200: { description: "The receiver's answer.", content: { "application/json": { schema: TestResultSchema } } } },
+    responses: {
+      200: { description: "The receiver's answer.", content: { "application/json": { schema: TestResultSchema } } },
+    },
   },
 );
 
