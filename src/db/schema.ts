@@ -468,13 +468,25 @@ export const calendarConnections = sqliteTable(
 );
 export type CalendarConnection = typeof calendarConnections.$inferSelect;
 
-/** An open discrepancy between a stored calendar event and the calendar: reported once while it lasts. */
-export const calendarDiscrepancies = sqliteTable("calendar_discrepancies", {
-  id: text("id").primaryKey(),
-  agencyId: text("agency_id").notNull(),
-  subjectType: text("subject_type", { enum: ["appointment", "tour"] }).notNull(),
-  subjectId: text("subject_id").notNull(),
-  kind: text("kind", { enum: ["missing", "moved", "malformed"] }).notNull(),
-  detectedAt: text("detected_at").notNull().default(now),
-  resolvedAt: text("resolved_at"),
-});
+/**
+ * An open discrepancy between a stored calendar event and the calendar: reported once
+ * while it lasts. The partial unique index allows one open row per subject and kind, so
+ * two concurrent runs cannot both report it; resolved rows are kept as history.
+ */
+export const calendarDiscrepancies = sqliteTable(
+  "calendar_discrepancies",
+  {
+    id: text("id").primaryKey(),
+    agencyId: text("agency_id").notNull(),
+    subjectType: text("subject_type", { enum: ["appointment", "tour"] }).notNull(),
+    subjectId: text("subject_id").notNull(),
+    kind: text("kind", { enum: ["missing", "moved", "malformed"] }).notNull(),
+    detectedAt: text("detected_at").notNull().default(now),
+    resolvedAt: text("resolved_at"),
+  },
+  (t) => [
+    uniqueIndex("calendar_discrepancies_open")
+      .on(t.subjectType, t.subjectId, t.kind)
+      .where(sql`${t.resolvedAt} IS NULL`),
+  ],
+);
