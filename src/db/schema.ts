@@ -440,6 +440,7 @@ export const webhookDeliveryAttempts = sqliteTable(
   (t) => [index("webhook_delivery_attempts_delivery").on(t.deliveryId, t.attempt)],
 );
 export type WebhookDelivery = typeof webhookDeliveries.$inferSelect;
+export type WebhookDeliveryAttempt = typeof webhookDeliveryAttempts.$inferSelect;
 
 /** Payment-provider events already applied (by the provider's event id): a redelivery changes nothing. */
 export const providerEvents = sqliteTable("provider_events", {

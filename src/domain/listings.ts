@@ -1,6 +1,7 @@
-import { and, asc, eq, inArray, sql } from "drizzle-orm";
+import { and, asc, eq, inArray, or, sql } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../db/client";
+import { keysetPage, type PageRequest } from "../db/pages";
 import { agencies, appointments, type Listing, listings, users } from "../db/schema";
 import { DomainError } from "../lib/errors";
 import { newId, nowIso, randomAlnum } from "../lib/ids";
@@ -29,6 +30,21 @@ export async function findListing(db: Db, agencyId: string, listingNumber: strin
     : undefined;
   if (!listing) throw new DomainError("listing_not_found");
   return listing;
+}
+
+/** The agency's listings, oldest first, optionally by status and by a person on them. */
+export function pageListings(
+  db: Db,
+  agencyId: string,
+  filters: { status?: ListingStatus; personId?: string },
+  req: PageRequest,
+) {
+  const { status, personId } = filters;
+  const person = personId
+    ? or(eq(listings.ownerUserId, personId), eq(listings.agentOneId, personId), eq(listings.agentTwoId, personId))
+    : undefined;
+  const where = and(eq(listings.agencyId, agencyId), status ? eq(listings.status, status) : undefined, person);
+  return keysetPage(db, listings, `listings:${agencyId}:${status ?? ""}:${personId ?? ""}`, where, req);
 }
 
 /** A listing by its internal id, held to the agency; undefined when it is not the agency's. */

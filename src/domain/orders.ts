@@ -1,4 +1,6 @@
+import { and, eq } from "drizzle-orm";
 import type { Db } from "../db/client";
+import { keysetPage, type PageRequest } from "../db/pages";
 import { type Listing, type ListingOrder, listingOrders } from "../db/schema";
 import { DomainError } from "../lib/errors";
 import { newId } from "../lib/ids";
@@ -40,4 +42,10 @@ export async function recordOrder(db: Db, listing: Listing, input: OrderInput): 
       throw new DomainError("order_already_recorded", { details: { provider_reference: input.providerReference } });
     throw err;
   }
+}
+
+/** A listing's invoices and payments, oldest first. */
+export function pageOrders(db: Db, listing: Listing, req: PageRequest) {
+  const where = and(eq(listingOrders.listingId, listing.id), eq(listingOrders.agencyId, listing.agencyId));
+  return keysetPage(db, listingOrders, `orders:${listing.id}`, where, req);
 }

@@ -1,4 +1,4 @@
-import { and, eq, type SQL } from "drizzle-orm";
+import { and, eq, type SQL, sql } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../db/client";
 import { type Listing, listings } from "../db/schema";
@@ -56,6 +56,13 @@ export function nextMatterport(change: MatterportChange): string | null {
 }
 
 export type SectionValue = { floorplanUrls?: string[] | SQL; matterportUrl?: string | null };
+
+/** The floorplan section after `change`; an append is one statement, so two appends at once both land. */
+export function floorplanValue(current: string[], change: FloorplanChange): SectionValue {
+  const next = nextFloorplans(current, change);
+  if (change.operation !== "append") return { floorplanUrls: next };
+  return { floorplanUrls: sql`json_insert(${listings.floorplanUrls}, '$[#]', ${next[next.length - 1]})` };
+}
 
 /** Writes a section and its `listing.section_modified` event together. */
 export async function writeSection(

@@ -1,12 +1,12 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
-import { asc } from "drizzle-orm";
 import { database } from "../db/client";
-import { type Agency, agencies } from "../db/schema";
+import type { Agency } from "../db/schema";
 import { createAgency, getAgency } from "../domain/hierarchy";
+import { pageAgencies } from "../domain/users";
 import type { AppEnv } from "../http/env";
-import { after, cursorQuery, decodeCursor, pageSchema, toPage } from "../http/pagination";
 import { internalRoute } from "../http/route";
 import { validationHook } from "../http/validation";
+import { cursorQuery, pageBody, pageSchema } from "../schemas/page";
 
 export const AgencySchema = z
   .object({
@@ -88,14 +88,8 @@ export const agenciesInternal = new OpenAPIHono<AppEnv>({ defaultHook: validatio
   })
   .openapi(list, async (c) => {
     const { cursor, limit } = c.req.valid("query");
-    const at = await decodeCursor(c.env.SECRET_KEY, "agencies", cursor);
-    const rows = await database(c.env.DB)
-      .select()
-      .from(agencies)
-      .where(after(agencies.createdAt, agencies.id, at))
-      .orderBy(asc(agencies.createdAt), asc(agencies.id))
-      .limit(limit + 1);
-    return c.json(await toPage(c.env.SECRET_KEY, "agencies", rows, limit, presentAgency), 200);
+    const page = await pageAgencies(database(c.env.DB), { secret: c.env.SECRET_KEY, cursor, limit });
+    return c.json(pageBody(page, presentAgency), 200);
   })
   .openapi(get, async (c) =>
     c.json(presentAgency(await getAgency(database(c.env.DB), c.req.valid("param").agency_id)), 200),

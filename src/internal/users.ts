@@ -1,13 +1,13 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
-import { and, asc, eq } from "drizzle-orm";
 import { database } from "../db/client";
-import { type User, users } from "../db/schema";
+import type { User } from "../db/schema";
 import { changeManager, createUser, deactivateUser, getUserById } from "../domain/hierarchy";
 import { ROLES } from "../domain/roles";
+import { pageAgencyUsers } from "../domain/users";
 import type { AppEnv } from "../http/env";
-import { after, cursorQuery, decodeCursor, pageSchema, toPage } from "../http/pagination";
 import { internalRoute } from "../http/route";
 import { validationHook, withRenames } from "../http/validation";
+import { cursorQuery, pageBody, pageSchema } from "../schemas/page";
 import { presentUser, UserSchema } from "../schemas/users";
 
 const InternalUserSchema = UserSchema.extend({
@@ -128,15 +128,8 @@ export const usersInternal = new OpenAPIHono<AppEnv>({ defaultHook: validationHo
   })
   .openapi(list, async (c) => {
     const { cursor, limit, agency_id } = c.req.valid("query");
-    const listName = `internal-users:${agency_id}`;
-    const at = await decodeCursor(c.env.SECRET_KEY, listName, cursor);
-    const rows = await database(c.env.DB)
-      .select()
-      .from(users)
-      .where(and(eq(users.agencyId, agency_id), after(users.createdAt, users.id, at)))
-      .orderBy(asc(users.createdAt), asc(users.id))
-      .limit(limit + 1);
-    return c.json(await toPage(c.env.SECRET_KEY, listName, rows, limit, present), 200);
+    const page = await pageAgencyUsers(database(c.env.DB), agency_id, { secret: c.env.SECRET_KEY, cursor, limit });
+    return c.json(pageBody(page, present), 200);
   })
   .openapi(get, async (c) => c.json(present(await getUserById(database(c.env.DB), c.req.valid("param").user_id)), 200))
   .openapi(setManager, async (c) =>

@@ -1,13 +1,11 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
-import { and, asc, eq, inArray } from "drizzle-orm";
-import { database } from "../db/client";
-import { type WebhookDelivery, webhookDeliveries, webhookDeliveryAttempts } from "../db/schema";
+import { type Db, database } from "../db/client";
+import type { WebhookDelivery } from "../db/schema";
 import type { AppEnv } from "../http/env";
-import { after, cursorQuery, decodeCursor, pageSchema, toPage } from "../http/pagination";
 import { internalRoute } from "../http/route";
 import { validationHook } from "../http/validation";
-import { DomainError } from "../lib/errors";
-import { nowIso } from "../lib/ids";
+import { cursorQuery, pageSchema } from "../schemas/page";
+import { attemptsOf, pageDeliveries, replayDelivery } from "../webhooks/deliveries";
 
 const AttemptSchema = z.object({
   attempt: z.number().int(),
@@ -31,19 +29,11 @@ const DeliverySchema = z
   })
   .openapi("WebhookDelivery");
 
-async function present(db: ReturnType<typeof database>, rows: WebhookDelivery[]) {
-  const attempts = rows.length
-    ? await db
-        .select()
-        .from(webhookDeliveryAttempts)
-        .where(
-          inArray(
-            webhookDeliveryAttempts.deliveryId,
-            rows.map((r) => r.id),
-          ),
-        )
-        .orderBy(asc(webhookDeliveryAttempts.attemptedAt))
-    : [];
+async function present(db: Db, rows: WebhookDelivery[]) {
+  const attempts = await attemptsOf(
+    db,
+    rows.map((r) => r.id),
+  );
   return rows.map((d) => ({
     id: d.id,
     event_id: d.eventId,
@@ -105,44 +95,16 @@ export const webhooksInternal = new OpenAPIHono<AppEnv>({ defaultHook: validatio
     const { agency_id } = c.req.valid("param");
     const { cursor, limit, status, event_id } = c.req.valid("query");
     const db = database(c.env.DB);
-    const listName = `deliveries:${agency_id}:${status ?? ""}:${event_id ?? ""}`;
-    const at = await decodeCursor(c.env.SECRET_KEY, listName, cursor);
-    const rows = await db
-      .select()
-      .from(webhookDeliveries)
-      .where(
-        and(
-          eq(webhookDeliveries.agencyId, agency_id),
-          status ? eq(webhookDeliveries.status, status) : undefined,
-          event_id ? eq(webhookDeliveries.eventId, event_id) : undefined,
-          after(webhookDeliveries.createdAt, webhookDeliveries.id, at),
-        ),
-      )
-      .orderBy(asc(webhookDeliveries.createdAt), asc(webhookDeliveries.id))
-      .limit(limit + 1);
-    const page = await toPage(c.env.SECRET_KEY, listName, rows, limit, (r) => r);
-    return c.json({ data: await present(db, page.data), next_cursor: page.next_cursor }, 200);
+    const page = await pageDeliveries(
+      db,
+      agency_id,
+      { status, eventId: event_id },
+      { secret: c.env.SECRET_KEY, cursor, limit },
+    );
+    return c.json({ data: await present(db, page.rows), next_cursor: page.nextCursor }, 200);
   })
   .openapi(replay, async (c) => {
     const db = database(c.env.DB);
-    const { delivery_id } = c.req.valid("param");
-    const delivery = await db.select().from(webhookDeliveries).where(eq(webhookDeliveries.id, delivery_id)).get();
-    if (!delivery) throw new DomainError("webhook_delivery_not_found");
-    // Pending before the message exists, or a fast consumer would skip it as already
-    // settled; if the queue refuses, the delivery goes back to what it was.
-    const [updated] = await db
-      .update(webhookDeliveries)
-      .set({ status: "pending", updatedAt: nowIso() })
-      .where(eq(webhookDeliveries.id, delivery_id))
-      .returning();
-    try {
-      await c.env.WEBHOOK_QUEUE.send({ delivery_id });
-    } catch {
-      await db
-        .update(webhookDeliveries)
-        .set({ status: delivery.status, updatedAt: delivery.updatedAt })
-        .where(and(eq(webhookDeliveries.id, delivery_id), eq(webhookDeliveries.updatedAt, updated!.updatedAt)));
-      throw new DomainError("queue_unavailable", { retryAfter: 30 });
-    }
-    return c.json((await present(db, [updated!]))[0]!, 202);
+    const updated = await replayDelivery(db, c.env.WEBHOOK_QUEUE, c.req.valid("param").delivery_id);
+    return c.json((await present(db, [updated]))[0]!, 202);
   });

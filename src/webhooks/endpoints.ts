@@ -1,6 +1,7 @@
 import { and, eq } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../db/client";
+import { keysetPage, type PageRequest } from "../db/pages";
 import { type WebhookEndpoint, webhookEndpoints } from "../db/schema";
 import { EVENT_TYPE_NAMES } from "../domain/events";
 import { encrypt } from "../lib/crypto";
@@ -94,4 +95,15 @@ export async function deleteEndpoint(
       .where(and(eq(webhookEndpoints.id, endpoint.id), eq(webhookEndpoints.agencyId, endpoint.agencyId))),
     ...alsoWrite,
   ]);
+}
+
+/** The agency's receivers, oldest first. */
+export function pageEndpoints(db: Db, agencyId: string, req: PageRequest) {
+  return keysetPage(
+    db,
+    webhookEndpoints,
+    `webhook-endpoints:${agencyId}`,
+    eq(webhookEndpoints.agencyId, agencyId),
+    req,
+  );
 }

@@ -1,12 +1,10 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { and, asc, eq, or } from "drizzle-orm";
 import { database } from "../../db/client";
-import { listings } from "../../db/schema";
-import { LISTING_STATUSES } from "../../domain/listings";
+import { LISTING_STATUSES, pageListings } from "../../domain/listings";
 import type { AppEnv } from "../../http/env";
-import { after, cursorQuery, decodeCursor, pageSchema, toPage } from "../../http/pagination";
 import { publicRoute } from "../../http/route";
 import { ListingSchema, presentListing } from "../../schemas/listings";
+import { cursorQuery, pageBody, pageSchema } from "../../schemas/page";
 
 export const ListingPageSchema = pageSchema(ListingSchema, "ListingPage");
 
@@ -40,29 +38,11 @@ export const listListingsRoute = publicRoute(
 
 export const listListingsHandler: RouteHandler<typeof listListingsRoute, AppEnv> = async (c) => {
   const { cursor, limit, status, agent_id } = c.req.valid("query");
-  const { agencyId } = c.get("caller");
-  const list = `listings:${agencyId}:${status ?? ""}:${agent_id ?? ""}`;
-  const at = await decodeCursor(c.env.SECRET_KEY, list, cursor);
-  const rows = await database(c.env.DB)
-    .select()
-    .from(listings)
-    .where(
-      and(
-        eq(listings.agencyId, agencyId),
-        status ? eq(listings.status, status) : undefined,
-        agent_id ? orPerson(agent_id) : undefined,
-        after(listings.createdAt, listings.id, at),
-      ),
-    )
-    .orderBy(asc(listings.createdAt), asc(listings.id))
-    .limit(limit + 1);
-  return c.json(
-    ListingPageSchema.parse(
-      await toPage(c.env.SECRET_KEY, list, rows, limit, (l) => presentListing(l, c.env.SITE_URL)),
-    ),
-    200,
+  const page = await pageListings(
+    database(c.env.DB),
+    c.get("caller").agencyId,
+    { status, personId: agent_id },
+    { secret: c.env.SECRET_KEY, cursor, limit },
   );
+  return c.json(ListingPageSchema.parse(pageBody(page, (l) => presentListing(l, c.env.SITE_URL))), 200);
 };
-
-const orPerson = (id: string) =>
-  or(eq(listings.ownerUserId, id), eq(listings.agentOneId, id), eq(listings.agentTwoId, id));

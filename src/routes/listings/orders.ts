@@ -1,12 +1,12 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { and, asc, eq } from "drizzle-orm";
 import { database } from "../../db/client";
-import { type ListingOrder, listingOrders } from "../../db/schema";
+import type { ListingOrder } from "../../db/schema";
 import { findListing } from "../../domain/listings";
+import { pageOrders } from "../../domain/orders";
 import type { AppEnv } from "../../http/env";
-import { after, cursorQuery, decodeCursor, pageSchema, toPage } from "../../http/pagination";
 import { publicRoute } from "../../http/route";
 import { listingNumberParam } from "../../schemas/listings";
+import { cursorQuery, pageBody, pageSchema } from "../../schemas/page";
 
 export const OrderSchema = z
   .object({
@@ -73,19 +73,6 @@ export const listOrdersHandler: RouteHandler<typeof listOrdersRoute, AppEnv> = a
   const db = database(c.env.DB);
   const listing = await findListing(db, c.get("caller").agencyId, c.req.valid("param").listing_number);
   const { cursor, limit } = c.req.valid("query");
-  const list = `orders:${listing.id}`;
-  const at = await decodeCursor(c.env.SECRET_KEY, list, cursor);
-  const rows = await db
-    .select()
-    .from(listingOrders)
-    .where(
-      and(
-        eq(listingOrders.listingId, listing.id),
-        eq(listingOrders.agencyId, listing.agencyId),
-        after(listingOrders.createdAt, listingOrders.id, at),
-      ),
-    )
-    .orderBy(asc(listingOrders.createdAt), asc(listingOrders.id))
-    .limit(limit + 1);
-  return c.json(OrderPageSchema.parse(await toPage(c.env.SECRET_KEY, list, rows, limit, presentOrder)), 200);
+  const page = await pageOrders(db, listing, { secret: c.env.SECRET_KEY, cursor, limit });
+  return c.json(OrderPageSchema.parse(pageBody(page, presentOrder)), 200);
 };

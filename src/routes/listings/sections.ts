@@ -1,10 +1,9 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { sql } from "drizzle-orm";
 import type { Context } from "hono";
 import { database } from "../../db/client";
-import { type Listing, listings } from "../../db/schema";
+import type { Listing } from "../../db/schema";
 import { findListing } from "../../domain/listings";
-import { MAX_FLOORPLANS, nextFloorplans, nextMatterport, type SectionValue, writeSection } from "../../domain/sections";
+import { floorplanValue, MAX_FLOORPLANS, nextMatterport, type SectionValue, writeSection } from "../../domain/sections";
 import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency";
 import { publicRoute } from "../../http/route";
@@ -73,16 +72,9 @@ async function updateSection(
 
 export const floorplanHandler: RouteHandler<typeof floorplanRoute, AppEnv> = async (c) => {
   const change = c.req.valid("json");
-  const body = await updateSection(c, c.req.valid("param").listing_number, "floorplan", change.operation, (listing) => {
-    const next = nextFloorplans(listing.floorplanUrls, change);
-    // Appending is one statement, so two appends at once both land.
-    return {
-      floorplanUrls:
-        change.operation === "append"
-          ? sql`json_insert(${listings.floorplanUrls}, '$[#]', ${next[next.length - 1]})`
-          : next,
-    };
-  });
+  const body = await updateSection(c, c.req.valid("param").listing_number, "floorplan", change.operation, (listing) =>
+    floorplanValue(listing.floorplanUrls, change),
+  );
   return c.json(body, 200);
 };
 

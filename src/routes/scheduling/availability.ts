@@ -1,13 +1,11 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { and, eq } from "drizzle-orm";
 import { resolveConnection, sourceFor } from "../../calendar/connections";
 import { freeSlots, WORKING_HOURS } from "../../calendar/slots";
 import { isTimeZone } from "../../calendar/zoned";
 import { database } from "../../db/client";
-import { users } from "../../db/schema";
+import { activeUserOfAgency } from "../../domain/users";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
-import { DomainError } from "../../lib/errors";
 
 const MAX_RANGE_DAYS = 31;
 const instant = z.iso.datetime({ offset: true });
@@ -93,16 +91,10 @@ export const availabilityHandler: RouteHandler<typeof availabilityRoute, AppEnv>
   const q = c.req.valid("query");
   const caller = c.get("caller");
   const db = database(c.env.DB);
-  const userId = q.user_id ?? caller.userId;
-  if (q.user_id) {
-    const inAgency = await db
-      .select({ id: users.id })
-      .from(users)
-      .where(and(eq(users.id, q.user_id), eq(users.agencyId, caller.agencyId)))
-      .get();
-    if (!inAgency) throw new DomainError("user_not_found");
-  }
-  const connection = await resolveConnection(db, userId);
+  // Every subject, defaulted or given, is an active user of the caller's agency: a key
+  // whose minting user moved away never reads the other agency's calendar.
+  const subject = await activeUserOfAgency(db, caller.agencyId, q.user_id ?? caller.userId);
+  const connection = await resolveConnection(db, subject.id);
   const timeoutMs = c.env.CALENDAR_TIMEOUT_MS ? Number(c.env.CALENDAR_TIMEOUT_MS) : undefined;
   const source = await sourceFor(db, c.env, connection, timeoutMs);
   const from = new Date(q.from);

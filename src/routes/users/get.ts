@@ -1,11 +1,9 @@
 import type { RouteHandler } from "@hono/zod-openapi";
 import { z } from "@hono/zod-openapi";
-import { and, eq } from "drizzle-orm";
 import { database } from "../../db/client";
-import { users } from "../../db/schema";
+import { userOfAgency } from "../../domain/users";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
-import { DomainError } from "../../lib/errors";
 import { presentUser, UserSchema } from "../../schemas/users";
 
 export const getUserRoute = publicRoute(
@@ -24,12 +22,6 @@ export const getUserRoute = publicRoute(
 );
 
 export const getUser: RouteHandler<typeof getUserRoute, AppEnv> = async (c) => {
-  const { user_id } = c.req.valid("param");
-  const user = await database(c.env.DB)
-    .select()
-    .from(users)
-    .where(and(eq(users.id, user_id), eq(users.agencyId, c.get("caller").agencyId)))
-    .get();
-  if (!user) throw new DomainError("user_not_found");
+  const user = await userOfAgency(database(c.env.DB), c.get("caller").agencyId, c.req.valid("param").user_id);
   return c.json(UserSchema.parse(presentUser(user)), 200);
 };

@@ -1,12 +1,11 @@
 import type { RouteHandler } from "@hono/zod-openapi";
 import { z } from "@hono/zod-openapi";
-import { and, asc, eq } from "drizzle-orm";
 import { database } from "../../db/client";
-import { users } from "../../db/schema";
 import { ROLES } from "../../domain/roles";
+import { pageUsers } from "../../domain/users";
 import type { AppEnv } from "../../http/env";
-import { after, cursorQuery, decodeCursor, pageSchema, toPage } from "../../http/pagination";
 import { publicRoute } from "../../http/route";
+import { cursorQuery, pageBody, pageSchema } from "../../schemas/page";
 import { presentUser, UserSchema } from "../../schemas/users";
 
 export const UserPageSchema = pageSchema(UserSchema, "UserPage");
@@ -39,21 +38,11 @@ export const listUsersRoute = publicRoute(
 
 export const listUsers: RouteHandler<typeof listUsersRoute, AppEnv> = async (c) => {
   const { cursor, limit, role, is_active } = c.req.valid("query");
-  const { agencyId } = c.get("caller");
-  const list = `users:${agencyId}:${role ?? ""}:${is_active ?? ""}`;
-  const at = await decodeCursor(c.env.SECRET_KEY, list, cursor);
-  const rows = await database(c.env.DB)
-    .select()
-    .from(users)
-    .where(
-      and(
-        eq(users.agencyId, agencyId),
-        role ? eq(users.role, role) : undefined,
-        is_active ? eq(users.isActive, is_active === "true") : undefined,
-        after(users.createdAt, users.id, at),
-      ),
-    )
-    .orderBy(asc(users.createdAt), asc(users.id))
-    .limit(limit + 1);
-  return c.json(UserPageSchema.parse(await toPage(c.env.SECRET_KEY, list, rows, limit, presentUser)), 200);
+  const filters = { role, isActive: is_active === undefined ? undefined : is_active === "true" };
+  const page = await pageUsers(database(c.env.DB), c.get("caller").agencyId, filters, {
+    secret: c.env.SECRET_KEY,
+    cursor,
+    limit,
+  });
+  return c.json(UserPageSchema.parse(pageBody(page, presentUser)), 200);
 };

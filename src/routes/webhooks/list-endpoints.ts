@@ -1,11 +1,10 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { and, asc, eq } from "drizzle-orm";
 import { database } from "../../db/client";
-import { webhookEndpoints } from "../../db/schema";
 import type { AppEnv } from "../../http/env";
-import { after, cursorQuery, decodeCursor, pageSchema, toPage } from "../../http/pagination";
 import { publicRoute } from "../../http/route";
+import { cursorQuery, pageBody, pageSchema } from "../../schemas/page";
 import { presentEndpoint, WebhookEndpointSchema } from "../../schemas/webhooks";
+import { pageEndpoints } from "../../webhooks/endpoints";
 
 export const EndpointPageSchema = pageSchema(WebhookEndpointSchema, "WebhookEndpointPage");
 
@@ -27,14 +26,10 @@ export const listEndpointsRoute = publicRoute(
 
 export const listEndpointsHandler: RouteHandler<typeof listEndpointsRoute, AppEnv> = async (c) => {
   const { cursor, limit } = c.req.valid("query");
-  const { agencyId } = c.get("caller");
-  const list = `webhook-endpoints:${agencyId}`;
-  const at = await decodeCursor(c.env.SECRET_KEY, list, cursor);
-  const rows = await database(c.env.DB)
-    .select()
-    .from(webhookEndpoints)
-    .where(and(eq(webhookEndpoints.agencyId, agencyId), after(webhookEndpoints.createdAt, webhookEndpoints.id, at)))
-    .orderBy(asc(webhookEndpoints.createdAt), asc(webhookEndpoints.id))
-    .limit(limit + 1);
-  return c.json(EndpointPageSchema.parse(await toPage(c.env.SECRET_KEY, list, rows, limit, presentEndpoint)), 200);
+  const page = await pageEndpoints(database(c.env.DB), c.get("caller").agencyId, {
+    secret: c.env.SECRET_KEY,
+    cursor,
+    limit,
+  });
+  return c.json(EndpointPageSchema.parse(pageBody(page, presentEndpoint)), 200);
 };
