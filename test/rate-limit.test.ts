@@ -139,6 +139,27 @@ describe("the admin rate-limits route", () => {
     expect((await call("/api/v1/users", { key: t.key })).headers.get("X-Rate-Limit-Limit")).toBe("300");
   });
 
+  it("concurrent overrides of different endpoints all land", async () => {
+    const t = await makeTenant();
+    const admin = await makePlatformKey(t.agencyId, { scopes: ["admin"] });
+    const path = `/api/v1/admin/api-keys/${t.keyId}/rate-limits`;
+    const budgets = { read_users_list: 11, create_listing: 12, upload_media: 13, read_tours_list: 14 };
+    const answers = await Promise.all(
+      Object.entries(budgets).map(([name, budget]) =>
+        call(path, { method: "PATCH", key: admin.key, body: { overrides: { [name]: budget } } }),
+      ),
+    );
+    for (const r of answers) expect(r.status, r.text).toBe(200);
+    const internalSet = internal(`/internal/v1/api-keys/${t.keyId}`, {
+      method: "PATCH",
+      body: { rate_limit_overrides: { read_user_single: 15 } },
+    });
+    const publicSet = call(path, { method: "PATCH", key: admin.key, body: { overrides: { delete_tour: 16 } } });
+    await Promise.all([internalSet, publicSet]);
+    const key = await db().select().from(apiKeys).where(eq(apiKeys.id, t.keyId)).get();
+    expect(key?.rateLimitOverrides).toEqual({ ...budgets, read_user_single: 15, delete_tour: 16 });
+  });
+
   it("validates endpoint names and bounds", async () => {
     const t = await makeTenant();
     const admin = await makePlatformKey(t.agencyId, { scopes: ["admin"] });
