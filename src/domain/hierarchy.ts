@@ -119,12 +119,19 @@ export async function createUser(
   }
 }
 
-/** Ids of the user and everyone below them. */
-export async function subtreeIds(db: Db, userId: string): Promise<string[]> {
-  const rows = await db.all<{ id: string }>(sql`
-    WITH RECURSIVE tree(id) AS (SELECT ${userId} UNION SELECT u.id FROM users u JOIN tree t ON u.manager_id = t.id)
-    SELECT id FROM tree`);
-  return rows.map((r) => r.id);
+/** The user and everyone below them, as a subquery: one bound parameter however large the subtree. */
+const subtreeOf = (userId: string) => sql`(
+  WITH RECURSIVE tree(id) AS (SELECT ${userId} UNION SELECT u.id FROM users u JOIN tree t ON u.manager_id = t.id)
+  SELECT id FROM tree)`;
+
+/** True when `candidateId` is the user or sits anywhere below them. */
+async function inSubtree(db: Db, userId: string, candidateId: string): Promise<boolean> {
+  const row = await db
+    .select({ id: users.id })
+    .from(users)
+    .where(and(eq(users.id, candidateId), inArray(users.id, subtreeOf(userId))))
+    .get();
+  return row !== undefined;
 }
 
 /**
@@ -135,8 +142,7 @@ export async function changeManager(db: Db, userId: string, managerId: string | 
   const user = await getUserById(db, userId);
   if (user.managerId === managerId) return user;
   const manager = managerId ? await activeManager(db, managerId) : undefined;
-  const subtree = await subtreeIds(db, userId);
-  if (manager && subtree.includes(manager.id))
+  if (manager && (await inSubtree(db, userId, manager.id)))
     throw new DomainError("hierarchy_cycle", { details: { manager_id: manager.id } });
   const agencyId = manager?.agencyId ?? user.agencyId;
   checkRoleFits(user.role as Role, await getAgency(db, agencyId), manager?.id ?? null);
@@ -150,7 +156,7 @@ export async function changeManager(db: Db, userId: string, managerId: string | 
     db
       .update(users)
       .set({ agencyId, updatedAt: at })
-      .where(and(inArray(users.id, subtree), sql`${users.agencyId} <> ${agencyId}`)),
+      .where(and(inArray(users.id, subtreeOf(userId)), sql`${users.agencyId} <> ${agencyId}`)),
     outboxInsert(db, agencyId, "user.hierarchy_changed", {
       user_id: userId,
       managerId: manager?.id ?? null,

@@ -92,7 +92,8 @@ export async function deleteTour(db: Db, tour: Tour, alsoWrite: BatchItem<"sqlit
   await db.batch([db.delete(tours).where(and(eq(tours.id, tour.id), eq(tours.agencyId, tour.agencyId))), ...alsoWrite]);
 }
 
-const likePattern = (s: string) => `%${s.replaceAll("\\", "\\\\").replaceAll("%", "\\%").replaceAll("_", "\\_")}%`;
+/** The longest `search` term, in characters. */
+export const MAX_TOUR_SEARCH = 100;
 
 /** A numbered page of an agency's tours, newest first, optionally by status and address. */
 export async function pageTours(
@@ -103,7 +104,9 @@ export async function pageTours(
   const where = and(
     eq(tours.agencyId, agencyId),
     q.status ? eq(tours.status, q.status) : undefined,
-    q.search ? sql`${tours.address} LIKE ${likePattern(q.search)} ESCAPE '\\' COLLATE NOCASE` : undefined,
+    // instr, not LIKE: the term is matched literally (% and _ are plain characters), and
+    // D1's 50-byte cap on LIKE patterns does not apply. ASCII case folding, as NOCASE.
+    q.search ? sql`instr(lower(${tours.address}), lower(${q.search})) > 0` : undefined,
   );
   const [rows, [total]] = await Promise.all([
     db

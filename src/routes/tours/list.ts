@@ -1,6 +1,6 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { database } from "../../db/client";
-import { pageTours, TOUR_STATUSES } from "../../domain/tours";
+import { MAX_TOUR_SEARCH, pageTours, TOUR_STATUSES } from "../../domain/tours";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
 import { presentSummary, TourSummarySchema } from "../../schemas/tours";
@@ -40,9 +40,14 @@ export const listToursRoute = publicRoute(
         search: z
           .string()
           .min(1)
-          .max(200)
+          .max(MAX_TOUR_SEARCH)
           .optional()
-          .openapi({ description: "Part of the address.", example: "harbour" }),
+          .openapi({
+            description:
+              `Part of the address, matched literally (\`%\` and \`_\` are plain characters) and ` +
+              `case-insensitively for ASCII letters; 1 to ${MAX_TOUR_SEARCH} characters.`,
+            example: "harbour",
+          }),
       }),
     },
     responses: {
