@@ -2,7 +2,7 @@ import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test"
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import worker from "../src/index";
-import { BASE, call, expectError, internal, makeTenant } from "./harness";
+import { BASE, call, expectError, internal, makeTenant, outbox } from "./harness";
 
 async function direct(req: Request, overrides: Partial<Env> & Record<string, unknown>) {
   const ctx = createExecutionContext();
@@ -161,5 +161,62 @@ describe("unexpected failures", () => {
     expect(r.json.error.code).toBe("internal_error");
     expect(r.text).not.toMatch(/secret internal detail|client\.ts|at \//);
     expect(r.headers.get("Content-Type")).toContain("application/json");
+  });
+});
+
+/** The D1 binding, with `batch` failing as `failure` says until `failures` runs out. */
+function flakyBatches(failure: () => Error, failures = Number.POSITIVE_INFINITY): D1Database {
+  let left = failures;
+  return new Proxy(env.DB, {
+    get(target, prop) {
+      if (prop === "batch" && left > 0) {
+        return async () => {
+          left--;
+          throw failure();
+        };
+      }
+      const value = Reflect.get(target, prop);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}
+
+describe("transient failures of D1 and Durable Objects", () => {
+  const createListing = (t: Awaited<ReturnType<typeof makeTenant>>, idempotencyKey: string) =>
+    new Request(`${BASE}/api/v1/listings`, {
+      method: "POST",
+      headers: { "X-API-Key": t.key, "Content-Type": "application/json", "X-Idempotency-Key": idempotencyKey },
+      body: JSON.stringify({ address: "1 Fault Lane", owner_user_id: t.owner.id, agent_one_id: t.agent.id }),
+    });
+
+  it("a dropped D1 connection is 503 service_unavailable with Retry-After, and nothing is half-written", async () => {
+    const t = await makeTenant();
+    const DB = flakyBatches(() => new Error("D1_ERROR: Network connection lost."));
+    const refused = await direct(createListing(t, "fault-1"), { DB });
+    expectError(refused, 503, "service_unavailable");
+    expect(refused.headers.get("Retry-After")).toBe("2");
+    expect((await outbox(t.agencyId, "listing.created")).length).toBe(0);
+    const list = await call("/api/v1/listings", { key: t.key });
+    expect(list.json.data, list.text).toEqual([]);
+
+    // A later try with the same idempotency key completes the work, once.
+    const retried = await direct(createListing(t, "fault-1"), {});
+    expect(retried.status, retried.text).toBe(201);
+    expect((await outbox(t.agencyId, "listing.created")).length).toBe(1);
+  });
+
+  it("an overloaded object asks for a longer pause", async () => {
+    const t = await makeTenant();
+    const overloaded = () => Object.assign(new Error("Durable Object is overloaded."), { overloaded: true });
+    const refused = await direct(createListing(t, "fault-2"), { DB: flakyBatches(overloaded) });
+    expectError(refused, 503, "service_unavailable");
+    expect(refused.headers.get("Retry-After")).toBe("10");
+  });
+
+  it("an error that is not transient stays internal_error", async () => {
+    const t = await makeTenant();
+    const refused = await direct(createListing(t, "fault-3"), { DB: flakyBatches(() => new Error("no such column")) });
+    expectError(refused, 500, "internal_error");
+    expect(refused.headers.get("Retry-After")).toBeNull();
   });
 });

@@ -2,6 +2,7 @@ import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { DomainError, type ErrorCode, statusOf } from "../lib/errors";
 import { newId } from "../lib/ids";
+import { transientFailure } from "../lib/transient";
 import type { AppEnv } from "./env";
 
 /** A failure that only the HTTP layer knows of, with headers of its own (`Allow` on a 405). */
@@ -37,6 +38,12 @@ function asDomainError(err: Error, c: Context<AppEnv>): DomainError {
     return new DomainError("request_body_not_json", { details: { parse_error_position: null } });
   }
   if (err instanceof HTTPException && err.status === 413) return new DomainError("request_body_too_large");
+  const transient = transientFailure(err);
+  if (transient) {
+    const entry = { level: "warn", request_id: c.get("requestId"), path: c.req.path, error: String(err) };
+    console.warn(JSON.stringify(entry));
+    return new DomainError("service_unavailable", { retryAfter: transient.retryAfter });
+  }
   // Logged when the request ends (see `requestId`), unless a guard recovers from it first.
   c.set("unexpected", err);
   return new DomainError("internal_error");

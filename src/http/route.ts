@@ -45,7 +45,12 @@ export const BODY_CODES: ErrorCode[] = [
   ...VALIDATION_CODES,
 ];
 
-const OPERATOR_CODES: ErrorCode[] = ["operator_token_invalid", "https_required", "internal_error"];
+const OPERATOR_CODES: ErrorCode[] = [
+  "operator_token_invalid",
+  "https_required",
+  "service_unavailable",
+  "internal_error",
+];
 
 function schemasOf(route: RouteConfig): RouteMeta["schemas"] {
   const content = route.request?.body?.content as Record<string, { schema?: unknown }> | undefined;
@@ -58,7 +63,7 @@ function schemasOf(route: RouteConfig): RouteMeta["schemas"] {
 /** The codes a public route can answer: its guards' and its own. */
 export function routeCodes(route: RouteConfig, guard: Guard): ErrorCode[] {
   const { json, query } = schemasOf(route);
-  const codes: ErrorCode[] = [...AUTH_CODES, "https_required", "internal_error"];
+  const codes: ErrorCode[] = [...AUTH_CODES, "https_required", "service_unavailable", "internal_error"];
   if (guard.session) codes.push("auth_required", "agency_resolution_failed");
   if (guard.endpoint) codes.push("rate_limit_exceeded", "rate_limit_misconfigured", "rate_limit_unavailable");
   if (guard.scope) codes.push("auth.scope_denied");

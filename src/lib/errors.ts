@@ -104,6 +104,10 @@ export const ERRORS = {
   request_method_not_allowed: [405, "This method is not allowed on this path."],
   request_path_not_found: [404, "No such route."],
   not_implemented: [501, "This route is reserved for a future release."],
+  service_unavailable: [
+    503,
+    "A backing store is briefly unavailable; retry after Retry-After seconds. Retrying with the same idempotency key is safe.",
+  ],
   internal_error: [500, "An unexpected error occurred. Retrying with the same idempotency key is safe."],
 } as const satisfies Record<string, readonly [ContentfulStatusCode, string]>;
 
