@@ -35,7 +35,13 @@ const requestIdHeader = {
  */
 export function decorate(doc: Doc, routes: RouteRegistry): Doc {
   for (const meta of routes.operations("public")) {
-    const op = (doc.paths?.[meta.path] as Record<string, Operation> | undefined)?.[meta.method];
+    const path = doc.paths?.[meta.path] as Record<string, Operation> | undefined;
+    if (meta.undocumented && path) {
+      delete path[meta.method];
+      if (!Object.keys(path).length) delete doc.paths?.[meta.path];
+      continue;
+    }
+    const op = path?.[meta.method];
     if (!op) continue;
     const mutating = ["post", "put", "patch", "delete"].includes(meta.method);
     if (mutating) {
@@ -99,13 +105,45 @@ export function publicDocument(app: OpenAPIHono<AppEnv>, routes: RouteRegistry, 
       title: "Agency Listing and Media Service",
       version: API_VERSION,
       description:
-        "The HTTPS + JSON API for accredited media agencies and brokers: listings, media upload, scheduling availability, users and orders, and webhooks. Every response is confined to the agency your key is bound to; another agency's resources answer 404. Errors share one envelope (`error.code`, `message`, `request_id`, `details`); branch on `error.code`.",
+        "The HTTPS + JSON API for accredited media agencies and brokers: listings, media upload, scheduling " +
+        "availability, users and orders, and webhooks. Every response is confined to the agency your key is bound " +
+        "to; another agency's resources answer 404. Errors share one envelope (`error.code`, `message`, " +
+        "`request_id`, `details`); branch on `error.code`.",
+      license: proprietary("use is governed by your agency's service agreement"),
     },
+    tags: TAGS,
     servers: [{ url: `${origin}/api/v1`, description: "This environment" }],
     security: [{ ApiKey: [] }],
   });
   return withWebhooks(decorate(doc, routes));
 }
+
+/** An OpenAPI 3.1 license object (its `identifier` is SPDX; the generator's types predate it). */
+const proprietary = (terms: string) =>
+  ({ name: `Proprietary: ${terms}`, identifier: "LicenseRef-Proprietary" }) as { name: string; url?: string };
+
+/** The operations' groups, with the rules that belong to no single operation. */
+const TAGS = [
+  {
+    name: "Listings",
+    description:
+      "Listings, their lifecycle and orders. Only the `floorplan` and `matterport` sections can be changed " +
+      "through the API: a PATCH of any other section (`/api/v1/listings/{listing_number}/sections/{section}`) " +
+      "answers 404 `section_not_exposed`.",
+  },
+  { name: "Media", description: "Pre-signed uploads of photos, videos, floorplans and documents." },
+  { name: "Tours", description: "Property tours of your agency." },
+  { name: "Users", description: "The users of your agency hierarchy (read-only)." },
+  { name: "Webhooks", description: "The event catalog and your receivers." },
+  {
+    name: "Scheduling",
+    description:
+      "Availability from the connected calendar. `POST /api/v1/scheduling/appointments` is reserved for a future " +
+      "release: it authenticates like any route and answers 501 `not_implemented`; book appointments through the " +
+      "order form or the dashboard today.",
+  },
+  { name: "Administration", description: "Platform administrators only." },
+];
 
 /** Every public event type under the OpenAPI 3.1 `webhooks` section, from the same schemas as the catalog. */
 function withWebhooks(doc: Doc): Doc {
@@ -146,6 +184,7 @@ export function internalDocument(app: OpenAPIHono<AppEnv>, origin: string): Doc 
       title: "Agency Listing and Media Service: internal (dashboard) API",
       version: "1.0.0",
       description: "Operations the dashboard performs on the shared data. Not part of the public contract.",
+      license: proprietary("internal to the platform's operators"),
     },
     servers: [{ url: origin }],
     security: [{ OperatorToken: [] }],

@@ -16,6 +16,12 @@ export interface Guard {
   bodyLimit?: number;
   /** The route's own error codes, beyond those its guards can answer. */
   errors?: readonly ErrorCode[];
+  /**
+   * Served and guarded like any route, but left out of the OpenAPI document because it
+   * never succeeds (a reserved route, the catch-all of a wire rule); the document says
+   * so in the description of the operation's tag instead.
+   */
+  undocumented?: true;
 }
 
 /** Everything the route factory knows of an operation, read back when the app is built. */

@@ -39,7 +39,8 @@ export const UploadRequestSchema = z
       .string()
       .min(1)
       .max(200)
-      .regex(/^[^/\\\p{Cc}]+$/u)
+      // biome-ignore lint/suspicious/noControlCharactersInRegex: a file name must not hold control characters.
+      .regex(/^[^/\\\x00-\x1f\x7f]+$/)
       .refine((n) => n !== "." && n !== "..", "must name a file")
       .optional()
       .openapi({

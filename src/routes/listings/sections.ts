@@ -119,7 +119,7 @@ export const matterportHandler: RouteHandler<typeof matterportRoute, AppEnv> = a
 };
 
 export const otherSectionRoute = publicRoute(
-  { scope: "listings:write", errors: ["section_not_exposed"] },
+  { scope: "listings:write", errors: ["section_not_exposed"], undocumented: true },
   {
     method: "patch",
     path: "/api/v1/listings/{listing_number}/sections/{section}",
