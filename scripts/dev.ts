@@ -1,15 +1,29 @@
 // Local development in one command: secrets, migrations, the Worker, a seeded demo
 // sandbox (only when empty; existing data is kept) and a working sandbox key.
 //
-//   npm run dev                 # http://127.0.0.1:8787
-//   PORT=8790 npm run dev
-//   npm run dev -- --test-scheduled   (extra arguments go to wrangler dev)
+//   npm run dev                       # http://127.0.0.1:8787
+//   npm run dev -- --port 8790        # or PORT=8790 npm run dev
+//   npm run dev -- --test-scheduled   (other arguments go to wrangler dev)
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { type Api, seedDemo } from "./seed.ts";
 
-const port = Number(process.env.PORT ?? 8787);
+/** The port (`--port N`, `--port=N` or PORT), and the arguments left for wrangler dev. */
+function portAndArgs(argv: string[]): { port: number; rest: string[] } {
+  let port = Number(process.env.PORT ?? 8787);
+  const rest: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === "--port" && argv[i + 1] !== undefined) port = Number(argv[++i]);
+    else if (arg.startsWith("--port=")) port = Number(arg.slice("--port=".length));
+    else rest.push(arg);
+  }
+  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new Error(`Not a port: ${port}.`);
+  return { port, rest };
+}
+
+const { port, rest: wranglerArgs } = portAndArgs(process.argv.slice(2));
 const origin = `http://127.0.0.1:${port}`;
 const childEnv = { ...process.env, WRANGLER_SEND_METRICS: "false" };
 
@@ -88,7 +102,7 @@ async function main() {
     String(port),
     "--var",
     `OPERATOR_TOKEN:${token}`,
-    ...process.argv.slice(2),
+    ...wranglerArgs,
   ];
   const wrangler = spawn("wrangler", args, { stdio: "inherit", env: childEnv });
   const stop = () => wrangler.kill("SIGINT");
