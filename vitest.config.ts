@@ -1,6 +1,16 @@
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
 
+/** Test-only secrets, handed to the Worker as bindings. */
+const TEST_SECRETS = {
+  SECRET_KEY: "test-secret-key-0123456789abcdef0123456789abcdef",
+  OPERATOR_TOKEN: "test-operator-token",
+  STRIPE_WEBHOOK_SECRET: "whsec_stripe_test_secret",
+};
+// Wrangler checks the required secrets against the environment before the bindings
+// below override them; a clean clone has no .dev.vars, so it would warn on every file.
+process.env.SECRET_KEY ??= TEST_SECRETS.SECRET_KEY;
+
 export default defineConfig(async () => ({
   test: {
     projects: [
@@ -12,9 +22,7 @@ export default defineConfig(async () => ({
             miniflare: {
               bindings: {
                 TEST_MIGRATIONS: await readD1Migrations("./migrations"),
-                SECRET_KEY: "test-secret-key-0123456789abcdef0123456789abcdef",
-                OPERATOR_TOKEN: "test-operator-token",
-                STRIPE_WEBHOOK_SECRET: "whsec_stripe_test_secret",
+                ...TEST_SECRETS,
               },
             },
           }),
