@@ -7,8 +7,8 @@ import { recordOrder } from "../domain/orders";
 import type { AppEnv } from "../http/env";
 import { internalRoute } from "../http/route";
 import { validationHook } from "../http/validation";
-import { OrderSchema, presentOrder } from "../routes/listings/orders";
 import { ListingSchema, presentListing } from "../schemas/listings";
+import { OrderSchema, presentOrder } from "../schemas/orders";
 
 const listingParams = z.object({ agency_id: z.string(), listing_number: z.string() });
 const appointmentParams = listingParams.extend({ appointment_id: z.string() });
