@@ -254,6 +254,32 @@ describe("API keys", () => {
     expectError(await internal("/internal/v1/api-keys/key_missing"), 404, "api_key_not_found");
   });
 
+  it("lists the agency's keys, oldest first, each with its own secrets, and no other agency's keys", async () => {
+    const t = await makeTenant();
+    const other = await makeTenant();
+    const second = await internal("/internal/v1/api-keys", {
+      method: "POST",
+      body: { agency_id: t.agencyId, minted_by_user_id: t.owner.id, name: "second" },
+    });
+    expect(second.status, second.text).toBe(201);
+    const rotated = await internal(`/internal/v1/api-keys/${t.keyId}/rotate`, { method: "POST" });
+    expect(rotated.status, rotated.text).toBe(200);
+
+    const list = await internal(`/internal/v1/api-keys?agency_id=${t.agencyId}`);
+    expect(list.status, list.text).toBe(200);
+    const keys = list.json.data as {
+      id: string;
+      state: string;
+      secrets: { last4: string; superseded_at: unknown }[];
+    }[];
+    expect(keys.map((k) => k.id)).toEqual([t.keyId, second.json.key.id]);
+    expect(keys.map((k) => k.id)).not.toContain(other.keyId);
+    expect(keys[0], list.text).toMatchObject({ state: "rotating", secrets: rotated.json.key.secrets });
+    expect(keys[0]!.secrets.map((s) => s.last4)).toEqual([t.key.slice(-4), rotated.json.secret.slice(-4)]);
+    expect(keys[1], list.text).toMatchObject({ state: "active", secrets: second.json.key.secrets });
+    expect(keys[1]!.secrets).toHaveLength(1);
+  });
+
   it("narrows and widens scopes; the next request sees the change", async () => {
     const t = await makeTenant();
     await internal(`/internal/v1/api-keys/${t.keyId}`, { method: "PATCH", body: { scopes: ["listings:read"] } });

@@ -2,7 +2,7 @@ import { createExecutionContext, createMessageBatch, getQueueResult } from "clou
 import { env } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { deliveryDestinations, mediaDeliveries, mediaUploads } from "../src/db/schema";
+import { deliveryDestinations, mediaDeliveries, mediaDeliveryFiles, mediaUploads } from "../src/db/schema";
 import worker from "../src/index";
 import { MAX_DELIVERY_ATTEMPTS } from "../src/media/consumer";
 import type { MediaJob } from "../src/media/jobs";
@@ -544,5 +544,44 @@ describe("the internal surface", () => {
     expect(
       await db().select().from(mediaDeliveries).where(eq(mediaDeliveries.agencyId, t.agencyId)).all(),
     ).toHaveLength(before.length);
+  });
+
+  it("lists a listing's media with every delivery and its own files, however many deliveries there are", async () => {
+    const { t, listing, uploads, deliveryId } = await setup();
+    const first = await deliveryRow(deliveryId);
+    // More deliveries than D1 binds parameters in one statement.
+    const extra = Array.from({ length: 120 }, (_, i) => `dlv_many_${deliveryId}_${i.toString().padStart(3, "0")}`);
+    const d = db();
+    const rows = extra.flatMap((id, i) => [
+      d.insert(mediaDeliveries).values({
+        id,
+        agencyId: t.agencyId,
+        listingId: first!.listingId,
+        destinationUserId: t.agent.id,
+        trigger: "manual",
+        createdAt: new Date(Date.UTC(2020, 0, 1, 0, 0, i)).toISOString(),
+      }),
+      d.insert(mediaDeliveryFiles).values({ deliveryId: id, uploadId: uploads[i % uploads.length]! }),
+    ]);
+    await d.batch([rows[0]!, ...rows.slice(1)]);
+
+    const media = await internal(`/internal/v1/agencies/${t.agencyId}/listings/${listing.listing_number}/media`);
+    expect(media.status, media.text).toBe(200);
+    const listed = media.json.deliveries as { id: string; files: { upload_id: string }[] }[];
+    expect(listed.map((x) => x.id)).toEqual([deliveryId, ...[...extra].reverse()]);
+    expect(listed[0]!.files.map((f) => f.upload_id).sort()).toEqual([...uploads].sort());
+    for (const [i, id] of extra.entries()) {
+      expect(listed.find((x) => x.id === id)?.files.map((f) => f.upload_id)).toEqual([uploads[i % uploads.length]]);
+    }
+  });
+
+  it("another agency's path does not show a listing's media", async () => {
+    const { listing } = await setup([{ name: "a.jpg", size: 10 }]);
+    const other = await makeTenant();
+    expectError(
+      await internal(`/internal/v1/agencies/${other.agencyId}/listings/${listing.listing_number}/media`),
+      404,
+      "listing_not_found",
+    );
   });
 });

@@ -1,6 +1,6 @@
-import { and, eq, isNotNull, isNull, lte, sql } from "drizzle-orm";
+import { and, asc, eq, inArray, isNotNull, isNull, lte, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { type ApiKey, apiKeySecrets, apiKeys } from "../db/schema";
+import { type ApiKey, type ApiKeySecret, apiKeySecrets, apiKeys } from "../db/schema";
 import { DomainError } from "../lib/errors";
 import { newId, nowIso } from "../lib/ids";
 import { getAgency, getUserById } from "./hierarchy";
@@ -71,6 +71,39 @@ export async function keySecrets(db: Db, keyId: string) {
     .from(apiKeySecrets)
     .where(and(eq(apiKeySecrets.keyId, keyId), isNull(apiKeySecrets.deactivatedAt)))
     .all();
+}
+
+/** A key with the secrets shown for it (see keySecrets). */
+export interface KeyWithSecrets {
+  key: ApiKey;
+  secrets: ApiKeySecret[];
+}
+
+export async function withSecrets(db: Db, key: ApiKey): Promise<KeyWithSecrets> {
+  return { key, secrets: await keySecrets(db, key.id) };
+}
+
+/**
+ * The agency's keys, oldest first, each with the secrets shown for it. The secrets are
+ * read by the agency in the same batch, not key by key: two statements, each binding
+ * the agency id, however many keys the agency holds.
+ */
+export async function keysOfAgency(db: Db, agencyId: string): Promise<KeyWithSecrets[]> {
+  const agencyKeyIds = db.select({ id: apiKeys.id }).from(apiKeys).where(eq(apiKeys.agencyId, agencyId));
+  const [keys, secrets] = await db.batch([
+    db.select().from(apiKeys).where(eq(apiKeys.agencyId, agencyId)).orderBy(asc(apiKeys.createdAt), asc(apiKeys.id)),
+    db
+      .select()
+      .from(apiKeySecrets)
+      .where(and(inArray(apiKeySecrets.keyId, agencyKeyIds), isNull(apiKeySecrets.deactivatedAt))),
+  ]);
+  const byKey = new Map<string, ApiKeySecret[]>();
+  for (const s of secrets) {
+    const ofKey = byKey.get(s.keyId);
+    if (ofKey) ofKey.push(s);
+    else byKey.set(s.keyId, [s]);
+  }
+  return keys.map((key) => ({ key, secrets: byKey.get(key.id) ?? [] }));
 }
 
 /**

@@ -3,6 +3,7 @@ import type { AppEnv } from "../http/env";
 import { validationHook } from "../http/validation";
 import { agenciesInternal } from "./agencies";
 import { apiKeysInternal } from "./api-keys";
+import { appointmentsInternal } from "./appointments";
 import { calendarsInternal } from "./calendars";
 import { listingsInternal } from "./listings";
 import { mediaInternal } from "./media";
@@ -17,6 +18,7 @@ export const internalApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook
   .route("/", apiKeysInternal)
   .route("/", sessionsInternal)
   .route("/", listingsInternal)
+  .route("/", appointmentsInternal)
   .route("/", mediaInternal)
   .route("/", webhooksInternal)
   .route("/", calendarsInternal);

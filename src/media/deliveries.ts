@@ -1,13 +1,16 @@
-import { and, desc, eq, sql } from "drizzle-orm";
+import { and, asc, desc, eq, inArray, sql } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../db/client";
 import {
   type DeliveryDestination,
   deliveryDestinations,
   type Listing,
+  type MediaDelivery,
+  type MediaDeliveryFile,
   mediaDeliveries,
   mediaDeliveryFiles,
 } from "../db/schema";
+import { DomainError } from "../lib/errors";
 import { newId, nowIso } from "../lib/ids";
 import { sendJob } from "./jobs";
 
@@ -112,11 +115,81 @@ export async function prepareDelivery(
   return { deliveryId, statements };
 }
 
-export async function deliveriesOf(db: Db, listingId: string) {
-  return db
-    .select()
-    .from(mediaDeliveries)
-    .where(eq(mediaDeliveries.listingId, listingId))
-    .orderBy(desc(mediaDeliveries.createdAt))
-    .all();
+/** A delivery with the files it carries, each with its own outcome. */
+export type DeliveryWithFiles = MediaDelivery & { files: MediaDeliveryFile[] };
+
+const withFiles = (deliveries: MediaDelivery[], files: MediaDeliveryFile[]): DeliveryWithFiles[] => {
+  const byDelivery = new Map<string, MediaDeliveryFile[]>();
+  for (const f of files) {
+    const ofDelivery = byDelivery.get(f.deliveryId);
+    if (ofDelivery) ofDelivery.push(f);
+    else byDelivery.set(f.deliveryId, [f]);
+  }
+  return deliveries.map((d) => ({ ...d, files: byDelivery.get(d.id) ?? [] }));
+};
+
+/**
+ * The listing's deliveries, newest first, with their files. The files are read by the
+ * listing in the same batch, not delivery by delivery, so the statement binds the same
+ * two parameters however many deliveries the listing has.
+ */
+export async function deliveriesOf(db: Db, listing: Pick<Listing, "id" | "agencyId">): Promise<DeliveryWithFiles[]> {
+  const ofListing = and(eq(mediaDeliveries.listingId, listing.id), eq(mediaDeliveries.agencyId, listing.agencyId));
+  const [deliveries, files] = await db.batch([
+    db.select().from(mediaDeliveries).where(ofListing).orderBy(desc(mediaDeliveries.createdAt)),
+    db
+      .select()
+      .from(mediaDeliveryFiles)
+      .where(
+        inArray(
+          mediaDeliveryFiles.deliveryId,
+          db.select({ id: mediaDeliveries.id }).from(mediaDeliveries).where(ofListing),
+        ),
+      )
+      .orderBy(asc(mediaDeliveryFiles.deliveryId), asc(mediaDeliveryFiles.uploadId)),
+  ]);
+  return withFiles(deliveries, files);
+}
+
+/** A delivery by id, held to the agency, with its files; undefined when it is not the agency's. */
+export async function deliveryOfAgency(db: Db, agencyId: string, id: string): Promise<DeliveryWithFiles | undefined> {
+  const [deliveries, files] = await db.batch([
+    db
+      .select()
+      .from(mediaDeliveries)
+      .where(and(eq(mediaDeliveries.id, id), eq(mediaDeliveries.agencyId, agencyId))),
+    db
+      .select()
+      .from(mediaDeliveryFiles)
+      .where(eq(mediaDeliveryFiles.deliveryId, id))
+      .orderBy(asc(mediaDeliveryFiles.uploadId)),
+  ]);
+  return withFiles(deliveries, files)[0];
+}
+
+/**
+ * A delivery of the listing's media asked for in the dashboard. Refuses when no agent of
+ * the listing configured storage (`delivery_destination_not_found`) and when the scope
+ * leaves nothing to carry (`nothing_to_deliver`).
+ */
+export async function deliverListingMedia(
+  env: Env,
+  db: Db,
+  listing: Pick<Listing, "id" | "agencyId" | "agentOneId" | "agentTwoId">,
+  scope: DeliveryScope,
+): Promise<DeliveryWithFiles> {
+  if (!(await destinationFor(db, listing)))
+    throw new DomainError("delivery_destination_not_found", {
+      details: { agent_ids: [listing.agentOneId, listing.agentTwoId].filter(Boolean) },
+    });
+  if (!(await hasCandidates(db, listing.id, scope)))
+    throw new DomainError("nothing_to_deliver", { details: { scope } });
+  const prepared = await prepareDelivery(env, db, listing, "manual", scope);
+  if (!prepared) throw new DomainError("delivery_destination_not_found");
+  const [first, ...rest] = prepared.statements;
+  await db.batch([first!, ...rest]);
+  const delivery = await deliveryOfAgency(db, listing.agencyId, prepared.deliveryId);
+  // Another trigger claimed the files between the check and the batch.
+  if (!delivery) throw new DomainError("nothing_to_deliver", { details: { scope } });
+  return delivery;
 }

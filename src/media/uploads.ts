@@ -119,8 +119,14 @@ export async function settleUpload(
   return { settled, deliveryId: delivery?.deliveryId ?? null };
 }
 
-export const uploadsOf = (db: Db, listingId: string) =>
-  db.select().from(mediaUploads).where(eq(mediaUploads.listingId, listingId)).orderBy(mediaUploads.createdAt).all();
+/** The listing's uploads, oldest first. */
+export const uploadsOf = (db: Db, listing: Pick<Listing, "id" | "agencyId">) =>
+  db
+    .select()
+    .from(mediaUploads)
+    .where(and(eq(mediaUploads.listingId, listing.id), eq(mediaUploads.agencyId, listing.agencyId)))
+    .orderBy(mediaUploads.createdAt)
+    .all();
 
 export const findUploadByKey = (db: Db, objectKey: string) =>
   db.select().from(mediaUploads).where(eq(mediaUploads.objectKey, objectKey)).get();

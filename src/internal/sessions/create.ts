@@ -1,18 +1,19 @@
-import { OpenAPIHono, z } from "@hono/zod-openapi";
-import { database } from "../db/client";
-import { createSession } from "../domain/sessions";
-import { SESSION_COOKIE } from "../http/auth";
-import type { AppEnv } from "../http/env";
-import { internalRoute } from "../http/route";
-import { validationHook } from "../http/validation";
+import { type RouteHandler, z } from "@hono/zod-openapi";
+import { database } from "../../db/client";
+import { createSession } from "../../domain/sessions";
+import { SESSION_COOKIE } from "../../http/auth";
+import type { AppEnv } from "../../http/env";
+import { internalRoute } from "../../http/route";
 
-const create = internalRoute(["user_not_found"], {
+export const createSessionRoute = internalRoute(["user_not_found"], {
   method: "post",
   path: "/internal/v1/sessions",
   operationId: "createSession",
   tags: ["Sessions"],
   summary: "Create a dashboard session for a user",
-  description: `The dashboard signs users in elsewhere and calls this to obtain the session cookie (\`${SESSION_COOKIE}\`), which POST /api/v1/media/upload accepts.`,
+  description:
+    `The dashboard signs users in elsewhere and calls this to obtain the session cookie (\`${SESSION_COOKIE}\`), ` +
+    "which POST /api/v1/media/upload accepts.",
   request: {
     body: {
       content: {
@@ -36,13 +37,14 @@ const create = internalRoute(["user_not_found"], {
   },
 });
 
-export const sessionsInternal = new OpenAPIHono<AppEnv>({ defaultHook: validationHook }).openapi(create, async (c) => {
+export const createSessionHandler: RouteHandler<typeof createSessionRoute, AppEnv> = async (c) => {
   const b = c.req.valid("json");
   const { token, expiresAt } = await createSession(
     database(c.env.DB),
     b.user_id,
     b.ttl_minutes ? b.ttl_minutes * 60_000 : undefined,
   );
-  const setCookie = `${SESSION_COOKIE}=${token}; Path=/; HttpOnly; Secure; SameSite=Lax; Expires=${new Date(expiresAt).toUTCString()}`;
+  const expires = new Date(expiresAt).toUTCString();
+  const setCookie = `${SESSION_COOKIE}=${token}; Path=/; HttpOnly; Secure; SameSite=Lax; Expires=${expires}`;
   return c.json({ cookie_name: SESSION_COOKIE, token, expires_at: expiresAt, set_cookie: setCookie }, 201);
-});
+};

@@ -1,0 +1,38 @@
+import { type RouteHandler, z } from "@hono/zod-openapi";
+import { database } from "../../db/client";
+import { createAgency } from "../../domain/hierarchy";
+import type { AppEnv } from "../../http/env";
+import { internalRoute } from "../../http/route";
+import { AgencySchema, presentAgency } from "./schema";
+
+export const createAgencyRoute = internalRoute([], {
+  method: "post",
+  path: "/internal/v1/agencies",
+  operationId: "createAgency",
+  tags: ["Agencies"],
+  summary: "Create an agency (or the platform's own staff agency)",
+  request: {
+    body: {
+      content: {
+        "application/json": {
+          schema: z.strictObject({
+            name: z.string().min(1).max(200),
+            kind: z.enum(["media_agency", "broker", "platform"]),
+            cancellation_notice_hours: z.number().int().min(0).max(720).optional(),
+          }),
+        },
+      },
+    },
+  },
+  responses: { 201: { description: "The agency.", content: { "application/json": { schema: AgencySchema } } } },
+});
+
+export const createAgencyHandler: RouteHandler<typeof createAgencyRoute, AppEnv> = async (c) => {
+  const body = c.req.valid("json");
+  const agency = await createAgency(database(c.env.DB), {
+    name: body.name,
+    kind: body.kind,
+    cancellationNoticeHours: body.cancellation_notice_hours,
+  });
+  return c.json(presentAgency(agency), 201);
+};

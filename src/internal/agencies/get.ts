@@ -1,0 +1,19 @@
+import { type RouteHandler, z } from "@hono/zod-openapi";
+import { database } from "../../db/client";
+import { getAgency } from "../../domain/hierarchy";
+import type { AppEnv } from "../../http/env";
+import { internalRoute } from "../../http/route";
+import { AgencySchema, presentAgency } from "./schema";
+
+export const getAgencyRoute = internalRoute(["agency_not_found"], {
+  method: "get",
+  path: "/internal/v1/agencies/{agency_id}",
+  operationId: "getAgency",
+  tags: ["Agencies"],
+  summary: "Get an agency",
+  request: { params: z.object({ agency_id: z.string() }) },
+  responses: { 200: { description: "The agency.", content: { "application/json": { schema: AgencySchema } } } },
+});
+
+export const getAgencyHandler: RouteHandler<typeof getAgencyRoute, AppEnv> = async (c) =>
+  c.json(presentAgency(await getAgency(database(c.env.DB), c.req.valid("param").agency_id)), 200);

@@ -1,0 +1,28 @@
+import { type RouteHandler, z } from "@hono/zod-openapi";
+import { database } from "../../db/client";
+import { pageAgencies } from "../../domain/users";
+import type { AppEnv } from "../../http/env";
+import { internalRoute } from "../../http/route";
+import { cursorQuery, pageBody, pageSchema } from "../../schemas/page";
+import { AgencySchema, presentAgency } from "./schema";
+
+export const listAgenciesRoute = internalRoute([], {
+  method: "get",
+  path: "/internal/v1/agencies",
+  operationId: "listAgencies",
+  tags: ["Agencies"],
+  summary: "List agencies, oldest first",
+  request: { query: z.strictObject(cursorQuery) },
+  responses: {
+    200: {
+      description: "A page of agencies.",
+      content: { "application/json": { schema: pageSchema(AgencySchema, "AgencyPage") } },
+    },
+  },
+});
+
+export const listAgenciesHandler: RouteHandler<typeof listAgenciesRoute, AppEnv> = async (c) => {
+  const { cursor, limit } = c.req.valid("query");
+  const page = await pageAgencies(database(c.env.DB), { secret: c.env.SECRET_KEY, cursor, limit });
+  return c.json(pageBody(page, presentAgency), 200);
+};

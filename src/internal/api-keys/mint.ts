@@ -1,0 +1,60 @@
+import { type RouteHandler, z } from "@hono/zod-openapi";
+import { database } from "../../db/client";
+import { mintKey, withSecrets } from "../../domain/api-keys";
+import { KEY_PREFIXES, type KeyMode } from "../../domain/keys";
+import { SCOPES } from "../../domain/roles";
+import type { AppEnv } from "../../http/env";
+import { internalRoute } from "../../http/route";
+import { isoInstant, mintedResponse, presentKey } from "./schema";
+
+export const mintApiKeyRoute = internalRoute(
+  ["agency_not_found", "user_not_found", "key_mint_forbidden", "scope_not_grantable"],
+  {
+    method: "post",
+    path: "/internal/v1/api-keys",
+    operationId: "mintApiKey",
+    tags: ["API keys"],
+    summary: "Mint a key for an agency",
+    description:
+      "Minted by an agency owner (media_agency, broker) for its agency, or by a platform admin for any agency. " +
+      "The key's mode is this environment's. The secret is in this response only.",
+    request: {
+      body: {
+        content: {
+          "application/json": {
+            schema: z.strictObject({
+              agency_id: z.string(),
+              minted_by_user_id: z.string(),
+              name: z.string().max(100).optional(),
+              scopes: z
+                .array(z.enum(SCOPES))
+                .min(1)
+                .optional()
+                .openapi({ description: "Defaults to every scope but `admin`." }),
+              expires_at: isoInstant.nullable().optional(),
+              prefix: z.enum(KEY_PREFIXES).optional().openapi({
+                description: "`ma_live_` mints a legacy-prefixed live key; must match the environment's mode.",
+              }),
+            }),
+          },
+        },
+      },
+    },
+    responses: mintedResponse(201, "The key and its secret."),
+  },
+);
+
+export const mintApiKeyHandler: RouteHandler<typeof mintApiKeyRoute, AppEnv> = async (c) => {
+  const b = c.req.valid("json");
+  const db = database(c.env.DB);
+  const { key, secret } = await mintKey(db, {
+    agencyId: b.agency_id,
+    mintedByUserId: b.minted_by_user_id,
+    mode: c.env.API_MODE as KeyMode,
+    prefix: b.prefix,
+    name: b.name,
+    scopes: b.scopes,
+    expiresAt: b.expires_at,
+  });
+  return c.json({ key: presentKey(await withSecrets(db, key)), secret }, 201);
+};

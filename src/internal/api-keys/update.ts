@@ -1,0 +1,50 @@
+import { type RouteHandler, z } from "@hono/zod-openapi";
+import { database } from "../../db/client";
+import { withSecrets } from "../../domain/api-keys";
+import { ENDPOINT_NAMES, MAX_BUDGET, MIN_BUDGET } from "../../domain/budgets";
+import { SCOPES } from "../../domain/roles";
+import { changeKey } from "../../durable/key-changes";
+import type { AppEnv } from "../../http/env";
+import { internalRoute } from "../../http/route";
+import { isoInstant, keyParam, keyResponse, presentKey } from "./schema";
+
+export const updateApiKeyRoute = internalRoute(["api_key_not_found", "scope_not_grantable"], {
+  method: "patch",
+  path: "/internal/v1/api-keys/{key_id}",
+  operationId: "updateApiKey",
+  tags: ["API keys"],
+  summary: "Disable or enable a key, set its expiry, scopes, name or rate-limit overrides",
+  request: {
+    params: keyParam,
+    body: {
+      content: {
+        "application/json": {
+          schema: z.strictObject({
+            is_active: z.boolean().optional(),
+            expires_at: isoInstant.nullable().optional(),
+            scopes: z.array(z.enum(SCOPES)).min(1).optional(),
+            name: z.string().max(100).optional(),
+            rate_limit_overrides: z
+              .partialRecord(z.enum(ENDPOINT_NAMES), z.number().int().min(MIN_BUDGET).max(MAX_BUDGET).nullable())
+              .optional()
+              .openapi({ description: "Per-endpoint budgets (requests per 60 s); null clears one override." }),
+          }),
+        },
+      },
+    },
+  },
+  responses: keyResponse("The updated key."),
+});
+
+export const updateApiKeyHandler: RouteHandler<typeof updateApiKeyRoute, AppEnv> = async (c) => {
+  const b = c.req.valid("json");
+  const patch = {
+    isActive: b.is_active,
+    expiresAt: b.expires_at,
+    scopes: b.scopes,
+    name: b.name,
+    rateLimitOverrides: b.rate_limit_overrides,
+  };
+  const { key } = await changeKey(c.env, c.req.valid("param").key_id, { op: "update", patch });
+  return c.json(presentKey(await withSecrets(database(c.env.DB), key)), 200);
+};

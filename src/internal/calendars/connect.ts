@@ -1,0 +1,88 @@
+import { type RouteHandler, z } from "@hono/zod-openapi";
+import { connectCalendar } from "../../calendar/connections";
+import { database } from "../../db/client";
+import { getUserById } from "../../domain/hierarchy";
+import type { AppEnv } from "../../http/env";
+import { internalRoute } from "../../http/route";
+import { userParam } from "./schema";
+
+const ConnectionSchema = z
+  .object({
+    id: z.string(),
+    user_id: z.string(),
+    provider: z.enum(["google", "ics"]),
+    calendar_id: z.string().nullable(),
+    updated_at: z.string(),
+  })
+  .openapi("CalendarConnection");
+
+export const connectCalendarRoute = internalRoute(["user_not_found"], {
+  method: "put",
+  path: "/internal/v1/users/{user_id}/calendar",
+  operationId: "connectCalendar",
+  tags: ["Calendars"],
+  summary: "Connect (or replace) a user's external calendar",
+  description:
+    "Google Calendar (OAuth tokens; refreshed with GOOGLE_CLIENT_SECRET when expired) or an ICS feed URL. " +
+    "Credentials are stored sealed and never returned. " +
+    "The connection also answers for everyone below the user in the hierarchy who has none.",
+  request: {
+    params: userParam,
+    body: {
+      content: {
+        "application/json": {
+          schema: z.discriminatedUnion("provider", [
+            z.strictObject({
+              provider: z.literal("google"),
+              calendar_id: z.string().min(1).max(300),
+              client_id: z.string().min(1),
+              refresh_token: z.string().min(1),
+              access_token: z.string().optional(),
+              access_token_expires_at: z.iso.datetime({ offset: true }).optional(),
+            }),
+            z.strictObject({ provider: z.literal("ics"), feed_url: z.url({ protocol: /^https?$/ }) }),
+          ]),
+        },
+      },
+    },
+  },
+  responses: {
+    200: {
+      description: "The connection (without credentials).",
+      content: { "application/json": { schema: ConnectionSchema } },
+    },
+  },
+});
+
+export const connectCalendarHandler: RouteHandler<typeof connectCalendarRoute, AppEnv> = async (c) => {
+  const db = database(c.env.DB);
+  const user = await getUserById(db, c.req.valid("param").user_id);
+  const b = c.req.valid("json");
+  const conn = await connectCalendar(
+    db,
+    c.env.SECRET_KEY,
+    user,
+    b.provider === "ics"
+      ? { provider: "ics", feedUrl: b.feed_url }
+      : {
+          provider: "google",
+          calendarId: b.calendar_id,
+          credentials: {
+            client_id: b.client_id,
+            refresh_token: b.refresh_token,
+            access_token: b.access_token,
+            access_token_expires_at: b.access_token_expires_at ? Date.parse(b.access_token_expires_at) : undefined,
+          },
+        },
+  );
+  return c.json(
+    {
+      id: conn.id,
+      user_id: conn.userId,
+      provider: conn.provider,
+      calendar_id: conn.calendarId,
+      updated_at: conn.updatedAt,
+    },
+    200,
+  );
+};

@@ -1,0 +1,10 @@
+import { z } from "@hono/zod-openapi";
+import { ListingSchema } from "../../schemas/listings";
+
+/** A listing named in a dashboard path: the agency first, then its listing number. */
+export const listingParams = z.object({ agency_id: z.string(), listing_number: z.string() });
+
+export const instant = z.iso.datetime({ offset: true });
+
+export const listingAnswer = (description: string) =>
+  ({ 200: { description, content: { "application/json": { schema: ListingSchema } } } }) as const;

@@ -1,0 +1,36 @@
+import { type RouteHandler, z } from "@hono/zod-openapi";
+import { database } from "../../db/client";
+import { findListing } from "../../domain/listings";
+import type { AppEnv } from "../../http/env";
+import { internalRoute } from "../../http/route";
+import { deliveriesOf } from "../../media/deliveries";
+import { uploadsOf } from "../../media/uploads";
+import { listingParams } from "../listings/schema";
+import { DeliverySchema, presentDelivery, presentUpload, UploadSchema } from "./schema";
+
+export const listListingMediaRoute = internalRoute(["listing_not_found"], {
+  method: "get",
+  path: "/internal/v1/agencies/{agency_id}/listings/{listing_number}/media",
+  operationId: "listListingMedia",
+  tags: ["Media"],
+  summary: "A listing's uploads and deliveries",
+  request: { params: listingParams },
+  responses: {
+    200: {
+      description: "Uploads (oldest first) and deliveries (newest first).",
+      content: {
+        "application/json": {
+          schema: z.object({ uploads: z.array(UploadSchema), deliveries: z.array(DeliverySchema) }),
+        },
+      },
+    },
+  },
+});
+
+export const listListingMediaHandler: RouteHandler<typeof listListingMediaRoute, AppEnv> = async (c) => {
+  const db = database(c.env.DB);
+  const p = c.req.valid("param");
+  const listing = await findListing(db, p.agency_id, p.listing_number);
+  const [uploads, deliveries] = await Promise.all([uploadsOf(db, listing), deliveriesOf(db, listing)]);
+  return c.json({ uploads: uploads.map(presentUpload), deliveries: deliveries.map(presentDelivery) }, 200);
+};

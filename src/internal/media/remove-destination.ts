@@ -1,0 +1,25 @@
+import type { RouteHandler } from "@hono/zod-openapi";
+import { database } from "../../db/client";
+import { getUserById } from "../../domain/hierarchy";
+import type { AppEnv } from "../../http/env";
+import { internalRoute } from "../../http/route";
+import { removeDestination } from "../../media/destinations";
+import { destinationPath, userParams } from "./schema";
+
+export const removeDeliveryDestinationRoute = internalRoute(["user_not_found", "delivery_destination_not_found"], {
+  method: "delete",
+  path: destinationPath,
+  operationId: "removeDeliveryDestination",
+  tags: ["Media"],
+  summary: "Remove an agent's delivery destination",
+  request: { params: userParams },
+  responses: { 204: { description: "Removed." } },
+});
+
+export const removeDeliveryDestinationHandler: RouteHandler<typeof removeDeliveryDestinationRoute, AppEnv> = async (
+  c,
+) => {
+  const db = database(c.env.DB);
+  await removeDestination(db, await getUserById(db, c.req.valid("param").user_id));
+  return c.body(null, 204);
+};

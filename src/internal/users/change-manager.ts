@@ -1,0 +1,37 @@
+import { type RouteHandler, z } from "@hono/zod-openapi";
+import { database } from "../../db/client";
+import { changeManager } from "../../domain/hierarchy";
+import type { AppEnv } from "../../http/env";
+import { internalRoute } from "../../http/route";
+import { withRenames } from "../../http/validation";
+import { presentInternalUser, userParam, userResponse } from "./schema";
+
+export const changeManagerRoute = internalRoute(
+  ["user_not_found", "manager_not_found", "hierarchy_cycle", "invalid_role"],
+  {
+    method: "patch",
+    path: "/internal/v1/users/{user_id}/manager",
+    operationId: "changeManager",
+    tags: ["Users"],
+    summary: "Change a user's manager, inside the agency or across agencies",
+    description:
+      "The user's whole subtree follows it into the manager's agency. " +
+      "Emits `user.hierarchy_changed` to the new owning agency.",
+    request: {
+      params: userParam,
+      body: {
+        content: {
+          "application/json": {
+            schema: withRenames(z.strictObject({ manager_id: z.string().nullable() }), { managerId: "manager_id" }),
+          },
+        },
+      },
+    },
+    responses: userResponse("The moved user."),
+  },
+);
+
+export const changeManagerHandler: RouteHandler<typeof changeManagerRoute, AppEnv> = async (c) => {
+  const moved = await changeManager(database(c.env.DB), c.req.valid("param").user_id, c.req.valid("json").manager_id);
+  return c.json(presentInternalUser(moved), 200);
+};

@@ -1,0 +1,58 @@
+import { type RouteHandler, z } from "@hono/zod-openapi";
+import { database } from "../../db/client";
+import { createUser } from "../../domain/hierarchy";
+import { ROLES } from "../../domain/roles";
+import type { AppEnv } from "../../http/env";
+import { internalRoute } from "../../http/route";
+import { withRenames } from "../../http/validation";
+import { InternalUserSchema, presentInternalUser } from "./schema";
+
+export const createUserRoute = internalRoute(
+  ["agency_not_found", "manager_not_found", "invalid_role", "user_email_taken"],
+  {
+    method: "post",
+    path: "/internal/v1/users",
+    operationId: "createUser",
+    tags: ["Users"],
+    summary: "Provision a user under a manager, or at the top of an agency",
+    description:
+      "With `manager_id` the user joins the manager's agency. Without it, `agency_id` is required and the role " +
+      "must be media_agency or broker (or a platform role in the platform agency). Emits `user.signed_up`.",
+    request: {
+      body: {
+        content: {
+          "application/json": {
+            // The user record spells the manager `managerId`; a request must say `manager_id`.
+            schema: withRenames(
+              z.strictObject({
+                agency_id: z.string().optional(),
+                manager_id: z.string().nullable().optional(),
+                role: z.enum(ROLES),
+                name: z.string().min(1).max(200),
+                email: z.email(),
+                source: z.enum(["admin_create", "invite"]).optional(),
+              }),
+              { managerId: "manager_id" },
+            ),
+          },
+        },
+      },
+    },
+    responses: {
+      201: { description: "The user.", content: { "application/json": { schema: InternalUserSchema } } },
+    },
+  },
+);
+
+export const createUserHandler: RouteHandler<typeof createUserRoute, AppEnv> = async (c) => {
+  const b = c.req.valid("json");
+  const user = await createUser(database(c.env.DB), {
+    agencyId: b.agency_id,
+    managerId: b.manager_id,
+    role: b.role,
+    name: b.name,
+    email: b.email,
+    source: b.source,
+  });
+  return c.json(presentInternalUser(user), 201);
+};

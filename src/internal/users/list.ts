@@ -1,0 +1,28 @@
+import { type RouteHandler, z } from "@hono/zod-openapi";
+import { database } from "../../db/client";
+import { pageAgencyUsers } from "../../domain/users";
+import type { AppEnv } from "../../http/env";
+import { internalRoute } from "../../http/route";
+import { cursorQuery, pageBody, pageSchema } from "../../schemas/page";
+import { InternalUserSchema, presentInternalUser } from "./schema";
+
+export const listUsersRoute = internalRoute([], {
+  method: "get",
+  path: "/internal/v1/users",
+  operationId: "listUsers",
+  tags: ["Users"],
+  summary: "List an agency's users, oldest first",
+  request: { query: z.strictObject({ ...cursorQuery, agency_id: z.string() }) },
+  responses: {
+    200: {
+      description: "A page of users.",
+      content: { "application/json": { schema: pageSchema(InternalUserSchema, "InternalUserPage") } },
+    },
+  },
+});
+
+export const listUsersHandler: RouteHandler<typeof listUsersRoute, AppEnv> = async (c) => {
+  const { cursor, limit, agency_id } = c.req.valid("query");
+  const page = await pageAgencyUsers(database(c.env.DB), agency_id, { secret: c.env.SECRET_KEY, cursor, limit });
+  return c.json(pageBody(page, presentInternalUser), 200);
+};
