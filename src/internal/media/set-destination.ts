@@ -44,7 +44,8 @@ export const setDeliveryDestinationRoute = internalRoute(["user_not_found", "inv
             path_prefix: z
               .string()
               .max(200)
-              .regex(/^[^\p{Cc}\\]*$/u)
+              // biome-ignore lint/suspicious/noControlCharactersInRegex: a folder name must not hold control characters.
+              .regex(/^[^\x00-\x1f\\]*$/)
               .default("")
               .openapi({ description: "Folder inside the bucket.", example: "listings" }),
           }),
