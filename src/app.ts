@@ -5,6 +5,7 @@ import { validationHook } from "./http/validation";
 import { internalApi } from "./internal";
 import { adminApi } from "./routes/admin";
 import { DEMO_CALENDAR_PATH, demoCalendar } from "./routes/dev/demo-calendar";
+import { errorDocsPath, errorsApi } from "./routes/errors";
 import { STRIPE_HOOK_PATH, stripeHook } from "./routes/hooks/stripe";
 import { listingsApi, replayListing } from "./routes/listings";
 import { mediaApi, replayUpload, uploadPath } from "./routes/media";
@@ -23,13 +24,15 @@ export const publicApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook }
   .route("/", webhooksApi)
   .route("/", schedulingApi)
   .route("/", reservedApi)
-  .route("/", adminApi);
+  .route("/", adminApi)
+  .route("/", errorsApi);
 
 export const { app, routes } = createApp({
   publicApi,
   internalApi,
   plain: [
     uploadPath,
+    errorDocsPath,
     { app: stripeHook, paths: [["post", STRIPE_HOOK_PATH]] },
     { app: demoCalendar, paths: [["get", DEMO_CALENDAR_PATH]] },
   ],

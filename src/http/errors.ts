@@ -4,6 +4,7 @@ import { DomainError, type ErrorCode, statusOf } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { transientFailure } from "../lib/transient";
 import type { AppEnv } from "./env";
+import { ERROR_DOCS_PATH } from "./openapi-errors";
 
 /** A failure that only the HTTP layer knows of, with headers of its own (`Allow` on a 405). */
 export class HttpError extends DomainError {
@@ -20,11 +21,12 @@ export class HttpError extends DomainError {
 }
 
 export interface ErrorEnvelope {
-  error: { code: ErrorCode; message: string; request_id: string; details: Record<string, unknown> };
+  error: { code: ErrorCode; message: string; request_id: string; details: Record<string, unknown>; doc_url: string };
 }
 
-export function envelope(err: DomainError, requestId: string): ErrorEnvelope {
-  return { error: { code: err.code, message: err.message, request_id: requestId, details: err.details } };
+export function envelope(err: DomainError, requestId: string, origin: string): ErrorEnvelope {
+  const doc_url = `${origin}${ERROR_DOCS_PATH}#${encodeURIComponent(err.code)}`;
+  return { error: { code: err.code, message: err.message, request_id: requestId, details: err.details, doc_url } };
 }
 
 /** The one error handler: the envelope for every failure, never a stack trace. */
@@ -52,7 +54,7 @@ function asDomainError(err: Error, c: Context<AppEnv>): DomainError {
 /** The envelope of `err`, with the status its code has in the one table. */
 export function errorResponse(c: Context<AppEnv>, err: DomainError): Response {
   const requestId = c.get("requestId") ?? newId("req");
-  const res = c.json(envelope(err, requestId), statusOf(err.code));
+  const res = c.json(envelope(err, requestId, new URL(c.req.url).origin), statusOf(err.code));
   res.headers.set("X-Request-Id", requestId);
   if (err.retryAfter !== undefined) res.headers.set("Retry-After", String(err.retryAfter));
   if (err instanceof HttpError) for (const [k, v] of Object.entries(err.headers)) res.headers.set(k, v);

@@ -1,6 +1,9 @@
 import { z } from "@hono/zod-openapi";
 import { ERRORS, type ErrorCode } from "../lib/errors";
 
+/** Where each code's entry lives in the served docs; every envelope links to it. */
+export const ERROR_DOCS_PATH = "/api/v1/docs/errors";
+
 export const ErrorEnvelopeSchema = z
   .object({
     error: z.object({
@@ -15,6 +18,10 @@ export const ErrorEnvelopeSchema = z
       details: z
         .record(z.string(), z.unknown())
         .openapi({ description: "Structured context; an empty object when none." }),
+      doc_url: z.string().openapi({
+        description: "This code's entry in the error catalog: what it means, whether a retry helps, what to do.",
+        example: "https://api.example.com/api/v1/docs/errors#listing_not_found",
+      }),
     }),
   })
   .openapi("ErrorEnvelope");
@@ -49,7 +56,13 @@ export function errorResponses(codes: readonly ErrorCode[]) {
               code,
               {
                 value: {
-                  error: { code, message: ERRORS[code][1], request_id: "req_0mhx3k2a1b2c3d4e5f6g7h8i", details: {} },
+                  error: {
+                    code,
+                    message: ERRORS[code][1],
+                    request_id: "req_0mhx3k2a1b2c3d4e5f6g7h8i",
+                    details: {},
+                    doc_url: `https://api.example.com${ERROR_DOCS_PATH}#${code}`,
+                  },
                 },
               },
             ]),

@@ -143,6 +143,12 @@ const TAGS = [
       "order form or the dashboard today.",
   },
   { name: "Administration", description: "Platform administrators only." },
+  {
+    name: "Errors",
+    description:
+      "Every error is one envelope; `error.doc_url` links to the code's entry in the catalog, which says " +
+      "whether a retry helps and what to do.",
+  },
 ];
 
 /** Every public event type under the OpenAPI 3.1 `webhooks` section, from the same schemas as the catalog. */

@@ -12,6 +12,8 @@ export interface Guard {
   roles?: readonly Role[];
   /** Also accept the dashboard session cookie. */
   session?: boolean;
+  /** Open to anyone, like the documents: no key, no budget (a reference, never tenant data). */
+  anonymous?: true;
   /** Largest accepted body in bytes (413 above it). */
   bodyLimit?: number;
   /** The route's own error codes, beyond those its guards can answer. */

@@ -63,7 +63,12 @@ function schemasOf(route: RouteConfig): RouteMeta["schemas"] {
 /** The codes a public route can answer: its guards' and its own. */
 export function routeCodes(route: RouteConfig, guard: Guard): ErrorCode[] {
   const { json, query } = schemasOf(route);
-  const codes: ErrorCode[] = [...AUTH_CODES, "https_required", "service_unavailable", "internal_error"];
+  const codes: ErrorCode[] = [
+    ...(guard.anonymous ? [] : AUTH_CODES),
+    "https_required",
+    "service_unavailable",
+    "internal_error",
+  ];
   if (guard.session) codes.push("auth_required", "agency_resolution_failed");
   if (guard.endpoint) codes.push("rate_limit_exceeded", "rate_limit_misconfigured", "rate_limit_unavailable");
   if (guard.scope) codes.push("auth.scope_denied");
@@ -109,7 +114,9 @@ function describe<const R extends RouteConfig>(
  */
 export function publicRoute<const R extends RouteConfig>(guard: Guard, route: R): Described<R> {
   const schemas = schemasOf(route);
-  const middleware: MiddlewareHandler<AppEnv>[] = [authenticate({ session: guard.session, endpoint: guard.endpoint })];
+  const middleware: MiddlewareHandler<AppEnv>[] = guard.anonymous
+    ? []
+    : [authenticate({ session: guard.session, endpoint: guard.endpoint })];
   if (guard.endpoint) middleware.push(rateLimit(guard.endpoint));
   if (guard.scope || guard.roles) middleware.push(authorize({ scope: guard.scope, roles: guard.roles }));
   if (MUTATING.has(route.method)) middleware.push(idempotency());
@@ -122,7 +129,7 @@ export function publicRoute<const R extends RouteConfig>(guard: Guard, route: R)
     codes: routeCodes(route, guard),
     schemas,
   };
-  const security: { [scheme: string]: string[] }[] = [{ ApiKey: [] }];
+  const security: { [scheme: string]: string[] }[] = guard.anonymous ? [] : [{ ApiKey: [] }];
   if (guard.session) security.push({ SessionCookie: [] });
   return describe(route, meta, middleware, security);
 }
