@@ -26,6 +26,8 @@ export const DEFAULT_BUDGETS = {
   read_webhook_endpoints: 120,
   manage_webhook_endpoints: 60,
   update_rate_limits: 60,
+  read_events_list: 300,
+  read_event_single: 600,
 } as const;
 
 export type EndpointName = keyof typeof DEFAULT_BUDGETS;
