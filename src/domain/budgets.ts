@@ -28,6 +28,7 @@ export const DEFAULT_BUDGETS = {
   update_rate_limits: 60,
   read_events_list: 300,
   read_event_single: 600,
+  read_webhook_deliveries: 120,
 } as const;
 
 export type EndpointName = keyof typeof DEFAULT_BUDGETS;

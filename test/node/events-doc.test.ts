@@ -53,4 +53,15 @@ describe("the events API in the OpenAPI document", () => {
       );
     }
   });
+
+  it("documents the delivery log under the endpoint, read-only with its own budget", async () => {
+    const doc = await publicDoc();
+    const op = doc.paths["/api/v1/webhooks/endpoints/{endpoint_id}/deliveries"].get;
+    expect(op["x-required-scope"]).toBe("webhooks:read");
+    expect(op["x-rate-limit"]).toEqual({ endpoint: "read_webhook_deliveries", requests_per_60s: 120 });
+    expect(Object.keys(doc.paths["/api/v1/webhooks/endpoints/{endpoint_id}/deliveries"])).toEqual(["get"]);
+    expect(Object.keys(doc.components.schemas.WebhookDelivery.properties)).toEqual(
+      expect.arrayContaining(["event_type", "status", "last_response_status", "last_error", "next_attempt_at"]),
+    );
+  });
 });
