@@ -6,6 +6,7 @@ import { internalApi } from "./internal";
 import { adminApi } from "./routes/admin";
 import { DEMO_CALENDAR_PATH, demoCalendar } from "./routes/dev/demo-calendar";
 import { errorDocsPath, errorsApi } from "./routes/errors";
+import { eventsApi } from "./routes/events";
 import { STRIPE_HOOK_PATH, stripeHook } from "./routes/hooks/stripe";
 import { listingsApi, replayListing } from "./routes/listings";
 import { mediaApi, replayUpload, uploadPath } from "./routes/media";
@@ -22,6 +23,7 @@ export const publicApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook }
   .route("/", toursApi)
   .route("/", usersApi)
   .route("/", webhooksApi)
+  .route("/", eventsApi)
   .route("/", schedulingApi)
   .route("/", reservedApi)
   .route("/", adminApi)

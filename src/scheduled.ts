@@ -4,6 +4,7 @@ import { sweepRotatedSecrets } from "./domain/api-keys";
 import { keyGate } from "./durable/key-changes";
 import { markStaleDeliveriesDead } from "./webhooks/delivery";
 import { sweepOutbox } from "./webhooks/dispatch";
+import { sweepRetention } from "./webhooks/retention";
 
 export const NIGHTLY = "0 3 * * *";
 export const EVERY_MINUTE = "* * * * *";
@@ -20,6 +21,7 @@ export async function runScheduled(controller: ScheduledController, env: Env): P
         dead: await markStaleDeliveriesDead(env, controller.scheduledTime),
       }),
     );
+    console.log(JSON.stringify({ job: "event_retention", ...(await sweepRetention(env, controller.scheduledTime)) }));
   }
   if (controller.cron === RECONCILE_CRON) {
     console.log(JSON.stringify({ job: "calendar_reconciliation", ...(await reconcileCalendars(env)) }));

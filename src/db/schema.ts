@@ -227,7 +227,14 @@ export const events = sqliteTable(
     /** Until when a drain holds this unsent event; past it, another drain may take it. */
     claimedUntil: text("claimed_until"),
   },
-  (t) => [index("events_pending").on(t.enqueuedAt, t.createdAt), index("events_agency").on(t.agencyId, t.createdAt)],
+  (t) => [
+    index("events_pending").on(t.enqueuedAt, t.createdAt),
+    // The events API: a keyset page of one agency's events, all of them or of one type.
+    index("events_agency_page").on(t.agencyId, t.createdAt, t.id),
+    index("events_agency_type_page").on(t.agencyId, t.eventType, t.createdAt, t.id),
+    // The retention sweep walks events from the oldest.
+    index("events_created").on(t.createdAt),
+  ],
 );
 
 export type Agency = typeof agencies.$inferSelect;
@@ -416,10 +423,17 @@ export const webhookDeliveries = sqliteTable(
     deliveredAt: text("delivered_at"),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
+    /** When the dashboard last queued it again: the retry schedule restarts there. */
+    replayedAt: text("replayed_at"),
   },
   (t) => [
     uniqueIndex("webhook_deliveries_event_endpoint").on(t.eventId, t.endpointId),
     index("webhook_deliveries_agency").on(t.agencyId, t.createdAt),
+    // The delivery log of one endpoint, all of it or by status.
+    index("webhook_deliveries_endpoint_page").on(t.endpointId, t.createdAt, t.id),
+    index("webhook_deliveries_endpoint_status_page").on(t.endpointId, t.status, t.createdAt, t.id),
+    // Settled deliveries by age, for the retention sweep (and pending ones for the stale sweep).
+    index("webhook_deliveries_status_updated").on(t.status, t.updatedAt),
   ],
 );
 

@@ -26,6 +26,9 @@ export const DEFAULT_BUDGETS = {
   read_webhook_endpoints: 120,
   manage_webhook_endpoints: 60,
   update_rate_limits: 60,
+  read_events_list: 300,
+  read_event_single: 600,
+  read_webhook_deliveries: 120,
 } as const;
 
 export type EndpointName = keyof typeof DEFAULT_BUDGETS;

@@ -135,6 +135,7 @@ const TAGS = [
   { name: "Tours", description: "Property tours of your agency." },
   { name: "Users", description: "The users of your agency hierarchy (read-only)." },
   { name: "Webhooks", description: "The event catalog and your receivers." },
+  { name: "Events", description: "Your agency's events of the last 30 days, as webhook deliveries carry them." },
   {
     name: "Scheduling",
     description:

@@ -5,6 +5,7 @@ import { catalogHandler, catalogRoute } from "./catalog";
 import { createEndpointHandler, createEndpointRoute } from "./create-endpoint";
 import { deleteEndpointHandler, deleteEndpointRoute } from "./delete-endpoint";
 import { getEndpointHandler, getEndpointRoute } from "./get-endpoint";
+import { listDeliveriesHandler, listDeliveriesRoute } from "./list-deliveries";
 import { listEndpointsHandler, listEndpointsRoute } from "./list-endpoints";
 import { testEndpointHandler, testEndpointRoute } from "./test-endpoint";
 
@@ -14,4 +15,5 @@ export const webhooksApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook
   .openapi(listEndpointsRoute, listEndpointsHandler)
   .openapi(getEndpointRoute, getEndpointHandler)
   .openapi(deleteEndpointRoute, deleteEndpointHandler)
-  .openapi(testEndpointRoute, testEndpointHandler);
+  .openapi(testEndpointRoute, testEndpointHandler)
+  .openapi(listDeliveriesRoute, listDeliveriesHandler);

@@ -1,0 +1,89 @@
+import { and, eq, gte, inArray, lt, type SQL, sql } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { keysetPage, type PageRequest } from "../db/pages";
+import { type EventRow, events } from "../db/schema";
+import { DomainError } from "../lib/errors";
+import { nowIso } from "../lib/ids";
+import { EVENT_TYPE_NAMES, type EventType } from "./events";
+
+/** How long events, and the webhook deliveries of them, are kept. */
+export const EVENT_RETENTION_DAYS = 30;
+
+/** The oldest `created_at` still kept at `now`: older rows are hidden at once and swept at night. */
+export const retentionCutoff = (now = Date.now()) => nowIso(now - EVENT_RETENTION_DAYS * 24 * 3600 * 1000);
+
+export interface EventFilters {
+  type?: EventType;
+  /** ISO 8601 instant, inclusive. */
+  createdAfter?: string;
+  /** ISO 8601 instant, exclusive. */
+  createdBefore?: string;
+}
+
+const queryError = (field: string, code: string, message: string, ctx: Record<string, unknown> = {}) =>
+  new DomainError("request_query_invalid", {
+    message: `Invalid query parameter. ${field}: ${message}`,
+    details: { errors: [{ field, code, message, ctx }], fields: { [field]: [message] } },
+  });
+
+/**
+ * An ISO 8601 instant (already matched by the query schema) as the stored form, UTC with
+ * milliseconds, so that it compares with `created_at` as text. A calendar date that does
+ * not exist (February 31st) is refused rather than rolled over into the next month.
+ */
+function instant(field: string, value: string): string {
+  const ms = Date.parse(value);
+  const [, y, m, d] = /^(\d{4})-(\d{2})-(\d{2})/.exec(value) ?? [];
+  const day = new Date(Date.UTC(Number(y), Number(m) - 1, Number(d)));
+  if (Number.isNaN(ms) || day.getUTCMonth() !== Number(m) - 1 || day.getUTCDate() !== Number(d))
+    throw queryError(field, "validation_string_pattern", "Not a valid ISO 8601 instant.", { format: "datetime" });
+  return nowIso(ms);
+}
+
+/** The time window of a list, checked: `created_before` must come after `created_after`. */
+export function eventWindow(createdAfter: string | undefined, createdBefore: string | undefined) {
+  const after = createdAfter === undefined ? undefined : instant("created_after", createdAfter);
+  const before = createdBefore === undefined ? undefined : instant("created_before", createdBefore);
+  if (after !== undefined && before !== undefined && before <= after)
+    throw queryError("created_before", "validation_out_of_range", "Must be later than created_after.", {
+      minimum: after,
+      inclusive: false,
+    });
+  return { createdAfter: after, createdBefore: before };
+}
+
+/** Only the public event types are ever shown; the list travels as one bound parameter. */
+const publicType = (): SQL =>
+  inArray(events.eventType, sql`(SELECT value FROM json_each(${JSON.stringify(EVENT_TYPE_NAMES)}))`);
+
+/**
+ * The agency's events still kept, oldest first, optionally of one type and inside a time
+ * window. The retention horizon is a floor under `created_after`; it moves with the
+ * clock, so it is not part of the list a cursor is bound to.
+ */
+export function pageEvents(db: Db, agencyId: string, filters: EventFilters, req: PageRequest, now = Date.now()) {
+  const { type, createdAfter, createdBefore } = filters;
+  const cutoff = retentionCutoff(now);
+  const from = createdAfter !== undefined && createdAfter > cutoff ? createdAfter : cutoff;
+  const where = and(
+    eq(events.agencyId, agencyId),
+    type ? eq(events.eventType, type) : publicType(),
+    gte(events.createdAt, from),
+    createdBefore !== undefined ? lt(events.createdAt, createdBefore) : undefined,
+  );
+  const list = `events:${agencyId}:${type ?? ""}:${createdAfter ?? ""}:${createdBefore ?? ""}`;
+  return keysetPage(db, events, list, where, req);
+}
+
+/** One event of the agency, still kept; another agency's, an expired or an unknown one is `event_not_found`. */
+export async function findEvent(db: Db, agencyId: string, id: string, now = Date.now()): Promise<EventRow> {
+  const event = await db
+    .select()
+    .from(events)
+    .where(
+      and(eq(events.id, id), eq(events.agencyId, agencyId), publicType(), gte(events.createdAt, retentionCutoff(now))),
+    )
+    .get();
+  if (!event) throw new DomainError("event_not_found");
+  return event;
+}
