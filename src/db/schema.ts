@@ -62,7 +62,10 @@ export const apiKeys = sqliteTable(
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
-  (t) => [index("api_keys_agency").on(t.agencyId, t.createdAt, t.id)],
+  (t) => [
+    index("api_keys_agency").on(t.agencyId, t.createdAt, t.id),
+    index("api_keys_minter").on(t.mintedByUserId, t.id),
+  ],
 );
 
 /**

@@ -76,7 +76,15 @@ export function publicDocument(app: OpenAPIHono<AppEnv>, routes: RouteRegistry, 
     in: "header",
     name: "X-API-Key",
     description:
-      "Your secret key: `sk_test_…` in the sandbox, `sk_live_…` in production. Never send it in a URL, query or body; `Authorization: Bearer` is refused.",
+      "Your secret key: `sk_test_…` in the sandbox, `sk_live_…` in production. Never send it in a URL, query or " +
+      "body; `Authorization: Bearer` is refused.\n\n" +
+      "Every change to a key is effective from the very next request, even while other requests of the key are " +
+      "running: a revoked key gets 401 `api_key_revoked`, a disabled one `api_key_disabled`, an expired one " +
+      "`api_key_expired`, and a secret whose 30-day rotation grace has ended `api_key_invalid`.\n\n" +
+      "A key acts for the user who minted it. When that user is deactivated or suspended in the dashboard, or " +
+      "moves to another agency, each key it minted is refused from the very next request with 401 " +
+      "`api_key_disabled` and `details.reason` `minting_user_inactive` or `minting_user_moved`. The key is not " +
+      "revoked: it works again only once that user is active in the key's agency again. Otherwise mint a new key.",
   });
   app.openAPIRegistry.registerComponent("securitySchemes", "SessionCookie", {
     type: "apiKey",

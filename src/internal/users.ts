@@ -4,6 +4,7 @@ import type { User } from "../db/schema";
 import { changeManager, createUser, deactivateUser, getUserById } from "../domain/hierarchy";
 import { ROLES } from "../domain/roles";
 import { pageAgencyUsers } from "../domain/users";
+import { refreshKeysMintedBy } from "../durable/key-changes";
 import type { AppEnv } from "../http/env";
 import { internalRoute } from "../http/route";
 import { validationHook, withRenames } from "../http/validation";
@@ -81,7 +82,7 @@ const setManager = internalRoute(["user_not_found", "manager_not_found", "hierar
   tags: ["Users"],
   summary: "Change a user's manager, inside the agency or across agencies",
   description:
-    "The user's whole subtree follows it into the manager's agency. Emits `user.hierarchy_changed` to the new owning agency.",
+    "The user's whole subtree follows it into the manager's agency. Emits `user.hierarchy_changed` to the new owning agency. API keys minted by a user who leaves the key's agency (the user or anyone in the subtree) are refused from the very next request with 401 `api_key_disabled` (`details.reason`: `minting_user_moved`).",
   request: {
     params: userParam,
     body: {
@@ -101,7 +102,8 @@ const deactivate = internalRoute(["user_not_found"], {
   operationId: "deactivateUser",
   tags: ["Users"],
   summary: "Deactivate or suspend a user",
-  description: "Emits `user.deactivated` once; deactivating an inactive user changes nothing.",
+  description:
+    "Emits `user.deactivated` once; deactivating an inactive user changes nothing. Every API key the user minted is refused from the very next request with 401 `api_key_disabled` (`details.reason`: `minting_user_inactive`).",
   request: {
     params: userParam,
     body: {
@@ -132,15 +134,15 @@ export const usersInternal = new OpenAPIHono<AppEnv>({ defaultHook: validationHo
     return c.json(pageBody(page, present), 200);
   })
   .openapi(get, async (c) => c.json(present(await getUserById(database(c.env.DB), c.req.valid("param").user_id)), 200))
-  .openapi(setManager, async (c) =>
-    c.json(
-      present(await changeManager(database(c.env.DB), c.req.valid("param").user_id, c.req.valid("json").manager_id)),
-      200,
-    ),
-  )
-  .openapi(deactivate, async (c) =>
-    c.json(
-      present(await deactivateUser(database(c.env.DB), c.req.valid("param").user_id, c.req.valid("json").reason)),
-      200,
-    ),
-  );
+  // The keys' gates are told even when nothing changed, so repeating a call whose
+  // notice was cut short completes it.
+  .openapi(setManager, async (c) => {
+    const moved = await changeManager(database(c.env.DB), c.req.valid("param").user_id, c.req.valid("json").manager_id);
+    await refreshKeysMintedBy(c.env, moved.id, { subtree: true });
+    return c.json(present(moved), 200);
+  })
+  .openapi(deactivate, async (c) => {
+    const user = await deactivateUser(database(c.env.DB), c.req.valid("param").user_id, c.req.valid("json").reason);
+    await refreshKeysMintedBy(c.env, user.id, { subtree: false });
+    return c.json(present(user), 200);
+  });

@@ -1,0 +1,1 @@
+CREATE INDEX `api_keys_minter` ON `api_keys` (`minted_by_user_id`,`id`);
