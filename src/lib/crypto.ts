@@ -45,19 +45,38 @@ export function timingSafeEqual(a: string, b: string): boolean {
   return diff === 0;
 }
 
-/** AES-256-GCM with a random 96-bit nonce: `v1.<nonce>.<ciphertext>`, all base64url. */
-export async function encrypt(secret: string, purpose: string, plaintext: string): Promise<string> {
+/**
+ * AES-256-GCM with a random 96-bit nonce: `v1.<nonce>.<ciphertext>`, all base64url.
+ * `boundTo` names the row that holds the ciphertext (say agency and endpoint id); it is
+ * authenticated as associated data, so the ciphertext opens only for that same row and
+ * cannot be moved to another.
+ */
+export async function encrypt(secret: string, purpose: string, plaintext: string, boundTo: string): Promise<string> {
   const key = await deriveKey(secret, purpose, { name: "AES-GCM", length: 256 }, ["encrypt", "decrypt"]);
   const iv = crypto.getRandomValues(new Uint8Array(12));
-  const ct = new Uint8Array(await crypto.subtle.encrypt({ name: "AES-GCM", iv }, key, enc.encode(plaintext)));
+  const ct = new Uint8Array(
+    await crypto.subtle.encrypt(
+      { name: "AES-GCM", iv, additionalData: enc.encode(boundTo) },
+      key,
+      enc.encode(plaintext),
+    ),
+  );
   return `v1.${base64url(iv)}.${base64url(ct)}`;
 }
 
-export async function decrypt(secret: string, purpose: string, sealed: string): Promise<string> {
+/** Opens what `encrypt` sealed for the same purpose and row; anything else throws. */
+export async function decrypt(secret: string, purpose: string, sealed: string, boundTo: string): Promise<string> {
   const [version, iv, ct] = sealed.split(".");
   if (version !== "v1" || !iv || !ct) throw new Error("unsupported ciphertext");
   const key = await deriveKey(secret, purpose, { name: "AES-GCM", length: 256 }, ["encrypt", "decrypt"]);
   return new TextDecoder().decode(
-    await crypto.subtle.decrypt({ name: "AES-GCM", iv: fromBase64url(iv) }, key, fromBase64url(ct)),
+    await crypto.subtle.decrypt(
+      { name: "AES-GCM", iv: fromBase64url(iv), additionalData: enc.encode(boundTo) },
+      key,
+      fromBase64url(ct),
+    ),
   );
 }
+
+/** The associated data of a sealed column: the table and the columns that identify its row. */
+export const rowBinding = (table: string, ...ids: string[]) => [table, ...ids].join("\u0000");
