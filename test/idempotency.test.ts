@@ -2,7 +2,9 @@ import { createExecutionContext, runInDurableObject, waitOnExecutionContext } fr
 import { env } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import { idempotencyMarks, listings } from "../src/db/schema";
+import { idempotencyMarks, listings, webhookEndpoints } from "../src/db/schema";
+import { mintKey } from "../src/domain/api-keys";
+import { requestHashOf } from "../src/http/idempotency";
 import worker from "../src/index";
 import { BASE, call, db, expectError, makeTenant, type Tenant } from "./harness";
 
@@ -17,6 +19,7 @@ const create = (t: Tenant, key: string, extra: Record<string, unknown> = {}) =>
 const countListings = async (t: Tenant) =>
   (await db().select().from(listings).where(eq(listings.agencyId, t.agencyId)).all()).length;
 const lockOf = (t: Tenant, key: string) => env.IDEMPOTENCY.getByName(`${t.agencyId}:${key}`);
+const hashOf = (t: Tenant, payload: string) => requestHashOf(`key:${t.keyId}`, "POST", "/api/v1/listings", payload);
 
 describe("the header", () => {
   it("is required on mutating requests: idempotency.missing", async () => {
@@ -98,12 +101,66 @@ describe("replay and conflict", () => {
   });
 });
 
+describe("a record belongs to the caller that made the first request", () => {
+  // Subscribed to an event these tests never cause, so no delivery leaves for the receiver.
+  const register = (key: string, idem: string) =>
+    call("/api/v1/webhooks/endpoints", {
+      key,
+      body: { url: "https://hooks.example.com/alms", event_types: ["listing.cancelled"] },
+      idempotencyKey: idem,
+    });
+  const endpointsOf = async (t: Tenant) =>
+    (await db().select().from(webhookEndpoints).where(eq(webhookEndpoints.agencyId, t.agencyId)).all()).length;
+  const secondKey = async (t: Tenant) =>
+    (await mintKey(db(), { agencyId: t.agencyId, mintedByUserId: t.owner.id, mode: "test" })).secret;
+
+  it("a signing secret is replayed to the key that registered it, and to no other key of the agency", async () => {
+    const t = await makeTenant();
+    const other = await secondKey(t);
+    const first = await register(t.key, "hook-1");
+    expect(first.status, first.text).toBe(201);
+    const secret: string = first.json.signing_secret;
+    expect(secret).toMatch(/^whsec_/);
+    const again = await register(t.key, "hook-1");
+    expect(again.headers.get("X-Idempotent-Replay")).toBe("true");
+    expect(again.json.signing_secret).toBe(secret);
+    const stranger = await register(other, "hook-1");
+    expectError(stranger, 409, "idempotency_key_conflict");
+    expect(stranger.text).not.toContain(secret.slice(6));
+    expect(await endpointsOf(t)).toBe(1);
+  });
+
+  it("the cached response is stored sealed: the secret is not in the lock object's storage", async () => {
+    const t = await makeTenant();
+    const first = await register(t.key, "hook-2");
+    const secret: string = first.json.signing_secret;
+    const stored = await runInDurableObject(lockOf(t, "hook-2"), async (_, state) =>
+      JSON.stringify([...(await state.storage.list()).entries()]),
+    );
+    expect(stored).toContain(`"status":201`);
+    expect(stored).not.toContain(secret.slice(6));
+    expect(stored).not.toContain(first.json.id);
+  });
+
+  it("another key never gets the first call's answer, even after the lock object lost its state", async () => {
+    const t = await makeTenant();
+    const other = await secondKey(t);
+    expect((await register(t.key, "hook-3")).status).toBe(201);
+    await runInDurableObject(lockOf(t, "hook-3"), async (_, state) => state.storage.deleteAll());
+    expectError(await register(other, "hook-3"), 409, "idempotency_key_conflict");
+    expect(await endpointsOf(t)).toBe(1);
+    // The key that made the first call is still answered from its commit.
+    const mine = await register(t.key, "hook-3");
+    expect(mine.status, mine.text).toBe(201);
+    expect(await endpointsOf(t)).toBe(1);
+  });
+});
+
 describe("in progress, failures and expiry", () => {
   it("while the first call runs: idempotency_key_in_progress with Retry-After: 5", async () => {
     const t = await makeTenant();
     const payload = JSON.stringify(body(t));
-    const { sha256Hex } = await import("../src/lib/ids");
-    await lockOf(t, "busy").begin(t.agencyId, "busy", await sha256Hex(`POST /api/v1/listings\n${payload}`));
+    await lockOf(t, "busy").begin(t.agencyId, "busy", await hashOf(t, payload));
     const r = await call("/api/v1/listings", {
       key: t.key,
       rawBody: payload,
@@ -168,13 +225,7 @@ describe("in progress, failures and expiry", () => {
   it("a Worker that died before committing does not lock the key forever", async () => {
     const t = await makeTenant();
     const payload = JSON.stringify(body(t));
-    const { sha256Hex } = await import("../src/lib/ids");
-    await lockOf(t, "crash-before").begin(
-      t.agencyId,
-      "crash-before",
-      await sha256Hex(`POST /api/v1/listings\n${payload}`),
-      Date.now() - 61_000,
-    );
+    await lockOf(t, "crash-before").begin(t.agencyId, "crash-before", await hashOf(t, payload), Date.now() - 61_000);
     const r = await call("/api/v1/listings", {
       key: t.key,
       rawBody: payload,

@@ -98,7 +98,12 @@ export function publicDocument(app: OpenAPIHono<AppEnv>, routes: RouteRegistry, 
     in: "header",
     required: true,
     description:
-      "Required on every POST, PUT, PATCH and DELETE: an opaque string of at most 128 printable ASCII characters (UUIDv4 recommended, ULID accepted). The full response is kept for 24 hours per agency and key; a repeat replays it with `X-Idempotent-Replay: true`.",
+      "Required on every POST, PUT, PATCH and DELETE: an opaque string of at most 128 printable ASCII characters " +
+      "(UUIDv4 recommended, ULID accepted). The full response is kept for 24 hours per agency and key; a repeat " +
+      "replays it with `X-Idempotent-Replay: true`.\n\n" +
+      "A key belongs to the caller that first used it (the API key, across its rotations; or the dashboard user " +
+      "of a session): the same idempotency key from another caller of the agency is 409 " +
+      "`idempotency_key_conflict`, never a replay. Cached responses are stored encrypted.",
     schema: { type: "string", maxLength: 128, example: "3f1c1f9e-3c51-4e2b-9d1e-8d7c2b9f4a10" },
   });
   const doc = app.getOpenAPI31Document({
