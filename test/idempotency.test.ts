@@ -1,12 +1,12 @@
 import { createExecutionContext, runInDurableObject, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { eq } from "drizzle-orm";
-import { describe, expect, it } from "vitest";
+import { and, eq } from "drizzle-orm";
+import { describe, expect, it, vi } from "vitest";
 import { idempotencyMarks, listings, webhookEndpoints } from "../src/db/schema";
 import { mintKey } from "../src/domain/api-keys";
 import { requestHashOf } from "../src/http/idempotency";
 import worker from "../src/index";
-import { BASE, call, db, expectError, makeTenant, type Tenant } from "./harness";
+import { BASE, call, db, expectError, makeListing, makeTenant, outbox, type Tenant } from "./harness";
 
 const body = (t: Tenant, extra: Record<string, unknown> = {}) => ({
   address: "7 Replay Road",
@@ -279,5 +279,134 @@ describe("in progress, failures and expiry", () => {
     expect(res.status).toBe(503);
     expect(((await res.json()) as any).error.code).toBe("idempotency_unavailable");
     expect(await countListings(t)).toBe(0);
+  });
+});
+
+/**
+ * Holds the D1 batches of two requests (those whose first statement matches `match`)
+ * until both have arrived, then runs them one after the other (lowest `rank` first): requests that all read the state
+ * before any of them writes, with a known winner. Each request waits on a timer and runs
+ * its own batch, since a request may only do I/O (and be woken) in its own context.
+ */
+async function raced<T>(
+  match: RegExp,
+  rank: (sql: string) => number,
+  run: () => [Promise<T>, Promise<T>],
+): Promise<[T, T]> {
+  const n = 2;
+  const real = env.DB.batch.bind(env.DB);
+  const held: { sql: string }[] = [];
+  let order: { sql: string }[] | undefined;
+  let done = 0;
+  const spy = vi.spyOn(env.DB, "batch").mockImplementation(async (stmts: D1PreparedStatement[]) => {
+    const sql = (stmts[0] as unknown as { statement: string }).statement;
+    if (!match.test(sql) || held.length >= n) return real(stmts);
+    const me = { sql };
+    held.push(me);
+    if (held.length === n) order = [...held].sort((a, b) => rank(a.sql) - rank(b.sql));
+    while (order?.[done] !== me) await new Promise((r) => setTimeout(r, 5));
+    try {
+      return await real(stmts);
+    } finally {
+      done++;
+    }
+  });
+  try {
+    const [a, b] = run();
+    return [await a, await b];
+  } finally {
+    spy.mockRestore();
+  }
+}
+
+const marksOf = (t: Tenant, key: string) =>
+  db()
+    .select()
+    .from(idempotencyMarks)
+    .where(and(eq(idempotencyMarks.agencyId, t.agencyId), eq(idempotencyMarks.idemKey, key)))
+    .all();
+
+/** The lock lost its answer and its lease ran out: the next call is decided by the D1 commit mark. */
+async function loseAnswer(t: Tenant, key: string) {
+  await runInDurableObject(lockOf(t, key), async (_, state) => {
+    const s = (await state.storage.get<any>("state"))!;
+    await state.storage.put("state", {
+      ...s,
+      response: undefined,
+      lock: { token: "dead", leaseUntil: Date.now() - 1 },
+    });
+  });
+}
+
+describe("the commit mark tells the truth", () => {
+  it("two status changes race: the loser answers 409, commits no mark, and its replay answers that 409", async () => {
+    const t = await makeTenant();
+    const { listing_number } = await makeListing(t, { activate: true });
+    const patch = (key: string) =>
+      call(`/api/v1/listings/${listing_number}/status`, {
+        key: t.key,
+        method: "PATCH",
+        body: { new_status: "Sold" },
+        idempotencyKey: key,
+      });
+    const [a, b] = await raced(
+      /^update "listings"/,
+      () => 0,
+      () => [patch("race-a"), patch("race-b")],
+    );
+    expect([a.status, b.status].sort(), `${a.text}\n${b.text}`).toEqual([200, 409]);
+    const [loser, loserKey, winnerKey] = a.status === 409 ? [a, "race-a", "race-b"] : [b, "race-b", "race-a"];
+    expectError(loser, 409, "no_op_transition");
+    expect((await marksOf(t, winnerKey)).map((m) => m.status)).toEqual([200]);
+    expect(await marksOf(t, loserKey)).toEqual([]);
+    const replayed = await patch(loserKey);
+    expect(replayed.headers.get("X-Idempotent-Replay")).toBe("true");
+    expect(replayed.status).toBe(409);
+    expect(replayed.text).toBe(loser.text);
+    // With its cached answer lost, the loser is not answered 200 from a mark: it runs again and is refused again.
+    await loseAnswer(t, loserKey);
+    expectError(await patch(loserKey), 409, "no_op_transition");
+    expect(await outbox(t.agencyId, "listing.status_changed")).toHaveLength(1);
+  });
+
+  it("two cancellations race: the loser answers listing_already_cancelled and commits no mark", async () => {
+    const t = await makeTenant();
+    const { listing_number } = await makeListing(t);
+    const cancel = (key: string) =>
+      call(`/api/v1/listings/${listing_number}/cancel`, { key: t.key, body: {}, idempotencyKey: key });
+    const [a, b] = await raced(
+      /^update "listings"/,
+      () => 0,
+      () => [cancel("cancel-a"), cancel("cancel-b")],
+    );
+    expect([a.status, b.status].sort(), `${a.text}\n${b.text}`).toEqual([200, 409]);
+    const [loser, loserKey] = a.status === 409 ? [a, "cancel-a"] : [b, "cancel-b"];
+    expectError(loser, 409, "listing_already_cancelled");
+    expect(await marksOf(t, loserKey)).toEqual([]);
+    await loseAnswer(t, loserKey);
+    expectError(await cancel(loserKey), 409, "listing_already_cancelled");
+    expect(await outbox(t.agencyId, "listing.cancelled")).toHaveLength(1);
+  });
+
+  it("a tour update that loses to a delete answers tour_not_found and commits no mark", async () => {
+    const t = await makeTenant();
+    const created = await call("/api/v1/tours", {
+      key: t.key,
+      body: { address: "1 Race Lane", city: "Springfield", state: "IL", zipcode: "62701" },
+    });
+    expect(created.status, created.text).toBe(201);
+    const path = `/api/v1/tours/${created.json.tour_number}`;
+    const [updated, deleted] = await raced(
+      /^(update|delete from) "tours"/,
+      (sql) => (sql.startsWith("delete") ? 0 : 1),
+      () => [
+        call(path, { key: t.key, method: "PUT", body: { status: "inactive" }, idempotencyKey: "tour-update" }),
+        call(path, { key: t.key, method: "DELETE", idempotencyKey: "tour-delete" }),
+      ],
+    );
+    expect(deleted.status, deleted.text).toBe(204);
+    expectError(updated, 404, "tour_not_found");
+    expect(await marksOf(t, "tour-update")).toEqual([]);
+    expect((await marksOf(t, "tour-delete")).map((m) => m.status)).toEqual([204]);
   });
 });

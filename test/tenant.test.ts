@@ -80,7 +80,7 @@ describe("a key follows the user who minted it", () => {
     ]);
   });
 
-  it("suspending the minting user refuses every key it minted, however many (paged past one page of gates)", async () => {
+  it("suspending the minting user refuses every key it minted, however many (paged past one page)", async () => {
     const t = await makeTenant();
     const keys = [t.key];
     for (let i = 0; i < 54; i++) {

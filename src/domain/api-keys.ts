@@ -176,7 +176,8 @@ export async function keyIdsMintedBy(
   opts: { subtree: boolean; after: string; limit: number },
 ): Promise<string[]> {
   const minters = opts.subtree
-    ? sql`(WITH RECURSIVE tree(id) AS (SELECT ${userId} UNION SELECT u.id FROM users u JOIN tree t ON u.manager_id = t.id)
+    ? sql`(WITH RECURSIVE tree(id) AS
+          (SELECT ${userId} UNION SELECT u.id FROM users u JOIN tree t ON u.manager_id = t.id)
         SELECT id FROM tree)`
     : sql`(${userId})`;
   const rows = await db

@@ -144,6 +144,11 @@ export function checkTransition(listing: Pick<Listing, "isActivated" | "status">
   if (listing.status === next) throw new DomainError("no_op_transition", { details: { status: listing.status } });
 }
 
+/**
+ * Moves an activated listing to another status, guarded on the status it was read with.
+ * `alsoWrite` follows the event, which is written only when the listing changed, so a
+ * statement there conditional on `changes()` runs only for a change that won its race.
+ */
 export async function changeStatus(
   db: Db,
   listing: Listing,
@@ -191,7 +196,8 @@ export async function cancellationCutoff(db: Db, listing: Listing): Promise<Date
 /**
  * Cancels a listing and its scheduled appointments in one batch. The API honours the
  * no-fee window; the dashboard may cancel past it. A listing already cancelled emits
- * nothing again, even when two cancellations race.
+ * nothing again, even when two cancellations race. `alsoWrite` follows the listing's
+ * event, so a statement there conditional on `changes()` runs only for the winner.
  */
 export async function cancelListing(
   db: Db,
@@ -227,6 +233,7 @@ export async function cancelListing(
       source: opts.source,
       cancelled_at: at,
     }),
+    ...alsoWrite,
     ...scheduled.flatMap((a) => [
       db
         .update(appointments)
@@ -239,7 +246,6 @@ export async function cancelListing(
         reason: "listing_cancelled",
       }),
     ]),
-    ...alsoWrite,
   ]);
   if (!updated) throw new DomainError("listing_already_cancelled");
   return updated;

@@ -1,4 +1,4 @@
-import { and, eq, gt } from "drizzle-orm";
+import { and, eq, getTableColumns, gt, sql } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Context, MiddlewareHandler } from "hono";
 import { type Db, database } from "../db/client";
@@ -165,23 +165,34 @@ export function idempotency(): MiddlewareHandler<AppEnv> {
  * The commit mark of the current idempotent request, to be appended to the handler's
  * `db.batch` so the change and its mark commit together (or not at all). Empty when the
  * request carries no idempotency context.
+ *
+ * With `ifChanged`, the mark is written only when the statement just before it in the
+ * batch changed a row: placed right after a guarded UPDATE (or the event that follows
+ * it the same way), a change that lost its race commits no mark, so the mark never
+ * claims a success the request did not have.
  */
 export function idempotencyMark(
   c: Context<AppEnv>,
   db: Db,
-  result: { status: number; resourceType?: string; resourceId?: string },
+  result: { status: number; resourceType?: string; resourceId?: string; ifChanged?: boolean },
 ): BatchItem<"sqlite">[] {
   const idem = c.get("idempotency");
   if (!idem) return [];
-  return [
-    db.insert(idempotencyMarks).values({
-      agencyId: idem.agencyId,
-      idemKey: idem.key,
-      requestHash: idem.requestHash,
-      status: result.status,
-      resourceType: result.resourceType ?? null,
-      resourceId: result.resourceId ?? null,
-      expiresAt: nowIso(Date.now() + IDEMPOTENCY_TTL_MS),
-    }),
-  ];
+  const row: IdempotencyMark = {
+    agencyId: idem.agencyId,
+    idemKey: idem.key,
+    requestHash: idem.requestHash,
+    status: result.status,
+    resourceType: result.resourceType ?? null,
+    resourceId: result.resourceId ?? null,
+    expiresAt: nowIso(Date.now() + IDEMPOTENCY_TTL_MS),
+    createdAt: nowIso(),
+  };
+  if (!result.ifChanged) return [db.insert(idempotencyMarks).values(row)];
+  // INSERT … SELECT lists every column of the table, in table order.
+  const selected = sql.join(
+    Object.keys(getTableColumns(idempotencyMarks)).map((name) => sql`${row[name as keyof IdempotencyMark]}`),
+    sql`, `,
+  );
+  return [db.insert(idempotencyMarks).select(sql`SELECT ${selected} WHERE changes() > 0`)];
 }

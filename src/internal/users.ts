@@ -82,7 +82,9 @@ const setManager = internalRoute(["user_not_found", "manager_not_found", "hierar
   tags: ["Users"],
   summary: "Change a user's manager, inside the agency or across agencies",
   description:
-    "The user's whole subtree follows it into the manager's agency. Emits `user.hierarchy_changed` to the new owning agency. API keys minted by a user who leaves the key's agency (the user or anyone in the subtree) are refused from the very next request with 401 `api_key_disabled` (`details.reason`: `minting_user_moved`).",
+    "The user's whole subtree follows it into the manager's agency. Emits `user.hierarchy_changed` to the new " +
+    "owning agency. API keys minted by a user who leaves the key's agency (the user or anyone in the subtree) are " +
+    "refused from the very next request with 401 `api_key_disabled` (`details.reason`: `minting_user_moved`).",
   request: {
     params: userParam,
     body: {
@@ -103,7 +105,9 @@ const deactivate = internalRoute(["user_not_found"], {
   tags: ["Users"],
   summary: "Deactivate or suspend a user",
   description:
-    "Emits `user.deactivated` once; deactivating an inactive user changes nothing. Every API key the user minted is refused from the very next request with 401 `api_key_disabled` (`details.reason`: `minting_user_inactive`).",
+    "Emits `user.deactivated` once; deactivating an inactive user changes nothing. Every API key the user " +
+    "minted is refused from the very next request with 401 `api_key_disabled` " +
+    "(`details.reason`: `minting_user_inactive`).",
   request: {
     params: userParam,
     body: {

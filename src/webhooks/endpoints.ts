@@ -88,17 +88,24 @@ export async function findEndpoint(db: Db, agencyId: string, id: string): Promis
   return endpoint;
 }
 
+/**
+ * Removes a receiver; one removed meanwhile (a concurrent delete) is
+ * `webhook_endpoint_not_found`. `alsoWrite` follows the DELETE: a statement there
+ * conditional on `changes()` runs only if this call removed it.
+ */
 export async function deleteEndpoint(
   db: Db,
   endpoint: WebhookEndpoint,
   alsoWrite: BatchItem<"sqlite">[] = [],
 ): Promise<void> {
-  await db.batch([
+  const [deleted] = await db.batch([
     db
       .delete(webhookEndpoints)
-      .where(and(eq(webhookEndpoints.id, endpoint.id), eq(webhookEndpoints.agencyId, endpoint.agencyId))),
+      .where(and(eq(webhookEndpoints.id, endpoint.id), eq(webhookEndpoints.agencyId, endpoint.agencyId)))
+      .returning({ id: webhookEndpoints.id }),
     ...alsoWrite,
   ]);
+  if (!deleted.length) throw new DomainError("webhook_endpoint_not_found");
 }
 
 /** The agency's receivers, oldest first. */
