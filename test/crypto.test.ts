@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { connectCalendar, resolveConnection, sourceFor } from "../src/calendar/connections";
 import { calendarConnections, deliveryDestinations } from "../src/db/schema";
 import { getUserById } from "../src/domain/hierarchy";
-import { decrypt, encrypt, rowBinding } from "../src/lib/crypto";
+import { decrypt, encrypt, rowBinding, secretsEqual } from "../src/lib/crypto";
 import { openDestination, saveDestination } from "../src/media/destinations";
 import { db, makeTenant } from "./harness";
 
@@ -85,5 +85,14 @@ describe("sealed credentials elsewhere", () => {
       .set({ credentialsSealed: lead.credentialsSealed })
       .where(eq(calendarConnections.id, owner.id));
     await expect(sourceFor(d, env, await resolveConnection(d, t.owner.id))).rejects.toThrow();
+  });
+});
+
+describe("secretsEqual", () => {
+  it("is true only for the same secret, whatever the lengths", async () => {
+    expect(await secretsEqual("operator-token", "operator-token")).toBe(true);
+    for (const other of ["", "operator-toke", "operator-tokenn", "Operator-token", "x".repeat(1000)]) {
+      expect(await secretsEqual(other, "operator-token"), other).toBe(false);
+    }
   });
 });
