@@ -287,6 +287,8 @@ export const mediaUploads = sqliteTable(
     createdByUserId: text("created_by_user_id").notNull(),
     expiresAt: text("expires_at").notNull(),
     completedAt: text("completed_at"),
+    /** The ETag of the one object the upload completed with; a delivery copies that object or nothing. */
+    objectEtag: text("object_etag"),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
