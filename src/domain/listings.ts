@@ -2,11 +2,11 @@ import { and, asc, eq, inArray, or, sql } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../db/client";
 import { keysetPage, type PageRequest } from "../db/pages";
-import { agencies, appointments, type Listing, listings, users } from "../db/schema";
+import { agencies, appointments, events, type Listing, listings, users } from "../db/schema";
 import { DomainError } from "../lib/errors";
 import { newId, nowIso, randomAlnum } from "../lib/ids";
 import { isUniqueViolation } from "./constraint";
-import { outboxInsert, outboxInsertIfChanged } from "./outbox";
+import { newEventId, outboxInsert, outboxInsertIfChanged } from "./outbox";
 
 export const LISTING_STATUSES = ["Coming Soon", "Active", "Pending", "Sold", "Off Market", "Cancelled"] as const;
 export type ListingStatus = (typeof LISTING_STATUSES)[number];
@@ -219,26 +219,35 @@ export async function cancelListing(
     .where(and(eq(appointments.listingId, listing.id), eq(appointments.status, "scheduled")))
     .all();
   const at = now.toISOString();
+  // The shoots are cancelled only by the batch whose listing change won: its event exists.
+  const cancelledEvent = newEventId();
+  const won = sql`EXISTS (SELECT 1 FROM ${events} WHERE ${events.id} = ${cancelledEvent})`;
   const [[updated]] = await db.batch([
     db
       .update(listings)
       .set({ status: "Cancelled", cancelledAt: at, cancellationReason: opts.reason ?? null, updatedAt: at })
       .where(and(eq(listings.id, listing.id), sql`${listings.status} <> 'Cancelled'`))
       .returning(),
-    outboxInsertIfChanged(db, listing.agencyId, "listing.cancelled", {
-      listing_number: listing.listingNumber,
-      status: "Cancelled",
-      previous_status: listing.status,
-      reason: opts.reason ?? null,
-      source: opts.source,
-      cancelled_at: at,
-    }),
+    outboxInsertIfChanged(
+      db,
+      listing.agencyId,
+      "listing.cancelled",
+      {
+        listing_number: listing.listingNumber,
+        status: "Cancelled",
+        previous_status: listing.status,
+        reason: opts.reason ?? null,
+        source: opts.source,
+        cancelled_at: at,
+      },
+      cancelledEvent,
+    ),
     ...alsoWrite,
     ...scheduled.flatMap((a) => [
       db
         .update(appointments)
         .set({ status: "cancelled", updatedAt: at })
-        .where(and(eq(appointments.id, a.id), eq(appointments.status, "scheduled"))),
+        .where(and(eq(appointments.id, a.id), eq(appointments.status, "scheduled"), won)),
       outboxInsertIfChanged(db, listing.agencyId, "appointment.cancelled", {
         appointment_id: a.id,
         listing_number: listing.listingNumber,
