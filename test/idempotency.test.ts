@@ -1,10 +1,12 @@
 import { createExecutionContext, runInDurableObject, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { eq } from "drizzle-orm";
+import { and, eq } from "drizzle-orm";
 import { describe, expect, it, vi } from "vitest";
-import { idempotencyMarks, listings } from "../src/db/schema";
+import { idempotencyMarks, listings, webhookEndpoints } from "../src/db/schema";
+import { mintKey } from "../src/domain/api-keys";
+import { requestHashOf } from "../src/http/idempotency";
 import worker from "../src/index";
-import { BASE, call, db, expectError, makeTenant, type Tenant } from "./harness";
+import { BASE, call, db, expectError, makeListing, makeTenant, outbox, type Tenant } from "./harness";
 
 const body = (t: Tenant, extra: Record<string, unknown> = {}) => ({
   address: "7 Replay Road",
@@ -17,6 +19,7 @@ const create = (t: Tenant, key: string, extra: Record<string, unknown> = {}) =>
 const countListings = async (t: Tenant) =>
   (await db().select().from(listings).where(eq(listings.agencyId, t.agencyId)).all()).length;
 const lockOf = (t: Tenant, key: string) => env.IDEMPOTENCY.getByName(`${t.agencyId}:${key}`);
+const hashOf = (t: Tenant, payload: string) => requestHashOf(`key:${t.keyId}`, "POST", "/api/v1/listings", payload);
 
 describe("the header", () => {
   it("is required on mutating requests: idempotency.missing", async () => {
@@ -98,12 +101,66 @@ describe("replay and conflict", () => {
   });
 });
 
+describe("a record belongs to the caller that made the first request", () => {
+  // Subscribed to an event these tests never cause, so no delivery leaves for the receiver.
+  const register = (key: string, idem: string) =>
+    call("/api/v1/webhooks/endpoints", {
+      key,
+      body: { url: "https://hooks.example.com/alms", event_types: ["listing.cancelled"] },
+      idempotencyKey: idem,
+    });
+  const endpointsOf = async (t: Tenant) =>
+    (await db().select().from(webhookEndpoints).where(eq(webhookEndpoints.agencyId, t.agencyId)).all()).length;
+  const secondKey = async (t: Tenant) =>
+    (await mintKey(db(), { agencyId: t.agencyId, mintedByUserId: t.owner.id, mode: "test" })).secret;
+
+  it("a signing secret is replayed to the key that registered it, and to no other key of the agency", async () => {
+    const t = await makeTenant();
+    const other = await secondKey(t);
+    const first = await register(t.key, "hook-1");
+    expect(first.status, first.text).toBe(201);
+    const secret: string = first.json.signing_secret;
+    expect(secret).toMatch(/^whsec_/);
+    const again = await register(t.key, "hook-1");
+    expect(again.headers.get("X-Idempotent-Replay")).toBe("true");
+    expect(again.json.signing_secret).toBe(secret);
+    const stranger = await register(other, "hook-1");
+    expectError(stranger, 409, "idempotency_key_conflict");
+    expect(stranger.text).not.toContain(secret.slice(6));
+    expect(await endpointsOf(t)).toBe(1);
+  });
+
+  it("the cached response is stored sealed: the secret is not in the lock object's storage", async () => {
+    const t = await makeTenant();
+    const first = await register(t.key, "hook-2");
+    const secret: string = first.json.signing_secret;
+    const stored = await runInDurableObject(lockOf(t, "hook-2"), async (_, state) =>
+      JSON.stringify([...(await state.storage.list()).entries()]),
+    );
+    expect(stored).toContain(`"status":201`);
+    expect(stored).not.toContain(secret.slice(6));
+    expect(stored).not.toContain(first.json.id);
+  });
+
+  it("another key never gets the first call's answer, even after the lock object lost its state", async () => {
+    const t = await makeTenant();
+    const other = await secondKey(t);
+    expect((await register(t.key, "hook-3")).status).toBe(201);
+    await runInDurableObject(lockOf(t, "hook-3"), async (_, state) => state.storage.deleteAll());
+    expectError(await register(other, "hook-3"), 409, "idempotency_key_conflict");
+    expect(await endpointsOf(t)).toBe(1);
+    // The key that made the first call is still answered from its commit.
+    const mine = await register(t.key, "hook-3");
+    expect(mine.status, mine.text).toBe(201);
+    expect(await endpointsOf(t)).toBe(1);
+  });
+});
+
 describe("in progress, failures and expiry", () => {
   it("while the first call runs: idempotency_key_in_progress with Retry-After: 5", async () => {
     const t = await makeTenant();
     const payload = JSON.stringify(body(t));
-    const { sha256Hex } = await import("../src/lib/ids");
-    await lockOf(t, "busy").begin(t.agencyId, "busy", await sha256Hex(`POST /api/v1/listings\n${payload}`));
+    await lockOf(t, "busy").begin(t.agencyId, "busy", await hashOf(t, payload));
     const r = await call("/api/v1/listings", {
       key: t.key,
       rawBody: payload,
@@ -175,13 +232,7 @@ describe("in progress, failures and expiry", () => {
   it("a Worker that died before committing does not lock the key forever", async () => {
     const t = await makeTenant();
     const payload = JSON.stringify(body(t));
-    const { sha256Hex } = await import("../src/lib/ids");
-    await lockOf(t, "crash-before").begin(
-      t.agencyId,
-      "crash-before",
-      await sha256Hex(`POST /api/v1/listings\n${payload}`),
-      Date.now() - 61_000,
-    );
+    await lockOf(t, "crash-before").begin(t.agencyId, "crash-before", await hashOf(t, payload), Date.now() - 61_000);
     const r = await call("/api/v1/listings", {
       key: t.key,
       rawBody: payload,
@@ -235,5 +286,134 @@ describe("in progress, failures and expiry", () => {
     expect(res.status).toBe(503);
     expect(((await res.json()) as any).error.code).toBe("idempotency_unavailable");
     expect(await countListings(t)).toBe(0);
+  });
+});
+
+/**
+ * Holds the D1 batches of two requests (those whose first statement matches `match`)
+ * until both have arrived, then runs them one after the other (lowest `rank` first): requests that all read the state
+ * before any of them writes, with a known winner. Each request waits on a timer and runs
+ * its own batch, since a request may only do I/O (and be woken) in its own context.
+ */
+async function raced<T>(
+  match: RegExp,
+  rank: (sql: string) => number,
+  run: () => [Promise<T>, Promise<T>],
+): Promise<[T, T]> {
+  const n = 2;
+  const real = env.DB.batch.bind(env.DB);
+  const held: { sql: string }[] = [];
+  let order: { sql: string }[] | undefined;
+  let done = 0;
+  const spy = vi.spyOn(env.DB, "batch").mockImplementation(async (stmts: D1PreparedStatement[]) => {
+    const sql = (stmts[0] as unknown as { statement: string }).statement;
+    if (!match.test(sql) || held.length >= n) return real(stmts);
+    const me = { sql };
+    held.push(me);
+    if (held.length === n) order = [...held].sort((a, b) => rank(a.sql) - rank(b.sql));
+    while (order?.[done] !== me) await new Promise((r) => setTimeout(r, 5));
+    try {
+      return await real(stmts);
+    } finally {
+      done++;
+    }
+  });
+  try {
+    const [a, b] = run();
+    return [await a, await b];
+  } finally {
+    spy.mockRestore();
+  }
+}
+
+const marksOf = (t: Tenant, key: string) =>
+  db()
+    .select()
+    .from(idempotencyMarks)
+    .where(and(eq(idempotencyMarks.agencyId, t.agencyId), eq(idempotencyMarks.idemKey, key)))
+    .all();
+
+/** The lock lost its answer and its lease ran out: the next call is decided by the D1 commit mark. */
+async function loseAnswer(t: Tenant, key: string) {
+  await runInDurableObject(lockOf(t, key), async (_, state) => {
+    const s = (await state.storage.get<any>("state"))!;
+    await state.storage.put("state", {
+      ...s,
+      response: undefined,
+      lock: { token: "dead", leaseUntil: Date.now() - 1 },
+    });
+  });
+}
+
+describe("the commit mark tells the truth", () => {
+  it("two status changes race: the loser answers 409, commits no mark, and its replay answers that 409", async () => {
+    const t = await makeTenant();
+    const { listing_number } = await makeListing(t, { activate: true });
+    const patch = (key: string) =>
+      call(`/api/v1/listings/${listing_number}/status`, {
+        key: t.key,
+        method: "PATCH",
+        body: { new_status: "Sold" },
+        idempotencyKey: key,
+      });
+    const [a, b] = await raced(
+      /^update "listings"/,
+      () => 0,
+      () => [patch("race-a"), patch("race-b")],
+    );
+    expect([a.status, b.status].sort(), `${a.text}\n${b.text}`).toEqual([200, 409]);
+    const [loser, loserKey, winnerKey] = a.status === 409 ? [a, "race-a", "race-b"] : [b, "race-b", "race-a"];
+    expectError(loser, 409, "no_op_transition");
+    expect((await marksOf(t, winnerKey)).map((m) => m.status)).toEqual([200]);
+    expect(await marksOf(t, loserKey)).toEqual([]);
+    const replayed = await patch(loserKey);
+    expect(replayed.headers.get("X-Idempotent-Replay")).toBe("true");
+    expect(replayed.status).toBe(409);
+    expect(replayed.text).toBe(loser.text);
+    // With its cached answer lost, the loser is not answered 200 from a mark: it runs again and is refused again.
+    await loseAnswer(t, loserKey);
+    expectError(await patch(loserKey), 409, "no_op_transition");
+    expect(await outbox(t.agencyId, "listing.status_changed")).toHaveLength(1);
+  });
+
+  it("two cancellations race: the loser answers listing_already_cancelled and commits no mark", async () => {
+    const t = await makeTenant();
+    const { listing_number } = await makeListing(t);
+    const cancel = (key: string) =>
+      call(`/api/v1/listings/${listing_number}/cancel`, { key: t.key, body: {}, idempotencyKey: key });
+    const [a, b] = await raced(
+      /^update "listings"/,
+      () => 0,
+      () => [cancel("cancel-a"), cancel("cancel-b")],
+    );
+    expect([a.status, b.status].sort(), `${a.text}\n${b.text}`).toEqual([200, 409]);
+    const [loser, loserKey] = a.status === 409 ? [a, "cancel-a"] : [b, "cancel-b"];
+    expectError(loser, 409, "listing_already_cancelled");
+    expect(await marksOf(t, loserKey)).toEqual([]);
+    await loseAnswer(t, loserKey);
+    expectError(await cancel(loserKey), 409, "listing_already_cancelled");
+    expect(await outbox(t.agencyId, "listing.cancelled")).toHaveLength(1);
+  });
+
+  it("a tour update that loses to a delete answers tour_not_found and commits no mark", async () => {
+    const t = await makeTenant();
+    const created = await call("/api/v1/tours", {
+      key: t.key,
+      body: { address: "1 Race Lane", city: "Springfield", state: "IL", zipcode: "62701" },
+    });
+    expect(created.status, created.text).toBe(201);
+    const path = `/api/v1/tours/${created.json.tour_number}`;
+    const [updated, deleted] = await raced(
+      /^(update|delete from) "tours"/,
+      (sql) => (sql.startsWith("delete") ? 0 : 1),
+      () => [
+        call(path, { key: t.key, method: "PUT", body: { status: "inactive" }, idempotencyKey: "tour-update" }),
+        call(path, { key: t.key, method: "DELETE", idempotencyKey: "tour-delete" }),
+      ],
+    );
+    expect(deleted.status, deleted.text).toBe(204);
+    expectError(updated, 404, "tour_not_found");
+    expect(await marksOf(t, "tour-update")).toEqual([]);
+    expect((await marksOf(t, "tour-delete")).map((m) => m.status)).toEqual([204]);
   });
 });

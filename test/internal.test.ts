@@ -1,7 +1,7 @@
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { and, eq } from "drizzle-orm";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { apiKeySecrets, events } from "../src/db/schema";
 import worker from "../src/index";
 import { BASE, call, db, expectError, internal, makeTenant, unique } from "./harness";
@@ -21,6 +21,31 @@ describe("operator authentication", () => {
       401,
       "operator_token_invalid",
     );
+  });
+
+  it("the token is compared as SHA-256 digests in constant time, whatever the presented length", async () => {
+    const digests = vi.spyOn(crypto.subtle, "digest");
+    try {
+      for (const presented of ["x", "test-operator-toke", "test-operator-tokenn", "t".repeat(500)]) {
+        digests.mockClear();
+        const r = await call("/internal/v1/agencies", { headers: { Authorization: `Bearer ${presented}` } });
+        expectError(r, 401, "operator_token_invalid");
+        const hashed = digests.mock.calls.map(([algorithm, data]) => [
+          algorithm,
+          new TextDecoder().decode(data as ArrayBuffer),
+        ]);
+        expect(hashed).toEqual(
+          expect.arrayContaining([
+            ["SHA-256", presented],
+            ["SHA-256", "test-operator-token"],
+          ]),
+        );
+      }
+      const ok = await internal(`/internal/v1/users/${(await makeTenant()).owner.id}`);
+      expect(ok.status, ok.text).toBe(200);
+    } finally {
+      digests.mockRestore();
+    }
   });
 
   it("without a configured operator token, /internal/ does not exist", async () => {

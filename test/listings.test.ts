@@ -1,5 +1,8 @@
+import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import { call, expectError, internal, makeListing, makeTenant, outbox } from "./harness";
+import { appointments } from "../src/db/schema";
+import { cancelListing, findListing } from "../src/domain/listings";
+import { call, db, expectError, internal, makeListing, makeTenant, outbox, unique } from "./harness";
 
 const hours = (h: number) => new Date(Date.now() + h * 3600_000).toISOString();
 
@@ -211,6 +214,30 @@ describe("the status state table", () => {
 });
 
 describe("cancellation", () => {
+  it("a cancellation that lost its race touches nothing: shoots scheduled since stay scheduled", async () => {
+    const t = await makeTenant();
+    const { listing_number } = await makeListing(t);
+    const d = db();
+    const stale = await findListing(d, t.agencyId, listing_number);
+    await cancelListing(d, stale, { source: "dashboard" });
+    // A shoot is booked after the first cancellation (as the dashboard may do); the
+    // second cancellation, decided on the stale listing, reads it and loses its race.
+    await d.insert(appointments).values({
+      id: `apt_${unique("late")}`,
+      agencyId: t.agencyId,
+      listingId: stale.id,
+      startsAt: hours(72),
+      endsAt: hours(74),
+    });
+    await expect(cancelListing(d, stale, { source: "dashboard" })).rejects.toMatchObject({
+      code: "listing_already_cancelled",
+    });
+    const shoots = await d.select().from(appointments).where(eq(appointments.listingId, stale.id)).all();
+    expect(shoots.map((a) => a.status)).toEqual(["scheduled"]);
+    expect(await outbox(t.agencyId, "appointment.cancelled")).toEqual([]);
+    expect(await outbox(t.agencyId, "listing.cancelled")).toHaveLength(1);
+  });
+
   it("inside the window: cancels, cancels the shoots, emits once; a second cancel is listing_already_cancelled", async () => {
     const t = await makeTenant();
     const l = await makeListing(t);

@@ -409,17 +409,48 @@ describe("uploads settled by the queue (pre-signed R2 PUTs)", () => {
     const listing = await makeListing(t);
     await configure(t);
     const u = await announce(t, listing.listing_number);
-    await env.UPLOADS.put(u.objectKey, bytesOf(3, 32));
+    const object = (await env.UPLOADS.put(u.objectKey, bytesOf(3, 32)))!;
     const r = await runJob({
       account: "acc",
       bucket: "alms-uploads-local",
       action: "PutObject",
-      object: { key: u.objectKey, size: 32, eTag: "e" },
+      object: { key: u.objectKey, size: 32, eTag: object.etag },
       eventTime: new Date().toISOString(),
     });
     expect(r.explicitAcks).toEqual(["m1"]);
     expect((await db().select().from(mediaUploads).where(eq(mediaUploads.id, u.id)).get())?.status).toBe("completed");
     expect(deliveryJobs()).toHaveLength(1);
+  });
+
+  it("completion accepts one object: one written over it later is never delivered", async () => {
+    const t = await makeTenant();
+    const listing = await makeListing(t);
+    await configure(t);
+    const u = await announce(t, listing.listing_number);
+    const first = (await env.UPLOADS.put(u.objectKey, bytesOf(5, 32)))!;
+    const notify = (eTag: string) =>
+      runJob({
+        account: "acc",
+        bucket: "alms-uploads-local",
+        action: "PutObject",
+        object: { key: u.objectKey, size: 32, eTag },
+        eventTime: new Date().toISOString(),
+      });
+    await notify(first.etag);
+    const row = await db().select().from(mediaUploads).where(eq(mediaUploads.id, u.id)).get();
+    expect(row).toMatchObject({ status: "completed", objectEtag: first.etag });
+    // Another object of the same size lands at the key (R2 refuses it; this stands for a write that got through).
+    const second = (await env.UPLOADS.put(u.objectKey, bytesOf(9, 32)))!;
+    await notify(second.etag);
+    expect((await db().select().from(mediaUploads).where(eq(mediaUploads.id, u.id)).get())?.objectEtag).toBe(
+      first.etag,
+    );
+    const [job] = deliveryJobs();
+    expect(deliveryJobs()).toHaveLength(1);
+    await runJob(job);
+    expect(stored).toEqual([]);
+    const [failed] = await outbox(t.agencyId, "media.delivery.failed");
+    expect(failed?.data).toMatchObject({ error: "the uploaded file was replaced after its upload completed" });
   });
 
   it("the settle job completes an upload whose bytes arrived unreported, and expires one whose bytes never came", async () => {

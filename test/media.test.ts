@@ -32,7 +32,7 @@ afterEach(() => {
 });
 
 /** PUTs bytes to a URL the upload answer gave, the way a browser or curl would. */
-async function put(url: string, body: Uint8Array | string, headers: Record<string, string>) {
+async function put(url: string, body: Uint8Array | string | ReadableStream, headers: Record<string, string>) {
   const res = await worker.fetch(new Request(url, { method: "PUT", headers, body }), env, createExecutionContext());
   const text = await res.text();
   return { res, status: res.status, headers: res.headers, text, json: text ? JSON.parse(text) : undefined };
@@ -351,6 +351,54 @@ describe("the Worker's signed upload path", () => {
     expect(r.json.error.code).toBe("upload_already_completed");
   });
 
+  it("two PUTs at once: one stores its file, the other is upload_already_completed, nothing overwritten", async () => {
+    const t = await makeTenant();
+    const u = await announce(t, { ...photo, size_bytes: 4096 });
+    const fast = bytes(4096);
+    const slow = Uint8Array.from(fast, (b) => 255 - b);
+    // The slow PUT starts first and finishes last: it must not replace the fast one's object.
+    const trickle = (data: Uint8Array, ms: number) => {
+      let sent = 0;
+      return new ReadableStream<Uint8Array>({
+        async pull(controller) {
+          await new Promise((r) => setTimeout(r, ms));
+          controller.enqueue(data.slice(sent, sent + 1024));
+          sent += 1024;
+          if (sent >= data.length) controller.close();
+        },
+      });
+    };
+    const [late, early] = await Promise.all([
+      put(u.url, trickle(slow, 60), { "Content-Type": "image/jpeg" }),
+      put(u.url, trickle(fast, 5), { "Content-Type": "image/jpeg" }),
+    ]);
+    expect(early.status, early.text).toBe(200);
+    expect(late.status, late.text).toBe(409);
+    expect(late.json.error.code).toBe("upload_already_completed");
+    const [row] = await uploadsOf(t.agencyId);
+    expect(row).toMatchObject({ status: "completed", objectEtag: expect.any(String) });
+    const object = await env.UPLOADS.get(row!.objectKey);
+    expect(object!.etag).toBe(row!.objectEtag);
+    expect(new Uint8Array(await object!.arrayBuffer())).toEqual(fast);
+  });
+
+  it("a PUT that loses to a stored file changes nothing, even before the upload is marked completed", async () => {
+    const t = await makeTenant();
+    const u = await announce(t, { ...photo, size_bytes: 10 });
+    const [row] = await uploadsOf(t.agencyId);
+    // The first PUT's object is in, its completion not yet written.
+    await env.UPLOADS.put(row!.objectKey, bytes(10));
+    const r = await put(
+      u.url,
+      Uint8Array.from(bytes(10), (b) => b + 1),
+      u.headers,
+    );
+    expect(r.status, r.text).toBe(409);
+    expect(r.json.error.code).toBe("upload_already_completed");
+    const object = await env.UPLOADS.get(row!.objectKey);
+    expect(new Uint8Array(await object!.arrayBuffer())).toEqual(bytes(10));
+  });
+
   it.each([
     ["fewer bytes than declared", 99],
     ["more bytes than declared", 101],
@@ -471,7 +519,7 @@ describe("pre-signed R2 URLs", () => {
     bucket: "alms-uploads-sandbox",
   };
 
-  it("a SigV4 query signature over method, key, expiry, Content-Type and Content-Length, verified independently", async () => {
+  it("SigV4 over method, key, expiry, Content-Type, Content-Length, If-None-Match, checked independently", async () => {
     const now = new Date("2026-11-22T15:30:00.000Z");
     const target = await presignR2(
       creds,
@@ -489,10 +537,10 @@ describe("pre-signed R2 URLs", () => {
       "X-Amz-Credential": `${creds.accessKeyId}/20261122/auto/s3/aws4_request`,
       "X-Amz-Date": "20261122T153000Z",
       "X-Amz-Expires": "900",
-      "X-Amz-SignedHeaders": "content-length;content-type;host",
+      "X-Amz-SignedHeaders": "content-length;content-type;host;if-none-match",
     });
     expect(target.expiresAt.toISOString()).toBe("2026-11-22T15:45:00.000Z");
-    expect(target.headers).toEqual({ "Content-Type": "image/jpeg", "Content-Length": "4718592" });
+    expect(target.headers).toEqual({ "Content-Type": "image/jpeg", "Content-Length": "4718592", "If-None-Match": "*" });
     const signature = url.searchParams.get("X-Amz-Signature");
     expect(signature).toBe(await expectedSignature(url, "PUT", target.headers, creds.secretAccessKey));
     // Another type or size would need another signature.
@@ -503,6 +551,11 @@ describe("pre-signed R2 URLs", () => {
       await expectedSignature(url, "PUT", { ...target.headers, "Content-Type": "image/png" }, creds.secretAccessKey),
     );
     expect(signature).not.toBe(await expectedSignature(url, "PUT", target.headers, "another-secret"));
+    // A PUT without the create-only condition does not match the signature either.
+    const { "If-None-Match": _, ...unconditional } = target.headers;
+    expect(signature).not.toBe(
+      await expectedSignature(url, "PUT", { ...unconditional, "If-None-Match": "" }, creds.secretAccessKey),
+    );
   });
 
   it("with the R2 secrets configured, the endpoint answers an R2 URL for the upload's object key", async () => {
@@ -534,8 +587,10 @@ describe("pre-signed R2 URLs", () => {
     expect(url.host).toBe(`${creds.accountId}.r2.cloudflarestorage.com`);
     expect(decodeURIComponent(url.pathname)).toBe(`/${creds.bucket}/${row!.objectKey}`);
     expect(row!.objectKey).toBe(`${t.agencyId}/${listing.listing_number}/${row!.id}/front.jpg`);
-    expect(url.searchParams.get("X-Amz-SignedHeaders")).toBe("content-length;content-type;host");
+    expect(url.searchParams.get("X-Amz-SignedHeaders")).toBe("content-length;content-type;host;if-none-match");
+    expect(body.headers).toEqual({ "Content-Type": "image/jpeg", "Content-Length": "1024", "If-None-Match": "*" });
     expect(Number(url.searchParams.get("X-Amz-Expires"))).toBeGreaterThan(14 * 60);
+    expect(Number(url.searchParams.get("X-Amz-Expires"))).toBeLessThanOrEqual(15 * 60);
     expect(url.searchParams.get("X-Amz-Signature")).toBe(
       await expectedSignature(url, "PUT", body.headers, creds.secretAccessKey),
     );

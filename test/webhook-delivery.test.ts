@@ -372,6 +372,27 @@ describe("retries and dead letters", () => {
     expect((await deliveriesOf(broken.id))[0]!.status).toBe("pending");
   });
 
+  it("signing secrets swapped between two endpoints' rows fail closed: logged, retried, never sent", async () => {
+    const t = await makeTenant();
+    const one = await endpoint(t, "http://localhost:9999/one", ["listing.created"]);
+    const two = await endpoint(t, "http://localhost:9999/two", ["listing.created"]);
+    await makeListing(t);
+    await drained();
+    const sealedOf = async (id: string) =>
+      (await db().select().from(webhookEndpoints).where(eq(webhookEndpoints.id, id)).get())!.secretSealed;
+    const [sealedOne, sealedTwo] = [await sealedOf(one.id), await sealedOf(two.id)];
+    await db().update(webhookEndpoints).set({ secretSealed: sealedTwo }).where(eq(webhookEndpoints.id, one.id));
+    await db().update(webhookEndpoints).set({ secretSealed: sealedOne }).where(eq(webhookEndpoints.id, two.id));
+    const logged = vi.spyOn(console, "error").mockImplementation(() => {});
+    const [toOne] = await deliveriesOf(one.id);
+    const result = await consume("alms-webhooks-local", [{ delivery_id: toOne!.id }]);
+    expect(result.retryMessages).toEqual([{ msgId: "m0" }]);
+    expect(received).toEqual([]);
+    expect((await deliveriesOf(one.id))[0]).toMatchObject({ status: "pending", attempts: 0 });
+    const line = logged.mock.calls.map((c) => String(c[0])).find((l) => l.includes(toOne!.id));
+    expect(line, "the failure is logged with the delivery id").toContain(`webhook endpoint ${one.id} does not open`);
+  });
+
   it("a late dead letter does not undo a delivery that succeeded since", async () => {
     const t = await makeTenant();
     const hook = await endpoint(t, "http://localhost:9999/late", ["listing.created"]);

@@ -7,7 +7,7 @@ import { webhookEndpoints } from "../src/db/schema";
 import { EVENT_TYPE_NAMES, EVENT_TYPES } from "../src/domain/events";
 import worker from "../src/index";
 import { decrypt } from "../src/lib/crypto";
-import { SECRET_PURPOSE } from "../src/webhooks/endpoints";
+import { SECRET_PURPOSE, secretBinding } from "../src/webhooks/endpoints";
 import { newSigningSecret, signPayload } from "../src/webhooks/signing";
 import { checkReceiverUrl } from "../src/webhooks/ssrf";
 import { BASE, call, db, expectError, makeTenant, type Tenant } from "./harness";
@@ -96,7 +96,7 @@ describe("registering endpoints", () => {
     expect(secret).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
     const [row] = await db().select().from(webhookEndpoints).where(eq(webhookEndpoints.id, r.json.id)).all();
     expect(JSON.stringify(row)).not.toContain(secret.slice(6));
-    expect(await decrypt(env.SECRET_KEY, SECRET_PURPOSE, row!.secretSealed)).toBe(secret);
+    expect(await decrypt(env.SECRET_KEY, SECRET_PURPOSE, row!.secretSealed, secretBinding(row!))).toBe(secret);
     const list = await call("/api/v1/webhooks/endpoints", { key: t.key });
     expect(list.json.data.map((e: any) => e.id)).toEqual([r.json.id]);
     expect(list.text).not.toContain(secret.slice(6));

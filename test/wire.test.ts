@@ -118,18 +118,22 @@ describe("deployed environments", () => {
     expect(r.headers.get("X-Request-Id")).toBe(r.json.error.request_id);
   });
 
-  it("Cloudflare's visitor scheme decides, not the origin connection", async () => {
+  it("the request URL's scheme decides: a client-sent CF-Visitor cannot make plain HTTP pass", async () => {
     const t = await makeTenant();
-    const viaHttp = await direct(
-      new Request("https://api.test/api/v1/users", {
-        headers: { "X-API-Key": t.key, "CF-Visitor": '{"scheme":"http"}' },
-      }),
-      { ENVIRONMENT: "live", API_MODE: "test" },
-    );
-    expect(viaHttp.json.error.code, viaHttp.text).toBe("https_required");
+    for (const ENVIRONMENT of ["sandbox", "live"] as const) {
+      const spoofed = await direct(
+        new Request("http://api.test/api/v1/users", {
+          headers: { "X-API-Key": t.key, "CF-Visitor": '{"scheme":"https"}' },
+        }),
+        { ENVIRONMENT, API_MODE: "test" },
+      );
+      expect(spoofed.status, spoofed.text).toBe(403);
+      expect(spoofed.json.error.code).toBe("https_required");
+    }
+    // Over https, the header changes nothing either way.
     const viaHttps = await direct(
       new Request("https://api.test/api/v1/users", {
-        headers: { "X-API-Key": t.key, "CF-Visitor": '{"scheme":"https"}' },
+        headers: { "X-API-Key": t.key, "CF-Visitor": '{"scheme":"http"}' },
       }),
       { ENVIRONMENT: "sandbox" },
     );

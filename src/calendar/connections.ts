@@ -1,7 +1,7 @@
-import { eq, inArray } from "drizzle-orm";
+import { and, eq, inArray } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { type CalendarConnection, calendarConnections, users } from "../db/schema";
-import { decrypt, encrypt } from "../lib/crypto";
+import { decrypt, encrypt, rowBinding } from "../lib/crypto";
 import { DomainError } from "../lib/errors";
 import { newId, nowIso } from "../lib/ids";
 import { type GoogleCredentials, googleSource } from "./google";
@@ -10,6 +10,10 @@ import { type CalendarSource, guarded } from "./outbound";
 
 const PURPOSE = "calendar-credentials";
 const MAX_CHAIN = 64;
+
+/** Sealed credentials open only for the connection row of that user (one per user) in that agency. */
+const credentialsBinding = (row: Pick<CalendarConnection, "agencyId" | "userId">) =>
+  rowBinding("calendar_connections", row.agencyId, row.userId);
 
 export type ConnectInput =
   | { provider: "google"; calendarId: string; credentials: GoogleCredentials }
@@ -26,6 +30,7 @@ export async function connectCalendar(
     secretKey,
     PURPOSE,
     JSON.stringify(input.provider === "google" ? input.credentials : { feed_url: input.feedUrl }),
+    credentialsBinding({ agencyId: user.agencyId, userId: user.id }),
   );
   const values = {
     userId: user.id,
@@ -78,7 +83,7 @@ export async function sourceFor(
   conn: CalendarConnection,
   timeoutMs?: number,
 ): Promise<CalendarSource> {
-  const creds = JSON.parse(await decrypt(env.SECRET_KEY, PURPOSE, conn.credentialsSealed));
+  const creds = JSON.parse(await decrypt(env.SECRET_KEY, PURPOSE, conn.credentialsSealed, credentialsBinding(conn)));
   if (conn.provider === "ics") return guarded("ics", icsSource(creds.feed_url, timeoutMs));
   return guarded(
     "google",
@@ -86,11 +91,16 @@ export async function sourceFor(
       clientSecret: env.GOOGLE_CLIENT_SECRET,
       timeoutMs,
       save: async (refreshed) => {
-        const credentialsSealed = await encrypt(env.SECRET_KEY, PURPOSE, JSON.stringify(refreshed));
+        const credentialsSealed = await encrypt(
+          env.SECRET_KEY,
+          PURPOSE,
+          JSON.stringify(refreshed),
+          credentialsBinding(conn),
+        );
         await db
           .update(calendarConnections)
           .set({ credentialsSealed, updatedAt: nowIso() })
-          .where(eq(calendarConnections.id, conn.id));
+          .where(and(eq(calendarConnections.id, conn.id), eq(calendarConnections.agencyId, conn.agencyId)));
       },
     }),
   );

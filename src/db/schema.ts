@@ -62,7 +62,10 @@ export const apiKeys = sqliteTable(
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
-  (t) => [index("api_keys_agency").on(t.agencyId, t.createdAt, t.id)],
+  (t) => [
+    index("api_keys_agency").on(t.agencyId, t.createdAt, t.id),
+    index("api_keys_minter").on(t.mintedByUserId, t.id),
+  ],
 );
 
 /**
@@ -291,6 +294,8 @@ export const mediaUploads = sqliteTable(
     createdByUserId: text("created_by_user_id").notNull(),
     expiresAt: text("expires_at").notNull(),
     completedAt: text("completed_at"),
+    /** The ETag of the one object the upload completed with; a delivery copies that object or nothing. */
+    objectEtag: text("object_etag"),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },

@@ -1,4 +1,4 @@
-import { and, asc, eq, inArray, isNotNull, isNull, lte, sql } from "drizzle-orm";
+import { and, asc, eq, gt, inArray, isNotNull, isNull, lte, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { type ApiKey, type ApiKeySecret, apiKeySecrets, apiKeys } from "../db/schema";
 import { DomainError } from "../lib/errors";
@@ -196,4 +196,29 @@ export async function sweepRotatedSecrets(db: Db, nowMs = Date.now()): Promise<s
     )
     .returning({ keyId: apiKeySecrets.keyId });
   return [...new Set(swept.map((s) => s.keyId))];
+}
+
+/**
+ * One page (by key id) of the keys that are not revoked and were minted by `userId`, or,
+ * with `subtree`, by that user or anyone below it: the keys a change of those users
+ * reaches.
+ */
+export async function keyIdsMintedBy(
+  db: Db,
+  userId: string,
+  opts: { subtree: boolean; after: string; limit: number },
+): Promise<string[]> {
+  const minters = opts.subtree
+    ? sql`(WITH RECURSIVE tree(id) AS
+          (SELECT ${userId} UNION SELECT u.id FROM users u JOIN tree t ON u.manager_id = t.id)
+        SELECT id FROM tree)`
+    : sql`(${userId})`;
+  const rows = await db
+    .select({ id: apiKeys.id })
+    .from(apiKeys)
+    .where(and(sql`${apiKeys.mintedByUserId} IN ${minters}`, isNull(apiKeys.revokedAt), gt(apiKeys.id, opts.after)))
+    .orderBy(asc(apiKeys.id))
+    .limit(opts.limit)
+    .all();
+  return rows.map((r) => r.id);
 }

@@ -1,5 +1,6 @@
 import { DomainError } from "../lib/errors";
 import { randomToken, sha256Hex } from "../lib/ids";
+import { isPlatformRole } from "./roles";
 
 export const KEY_PREFIXES = ["sk_live_", "sk_test_", "ma_live_"] as const;
 export type KeyPrefix = (typeof KEY_PREFIXES)[number];
@@ -49,11 +50,14 @@ export function checkKeyFormat(secret: string, environmentMode: KeyMode): KeyPre
 
 /** The parts of a key and of the presented secret that decide whether it authenticates. */
 export interface KeyState {
+  agencyId: string;
   isActive: boolean;
   revokedAt: string | null;
   expiresAt: string | null;
   mode: KeyMode;
   secret: { supersededAt: string | null; deactivatedAt: string | null };
+  /** The user who minted the key, as it stands now; null when it no longer exists. */
+  minter: { isActive: boolean; agencyId: string; role: string } | null;
 }
 
 export function checkKeyState(key: KeyState, nowMs: number, environmentMode: KeyMode): void {
@@ -61,6 +65,7 @@ export function checkKeyState(key: KeyState, nowMs: number, environmentMode: Key
     throw new DomainError("api_key_wrong_mode", { details: { key_mode: key.mode, environment_mode: environmentMode } });
   if (key.revokedAt) throw new DomainError("api_key_revoked");
   if (!key.isActive) throw new DomainError("api_key_disabled");
+  checkMinter(key);
   if (key.expiresAt && Date.parse(key.expiresAt) <= nowMs) {
     throw new DomainError("api_key_expired", { details: { expired_at: key.expiresAt } });
   }
@@ -72,6 +77,27 @@ export function checkKeyState(key: KeyState, nowMs: number, environmentMode: Key
   if (supersededAt && Date.parse(supersededAt) + ROTATION_GRACE_MS <= nowMs) {
     throw new DomainError("api_key_invalid", {
       message: "This secret was replaced by a rotation and its grace window has ended.",
+    });
+  }
+}
+
+/**
+ * A key acts for the user who minted it: it works only while that user is active and,
+ * for an agency user, still in the key's agency. The key itself is left as it is, so it
+ * works again if the user is reactivated or moved back: disabled, not revoked.
+ */
+function checkMinter(key: Pick<KeyState, "agencyId" | "minter">): void {
+  const { minter } = key;
+  if (!minter?.isActive) {
+    throw new DomainError("api_key_disabled", {
+      message: "The user who minted this API key is deactivated or suspended; the key is disabled with it.",
+      details: { reason: "minting_user_inactive" },
+    });
+  }
+  if (!isPlatformRole(minter.role) && minter.agencyId !== key.agencyId) {
+    throw new DomainError("api_key_disabled", {
+      message: "The user who minted this API key has moved to another agency; the key is disabled.",
+      details: { reason: "minting_user_moved" },
     });
   }
 }

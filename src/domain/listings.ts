@@ -2,11 +2,11 @@ import { and, asc, eq, inArray, or, sql } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../db/client";
 import { keysetPage, type PageRequest } from "../db/pages";
-import { agencies, appointments, type Listing, listings, users } from "../db/schema";
+import { agencies, appointments, events, type Listing, listings, users } from "../db/schema";
 import { DomainError } from "../lib/errors";
 import { newId, nowIso, randomAlnum } from "../lib/ids";
 import { isUniqueViolation } from "./constraint";
-import { outboxInsert, outboxInsertIfChanged } from "./outbox";
+import { newEventId, outboxInsert, outboxInsertIfChanged } from "./outbox";
 
 export const LISTING_STATUSES = ["Coming Soon", "Active", "Pending", "Sold", "Off Market", "Cancelled"] as const;
 export type ListingStatus = (typeof LISTING_STATUSES)[number];
@@ -144,6 +144,11 @@ export function checkTransition(listing: Pick<Listing, "isActivated" | "status">
   if (listing.status === next) throw new DomainError("no_op_transition", { details: { status: listing.status } });
 }
 
+/**
+ * Moves an activated listing to another status, guarded on the status it was read with.
+ * `alsoWrite` follows the event, which is written only when the listing changed, so a
+ * statement there conditional on `changes()` runs only for a change that won its race.
+ */
 export async function changeStatus(
   db: Db,
   listing: Listing,
@@ -191,7 +196,8 @@ export async function cancellationCutoff(db: Db, listing: Listing): Promise<Date
 /**
  * Cancels a listing and its scheduled appointments in one batch. The API honours the
  * no-fee window; the dashboard may cancel past it. A listing already cancelled emits
- * nothing again, even when two cancellations race.
+ * nothing again, even when two cancellations race. `alsoWrite` follows the listing's
+ * event, so a statement there conditional on `changes()` runs only for the winner.
  */
 export async function cancelListing(
   db: Db,
@@ -213,25 +219,35 @@ export async function cancelListing(
     .where(and(eq(appointments.listingId, listing.id), eq(appointments.status, "scheduled")))
     .all();
   const at = now.toISOString();
+  // The shoots are cancelled only by the batch whose listing change won: its event exists.
+  const cancelledEvent = newEventId();
+  const won = sql`EXISTS (SELECT 1 FROM ${events} WHERE ${events.id} = ${cancelledEvent})`;
   const [[updated]] = await db.batch([
     db
       .update(listings)
       .set({ status: "Cancelled", cancelledAt: at, cancellationReason: opts.reason ?? null, updatedAt: at })
       .where(and(eq(listings.id, listing.id), sql`${listings.status} <> 'Cancelled'`))
       .returning(),
-    outboxInsertIfChanged(db, listing.agencyId, "listing.cancelled", {
-      listing_number: listing.listingNumber,
-      status: "Cancelled",
-      previous_status: listing.status,
-      reason: opts.reason ?? null,
-      source: opts.source,
-      cancelled_at: at,
-    }),
+    outboxInsertIfChanged(
+      db,
+      listing.agencyId,
+      "listing.cancelled",
+      {
+        listing_number: listing.listingNumber,
+        status: "Cancelled",
+        previous_status: listing.status,
+        reason: opts.reason ?? null,
+        source: opts.source,
+        cancelled_at: at,
+      },
+      cancelledEvent,
+    ),
+    ...alsoWrite,
     ...scheduled.flatMap((a) => [
       db
         .update(appointments)
         .set({ status: "cancelled", updatedAt: at })
-        .where(and(eq(appointments.id, a.id), eq(appointments.status, "scheduled"))),
+        .where(and(eq(appointments.id, a.id), eq(appointments.status, "scheduled"), won)),
       outboxInsertIfChanged(db, listing.agencyId, "appointment.cancelled", {
         appointment_id: a.id,
         listing_number: listing.listingNumber,
@@ -239,7 +255,6 @@ export async function cancelListing(
         reason: "listing_cancelled",
       }),
     ]),
-    ...alsoWrite,
   ]);
   if (!updated) throw new DomainError("listing_already_cancelled");
   return updated;

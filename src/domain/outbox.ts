@@ -4,10 +4,10 @@ import { events } from "../db/schema";
 import { newId } from "../lib/ids";
 import { EVENT_TYPES, type EventData, type EventType } from "./events";
 
-function row<T extends EventType>(agencyId: string, type: T, data: EventData<T>) {
+function row<T extends EventType>(agencyId: string, type: T, data: EventData<T>, id = newEventId()) {
   const spec = EVENT_TYPES[type];
   return {
-    id: newId("evt"),
+    id,
     agencyId,
     eventType: type,
     apiVersion: spec.apiVersion,
@@ -15,6 +15,8 @@ function row<T extends EventType>(agencyId: string, type: T, data: EventData<T>)
     data: spec.data.parse(data) as Record<string, unknown>,
   };
 }
+
+export const newEventId = () => newId("evt");
 
 /**
  * The outbox row of an event, to be written in the same `db.batch` as the change it
@@ -27,10 +29,17 @@ export function outboxInsert<T extends EventType>(db: Db, agencyId: string, type
 
 /**
  * Like `outboxInsert`, but written only when the statement just before it in the batch
- * changed a row: a guarded UPDATE that lost a race emits no event.
+ * changed a row: a guarded UPDATE that lost a race emits no event. With `id` (from
+ * `newEventId`), later statements of the batch can test whether the event was written.
  */
-export function outboxInsertIfChanged<T extends EventType>(db: Db, agencyId: string, type: T, data: EventData<T>) {
-  const r = row(agencyId, type, data);
+export function outboxInsertIfChanged<T extends EventType>(
+  db: Db,
+  agencyId: string,
+  type: T,
+  data: EventData<T>,
+  id?: string,
+) {
+  const r = row(agencyId, type, data, id);
   // INSERT … SELECT lists every column of the table, in table order.
   const values = getTableColumns(events);
   const byColumn: Record<string, unknown> = {

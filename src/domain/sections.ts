@@ -4,7 +4,7 @@ import type { Db } from "../db/client";
 import { type Listing, listings } from "../db/schema";
 import { DomainError } from "../lib/errors";
 import { nowIso } from "../lib/ids";
-import { outboxInsert } from "./outbox";
+import { outboxInsertIfChanged } from "./outbox";
 
 export const EXPOSED_SECTIONS = ["floorplan", "matterport"] as const;
 export const MAX_FLOORPLANS = 50;
@@ -64,7 +64,11 @@ export function floorplanValue(current: string[], change: FloorplanChange): Sect
   return { floorplanUrls: sql`json_insert(${listings.floorplanUrls}, '$[#]', ${next[next.length - 1]})` };
 }
 
-/** Writes a section and its `listing.section_modified` event together. */
+/**
+ * Writes a section and its `listing.section_modified` event together. The event is
+ * written only when the listing row changed, and `alsoWrite` follows it, so a statement
+ * there conditional on `changes()` runs only when the section was written.
+ */
 export async function writeSection(
   db: Db,
   listing: Listing,
@@ -79,12 +83,13 @@ export async function writeSection(
       .set({ ...value, updatedAt: nowIso() })
       .where(and(eq(listings.id, listing.id), eq(listings.agencyId, listing.agencyId)))
       .returning(),
-    outboxInsert(db, listing.agencyId, "listing.section_modified", {
+    outboxInsertIfChanged(db, listing.agencyId, "listing.section_modified", {
       listing_number: listing.listingNumber,
       section,
       operation,
     }),
     ...alsoWrite,
   ]);
-  return updated!;
+  if (!updated) throw new DomainError("listing_not_found");
+  return updated;
 }

@@ -70,6 +70,10 @@ export async function createTour(
   }
 }
 
+/**
+ * `alsoWrite` follows the guarded UPDATE: a statement there conditional on `changes()`
+ * runs only if it changed the tour.
+ */
 export async function updateTour(
   db: Db,
   tour: Tour,
@@ -88,8 +92,19 @@ export async function updateTour(
   return updated;
 }
 
+/**
+ * Deletes a tour; one deleted meanwhile (a concurrent delete) is `tour_not_found`, as it
+ * would be a moment later. `alsoWrite` follows the DELETE, like `updateTour`'s.
+ */
 export async function deleteTour(db: Db, tour: Tour, alsoWrite: BatchItem<"sqlite">[] = []): Promise<void> {
-  await db.batch([db.delete(tours).where(and(eq(tours.id, tour.id), eq(tours.agencyId, tour.agencyId))), ...alsoWrite]);
+  const [deleted] = await db.batch([
+    db
+      .delete(tours)
+      .where(and(eq(tours.id, tour.id), eq(tours.agencyId, tour.agencyId)))
+      .returning({ id: tours.id }),
+    ...alsoWrite,
+  ]);
+  if (!deleted.length) throw new DomainError("tour_not_found");
 }
 
 /** The longest `search` term, in characters. */

@@ -7,6 +7,7 @@ import { IDEMPOTENCY_TTL_MS, LOCK_LEASE_MS } from "../lib/limits";
 export interface CachedResponse {
   status: number;
   headers: [string, string][];
+  /** Sealed by the idempotency guard before it is handed here: never stored in plaintext. */
   body: string;
 }
 
@@ -28,7 +29,9 @@ export type Begin =
 
 /**
  * One per (agency, idempotency key). Holds the in-progress lock and, for 24 hours, the
- * complete response; an alarm forgets both (and the D1 commit mark) when they expire.
+ * complete response (its body sealed); an alarm forgets both (and the D1 commit mark)
+ * when they expire. The request hash names the caller, so another caller's request is
+ * a conflict, never a replay.
  */
 export class IdempotencyLock extends DurableObject<Env> {
   async begin(agencyId: string, key: string, requestHash: string, now = Date.now()): Promise<Begin> {
@@ -66,6 +69,16 @@ export class IdempotencyLock extends DurableObject<Env> {
   async release(token: string): Promise<void> {
     const state = await this.ctx.storage.get<State>("state");
     if (state?.lock?.token === token) await this.ctx.storage.put("state", { ...state, lock: undefined });
+  }
+
+  /**
+   * Forgets the state taken by the request holding `token`, which found that the key's
+   * commit mark belongs to another request: the state it wrote names the wrong request,
+   * and the next call (the owner's) must start afresh and be answered from the mark.
+   */
+  async discard(token: string): Promise<void> {
+    const state = await this.ctx.storage.get<State>("state");
+    if (state?.lock?.token === token) await this.ctx.storage.delete("state");
   }
 
   async alarm(): Promise<void> {

@@ -1,10 +1,10 @@
 import { DurableObject } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
 import { database } from "../db/client";
-import { type ApiKey, type ApiKeySecret, apiKeySecrets, apiKeys } from "../db/schema";
+import { type ApiKey, type ApiKeySecret, apiKeySecrets, apiKeys, users } from "../db/schema";
 import { type KeyChange, revokeKey, rotateKey, updateKey } from "../domain/api-keys";
 import { budgetFor, type EndpointName, WINDOW_MS } from "../domain/budgets";
-import { checkKeyState, type KeyMode } from "../domain/keys";
+import { checkKeyState, type KeyMode, type KeyState } from "../domain/keys";
 import { DomainError, type ErrorCode } from "../lib/errors";
 
 export interface RateDecision {
@@ -29,17 +29,32 @@ export type GateVerdict =
 
 interface Loaded {
   key: ApiKey;
+  minter: KeyState["minter"];
   secrets: Map<string, Pick<ApiKeySecret, "supersededAt" | "deactivatedAt">>;
+  /** When the load began (epoch ms). */
+  at: number;
 }
+
+/**
+ * Cached state older than this is read again. Every change reaches the gate at once
+ * (`apply`, `reload`); this only bounds how long a change whose notice was lost (a
+ * Worker that died between its D1 write and the notice) could go unseen.
+ */
+export const KEY_STATE_MAX_AGE_MS = 60_000;
+/** Loads in a row that a change may overtake before the gate gives up (503, retried by the client). */
+const LOAD_ATTEMPTS = 3;
 
 /**
  * One per API key (addressed by key id). It holds the key's mutable state and an exact
  * 60-second sliding window per endpoint name, so a request is authenticated and
- * rate-limited in one round trip. Every change to the key goes through `reload`, so
- * the next request sees it: state is never served stale.
+ * rate-limited in one round trip. Every change to the key, and to the user who minted
+ * it, ends the cached state and bumps the generation; a load that was under way when
+ * the generation moved is thrown away, so no decision is ever taken on state read
+ * before a change.
  */
 export class KeyGate extends DurableObject<Env> {
   #loaded: Loaded | undefined;
+  #generation = 0;
   #windows = new Map<string, number[]>();
 
   constructor(ctx: DurableObjectState, env: Env) {
@@ -60,23 +75,49 @@ export class KeyGate extends DurableObject<Env> {
   }
 
   async #load(keyId: string): Promise<Loaded | undefined> {
-    if (this.#loaded) return this.#loaded;
-    const db = database(this.env.DB);
-    const [key, secrets] = await Promise.all([
-      db.select().from(apiKeys).where(eq(apiKeys.id, keyId)).get(),
-      db.select().from(apiKeySecrets).where(eq(apiKeySecrets.keyId, keyId)).all(),
-    ]);
-    if (!key) return undefined;
-    this.#loaded = {
-      key,
-      secrets: new Map(secrets.map((s) => [s.hash, { supersededAt: s.supersededAt, deactivatedAt: s.deactivatedAt }])),
-    };
-    return this.#loaded;
+    for (let attempt = 0; attempt < LOAD_ATTEMPTS; attempt++) {
+      const cached = this.#loaded;
+      if (cached && Date.now() - cached.at < KEY_STATE_MAX_AGE_MS) return cached;
+      const generation = this.#generation;
+      const at = Date.now();
+      const db = database(this.env.DB);
+      const [row, secrets] = await Promise.all([
+        db
+          .select({
+            key: apiKeys,
+            minter: { isActive: users.isActive, agencyId: users.agencyId, role: users.role },
+          })
+          .from(apiKeys)
+          .leftJoin(users, eq(users.id, apiKeys.mintedByUserId))
+          .where(eq(apiKeys.id, keyId))
+          .get(),
+        db.select().from(apiKeySecrets).where(eq(apiKeySecrets.keyId, keyId)).all(),
+      ]);
+      // A change landed while this load ran: what it read may predate the change.
+      if (generation !== this.#generation) continue;
+      if (!row) return undefined;
+      this.#loaded = {
+        key: row.key,
+        minter: row.minter,
+        secrets: new Map(
+          secrets.map((s) => [s.hash, { supersededAt: s.supersededAt, deactivatedAt: s.deactivatedAt }]),
+        ),
+        at,
+      };
+      return this.#loaded;
+    }
+    throw new Error("the key changed during every load");
   }
 
-  /** Forget the cached state; the next request reads the key afresh. */
-  async reload(): Promise<void> {
+  /** Ends the cached state and any load under way; the next request reads the key afresh. */
+  #invalidate(): void {
+    this.#generation++;
     this.#loaded = undefined;
+  }
+
+  /** A change made elsewhere (the minting user's state, the rotation sweep): read the key afresh. */
+  async reload(): Promise<void> {
+    this.#invalidate();
   }
 
   /**
@@ -86,6 +127,7 @@ export class KeyGate extends DurableObject<Env> {
    */
   async apply(keyId: string, change: KeyChange): Promise<{ ok: true; key: ApiKey; secret?: string } | Refusal> {
     const db = database(this.env.DB);
+    this.#invalidate();
     try {
       switch (change.op) {
         case "rotate":
@@ -100,7 +142,7 @@ export class KeyGate extends DurableObject<Env> {
       if (err instanceof DomainError) return refuse(err);
       throw err;
     } finally {
-      this.#loaded = undefined;
+      this.#invalidate();
     }
   }
 
@@ -119,7 +161,7 @@ export class KeyGate extends DurableObject<Env> {
     const secret = loaded?.secrets.get(secretHash);
     if (!loaded || !secret) return refuse(new DomainError("api_key_invalid"));
     try {
-      checkKeyState({ ...loaded.key, secret }, now, environmentMode);
+      checkKeyState({ ...loaded.key, secret, minter: loaded.minter }, now, environmentMode);
     } catch (err) {
       if (err instanceof DomainError) return refuse(err);
       throw err;

@@ -6,7 +6,10 @@ import type { RouteRegistry } from "./registry";
 export interface IdempotencyContext {
   agencyId: string;
   key: string;
-  /** SHA-256 of method, path and body: the same key with another request is a conflict. */
+  /**
+   * SHA-256 of caller, method, path and body: the same key with another request, or from
+   * another caller, is a conflict.
+   */
   requestHash: string;
 }
 

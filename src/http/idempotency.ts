@@ -1,10 +1,12 @@
-import { and, eq, gt } from "drizzle-orm";
+import { and, eq, getTableColumns, gt, sql } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Context, MiddlewareHandler } from "hono";
 import { type Db, database } from "../db/client";
 import { type IdempotencyMark, idempotencyMarks } from "../db/schema";
 import { isUniqueViolation } from "../domain/constraint";
+import type { Caller } from "../domain/roles";
 import type { Begin, CachedResponse } from "../durable/idempotency-lock";
+import { decrypt, encrypt, rowBinding } from "../lib/crypto";
 import { DomainError } from "../lib/errors";
 import { nowIso, sha256Hex } from "../lib/ids";
 import { IDEMPOTENCY_TTL_MS } from "../lib/limits";
@@ -15,6 +17,33 @@ export const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,128}$/;
 export { IDEMPOTENCY_TTL_MS };
 
 const REPLAYED_HEADERS = new Set(["content-type", "location", "retry-after"]);
+const RESPONSE_PURPOSE = "idempotency-response";
+
+/**
+ * Whose an idempotency record is: the API key (the same across its rotations), or the
+ * dashboard user of a session. Another caller of the same agency never shares it.
+ */
+export const callerIdentity = (caller: Pick<Caller, "keyId" | "userId">) =>
+  caller.keyId ? `key:${caller.keyId}` : `user:${caller.userId}`;
+
+/** A request as the record remembers it: its caller, method, path and body. */
+export const requestHashOf = (callerId: string, method: string, path: string, body: string) =>
+  sha256Hex(`${callerId}\n${method} ${path}\n${body}`);
+
+/**
+ * Cached bodies (which may carry a secret shown once, such as a webhook signing secret)
+ * are kept sealed, bound to the agency, the idempotency key and the request, caller included.
+ */
+const responseBinding = (idem: IdempotencyContext) =>
+  rowBinding("idempotency", idem.agencyId, idem.key, idem.requestHash);
+
+async function seal(env: Env, idem: IdempotencyContext, response: CachedResponse): Promise<CachedResponse> {
+  return { ...response, body: await encrypt(env.SECRET_KEY, RESPONSE_PURPOSE, response.body, responseBinding(idem)) };
+}
+
+async function unseal(env: Env, idem: IdempotencyContext, response: CachedResponse): Promise<CachedResponse> {
+  return { ...response, body: await decrypt(env.SECRET_KEY, RESPONSE_PURPOSE, response.body, responseBinding(idem)) };
+}
 
 function replay(response: CachedResponse): Response {
   const headers = new Headers(response.headers);
@@ -34,8 +63,9 @@ async function answerFromMark(c: Context<AppEnv>, mark: IdempotencyMark): Promis
   };
 }
 
+/** The request's commit mark, if it committed; a mark of another request (or caller) is a conflict. */
 async function findMark(c: Context<AppEnv>, idem: IdempotencyContext) {
-  return database(c.env.DB)
+  const mark = await database(c.env.DB)
     .select()
     .from(idempotencyMarks)
     .where(
@@ -46,13 +76,17 @@ async function findMark(c: Context<AppEnv>, idem: IdempotencyContext) {
       ),
     )
     .get();
+  if (mark && mark.requestHash !== idem.requestHash) throw new DomainError("idempotency_key_conflict");
+  return mark;
 }
 
 /**
  * Every mutating request names its idempotency key (GET, HEAD and OPTIONS never reach
  * this). The key's lock object answers replays, conflicts and requests still running;
  * a change and its commit mark are written in one D1 batch, so a request that committed
- * is never executed twice, even when its response was lost.
+ * is never executed twice, even when its response was lost. A record belongs to the
+ * caller that made the first request: only that caller gets the replay, any other
+ * caller of the agency reusing the key gets `idempotency_key_conflict`.
  */
 export function idempotency(): MiddlewareHandler<AppEnv> {
   return async function idempotency(c, next) {
@@ -60,12 +94,13 @@ export function idempotency(): MiddlewareHandler<AppEnv> {
     if (key === undefined || key === "") throw new DomainError("idempotency.missing");
     if (!IDEMPOTENCY_KEY_PATTERN.test(key))
       throw new DomainError("idempotency_key_invalid", { details: { max_length: 128, received_length: key.length } });
-    const agencyId = c.get("caller").agencyId;
+    const caller = c.get("caller");
+    const agencyId = caller.agencyId;
     const body = await c.req.text();
     const idem: IdempotencyContext = {
       agencyId,
       key,
-      requestHash: await sha256Hex(`${c.req.method} ${c.req.path}\n${body}`),
+      requestHash: await requestHashOf(callerIdentity(caller), c.req.method, c.req.path, body),
     };
     const lock = c.env.IDEMPOTENCY.getByName(`${agencyId}:${key}`);
 
@@ -75,16 +110,19 @@ export function idempotency(): MiddlewareHandler<AppEnv> {
     } catch {
       throw new DomainError("idempotency_unavailable", { retryAfter: 5 });
     }
-    if (begin.state === "replay") return replay(begin.response);
+    if (begin.state === "replay") return replay(await unseal(c.env, idem, begin.response));
     if (begin.state === "conflict") throw new DomainError("idempotency_key_conflict");
     if (begin.state === "in_progress") throw new DomainError("idempotency_key_in_progress", { retryAfter: 5 });
     const token = begin.token;
 
     if (begin.recovering) {
-      const mark = await findMark(c, idem);
+      const mark = await findMark(c, idem).catch(async (err: unknown) => {
+        await lock.discard(token);
+        throw err;
+      });
       if (mark) {
         const answer = await answerFromMark(c, mark);
-        await lock.complete(token, answer);
+        await lock.complete(token, await seal(c.env, idem, answer));
         return replay(answer);
       }
     }
@@ -98,10 +136,14 @@ export function idempotency(): MiddlewareHandler<AppEnv> {
     }
     // A concurrent duplicate that committed first makes this batch fail on the mark's key.
     if (c.error && isUniqueViolation(c.error, "idempotency_marks")) {
-      const mark = await findMark(c, idem);
+      const mark = await findMark(c, idem).catch(async (err: unknown) => {
+        await lock.discard(token);
+        c.set("unexpected", undefined);
+        throw err;
+      });
       if (mark) {
         const answer = await answerFromMark(c, mark);
-        await lock.complete(token, answer);
+        await lock.complete(token, await seal(c.env, idem, answer));
         // Recovered: the duplicate is answered like the request that committed, and is no failure.
         c.set("unexpected", undefined);
         c.res = replay(answer);
@@ -115,7 +157,7 @@ export function idempotency(): MiddlewareHandler<AppEnv> {
     const res = c.res.clone();
     // Headers that describe this request (request id, rate limit) are answered afresh on a replay.
     const headers: [string, string][] = [...res.headers].filter(([name]) => REPLAYED_HEADERS.has(name.toLowerCase()));
-    await lock.complete(token, { status: res.status, headers, body: await res.text() });
+    await lock.complete(token, await seal(c.env, idem, { status: res.status, headers, body: await res.text() }));
   };
 }
 
@@ -123,23 +165,34 @@ export function idempotency(): MiddlewareHandler<AppEnv> {
  * The commit mark of the current idempotent request, to be appended to the handler's
  * `db.batch` so the change and its mark commit together (or not at all). Empty when the
  * request carries no idempotency context.
+ *
+ * With `ifChanged`, the mark is written only when the statement just before it in the
+ * batch changed a row: placed right after a guarded UPDATE (or the event that follows
+ * it the same way), a change that lost its race commits no mark, so the mark never
+ * claims a success the request did not have.
  */
 export function idempotencyMark(
   c: Context<AppEnv>,
   db: Db,
-  result: { status: number; resourceType?: string; resourceId?: string },
+  result: { status: number; resourceType?: string; resourceId?: string; ifChanged?: boolean },
 ): BatchItem<"sqlite">[] {
   const idem = c.get("idempotency");
   if (!idem) return [];
-  return [
-    db.insert(idempotencyMarks).values({
-      agencyId: idem.agencyId,
-      idemKey: idem.key,
-      requestHash: idem.requestHash,
-      status: result.status,
-      resourceType: result.resourceType ?? null,
-      resourceId: result.resourceId ?? null,
-      expiresAt: nowIso(Date.now() + IDEMPOTENCY_TTL_MS),
-    }),
-  ];
+  const row: IdempotencyMark = {
+    agencyId: idem.agencyId,
+    idemKey: idem.key,
+    requestHash: idem.requestHash,
+    status: result.status,
+    resourceType: result.resourceType ?? null,
+    resourceId: result.resourceId ?? null,
+    expiresAt: nowIso(Date.now() + IDEMPOTENCY_TTL_MS),
+    createdAt: nowIso(),
+  };
+  if (!result.ifChanged) return [db.insert(idempotencyMarks).values(row)];
+  // INSERT … SELECT lists every column of the table, in table order.
+  const selected = sql.join(
+    Object.keys(getTableColumns(idempotencyMarks)).map((name) => sql`${row[name as keyof IdempotencyMark]}`),
+    sql`, `,
+  );
+  return [db.insert(idempotencyMarks).select(sql`SELECT ${selected} WHERE changes() > 0`)];
 }

@@ -82,7 +82,15 @@ export function publicDocument(app: OpenAPIHono<AppEnv>, routes: RouteRegistry, 
     in: "header",
     name: "X-API-Key",
     description:
-      "Your secret key: `sk_test_…` in the sandbox, `sk_live_…` in production. Never send it in a URL, query or body; `Authorization: Bearer` is refused.",
+      "Your secret key: `sk_test_…` in the sandbox, `sk_live_…` in production. Never send it in a URL, query or " +
+      "body; `Authorization: Bearer` is refused.\n\n" +
+      "Every change to a key is effective from the very next request, even while other requests of the key are " +
+      "running: a revoked key gets 401 `api_key_revoked`, a disabled one `api_key_disabled`, an expired one " +
+      "`api_key_expired`, and a secret whose 30-day rotation grace has ended `api_key_invalid`.\n\n" +
+      "A key acts for the user who minted it. When that user is deactivated or suspended in the dashboard, or " +
+      "moves to another agency, each key it minted is refused from the very next request with 401 " +
+      "`api_key_disabled` and `details.reason` `minting_user_inactive` or `minting_user_moved`. The key is not " +
+      "revoked: it works again only once that user is active in the key's agency again. Otherwise mint a new key.",
   });
   app.openAPIRegistry.registerComponent("securitySchemes", "SessionCookie", {
     type: "apiKey",
@@ -96,7 +104,12 @@ export function publicDocument(app: OpenAPIHono<AppEnv>, routes: RouteRegistry, 
     in: "header",
     required: true,
     description:
-      "Required on every POST, PUT, PATCH and DELETE: an opaque string of at most 128 printable ASCII characters (UUIDv4 recommended, ULID accepted). The full response is kept for 24 hours per agency and key; a repeat replays it with `X-Idempotent-Replay: true`.",
+      "Required on every POST, PUT, PATCH and DELETE: an opaque string of at most 128 printable ASCII characters " +
+      "(UUIDv4 recommended, ULID accepted). The full response is kept for 24 hours per agency and key; a repeat " +
+      "replays it with `X-Idempotent-Replay: true`.\n\n" +
+      "A key belongs to the caller that first used it (the API key, across its rotations; or the dashboard user " +
+      "of a session): the same idempotency key from another caller of the agency is 409 " +
+      "`idempotency_key_conflict`, never a replay. Cached responses are stored encrypted.",
     schema: { type: "string", maxLength: 128, example: "3f1c1f9e-3c51-4e2b-9d1e-8d7c2b9f4a10" },
   });
   const doc = app.getOpenAPI31Document({

@@ -1,5 +1,5 @@
 import type { MiddlewareHandler } from "hono";
-import { timingSafeEqual } from "../lib/crypto";
+import { secretsEqual } from "../lib/crypto";
 import { DomainError } from "../lib/errors";
 import type { AppEnv } from "./env";
 import { unmatched } from "./routing";
@@ -13,7 +13,7 @@ export function operatorAuth(): MiddlewareHandler<AppEnv> {
     const token = c.env.OPERATOR_TOKEN;
     if (!token) throw unmatched(c);
     const presented = /^Bearer\s+(.+)$/i.exec(c.req.header("authorization") ?? "")?.[1]?.trim() ?? "";
-    if (!timingSafeEqual(presented, token)) throw new DomainError("operator_token_invalid");
+    if (!(await secretsEqual(presented, token))) throw new DomainError("operator_token_invalid");
     await next();
   };
 }

@@ -23,28 +23,17 @@ export function requestId(): MiddlewareHandler<AppEnv> {
 
 /**
  * Deployed environments refuse plain HTTP before anything else runs, so a key sent over
- * an unencrypted connection is never read. Cloudflare reports the visitor's scheme in
- * `CF-Visitor`; the request URL carries it otherwise.
+ * an unencrypted connection is never read. The scheme comes from the request URL alone
+ * (on Cloudflare, the scheme the client connected with); a header such as `CF-Visitor`
+ * could be sent by the client itself and is never consulted.
  */
 export function httpsOnly(): MiddlewareHandler<AppEnv> {
   return async function httpsOnly(c, next) {
-    if (c.env.ENVIRONMENT !== "local") {
-      const visitor = c.req.header("cf-visitor");
-      const scheme = visitor
-        ? (safeJson(visitor) as { scheme?: string } | undefined)?.scheme
-        : new URL(c.req.url).protocol.replace(":", "");
-      if (scheme !== "https") throw new DomainError("https_required");
+    if (c.env.ENVIRONMENT !== "local" && new URL(c.req.url).protocol !== "https:") {
+      throw new DomainError("https_required");
     }
     await next();
   };
-}
-
-function safeJson(s: string): unknown {
-  try {
-    return JSON.parse(s);
-  } catch {
-    return undefined;
-  }
 }
 
 export const DEFAULT_BODY_LIMIT = 64 * 1024;

@@ -38,6 +38,23 @@ export async function sign(secret: string, purpose: string, message: string): Pr
   return base64url(new Uint8Array(await crypto.subtle.sign("HMAC", key, enc.encode(message))));
 }
 
+/**
+ * Compares a presented secret with the configured one through their SHA-256 digests, in
+ * constant time: the time taken reveals neither where they differ nor the secret's length.
+ */
+export async function secretsEqual(presented: string, configured: string): Promise<boolean> {
+  const [a, b] = await Promise.all([
+    crypto.subtle.digest("SHA-256", enc.encode(presented)),
+    crypto.subtle.digest("SHA-256", enc.encode(configured)),
+  ]);
+  const x = new Uint8Array(a);
+  const y = new Uint8Array(b);
+  // Both are 32 bytes: every byte is compared, whatever the tokens' lengths.
+  let diff = 0;
+  for (let i = 0; i < x.length; i++) diff |= x[i]! ^ y[i]!;
+  return diff === 0;
+}
+
 export function timingSafeEqual(a: string, b: string): boolean {
   if (a.length !== b.length) return false;
   let diff = 0;
@@ -45,19 +62,38 @@ export function timingSafeEqual(a: string, b: string): boolean {
   return diff === 0;
 }
 
-/** AES-256-GCM with a random 96-bit nonce: `v1.<nonce>.<ciphertext>`, all base64url. */
-export async function encrypt(secret: string, purpose: string, plaintext: string): Promise<string> {
+/**
+ * AES-256-GCM with a random 96-bit nonce: `v1.<nonce>.<ciphertext>`, all base64url.
+ * `boundTo` names the row that holds the ciphertext (say agency and endpoint id); it is
+ * authenticated as associated data, so the ciphertext opens only for that same row and
+ * cannot be moved to another.
+ */
+export async function encrypt(secret: string, purpose: string, plaintext: string, boundTo: string): Promise<string> {
   const key = await deriveKey(secret, purpose, { name: "AES-GCM", length: 256 }, ["encrypt", "decrypt"]);
   const iv = crypto.getRandomValues(new Uint8Array(12));
-  const ct = new Uint8Array(await crypto.subtle.encrypt({ name: "AES-GCM", iv }, key, enc.encode(plaintext)));
+  const ct = new Uint8Array(
+    await crypto.subtle.encrypt(
+      { name: "AES-GCM", iv, additionalData: enc.encode(boundTo) },
+      key,
+      enc.encode(plaintext),
+    ),
+  );
   return `v1.${base64url(iv)}.${base64url(ct)}`;
 }
 
-export async function decrypt(secret: string, purpose: string, sealed: string): Promise<string> {
+/** Opens what `encrypt` sealed for the same purpose and row; anything else throws. */
+export async function decrypt(secret: string, purpose: string, sealed: string, boundTo: string): Promise<string> {
   const [version, iv, ct] = sealed.split(".");
   if (version !== "v1" || !iv || !ct) throw new Error("unsupported ciphertext");
   const key = await deriveKey(secret, purpose, { name: "AES-GCM", length: 256 }, ["encrypt", "decrypt"]);
   return new TextDecoder().decode(
-    await crypto.subtle.decrypt({ name: "AES-GCM", iv: fromBase64url(iv) }, key, fromBase64url(ct)),
+    await crypto.subtle.decrypt(
+      { name: "AES-GCM", iv: fromBase64url(iv), additionalData: enc.encode(boundTo) },
+      key,
+      fromBase64url(ct),
+    ),
   );
 }
+
+/** The associated data of a sealed column: the table and the columns that identify its row. */
+export const rowBinding = (table: string, ...ids: string[]) => [table, ...ids].join("\u0000");

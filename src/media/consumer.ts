@@ -65,13 +65,19 @@ async function handle(db: Db, env: Env, body: unknown, sentAt: Date): Promise<Ve
   }
 }
 
-/** R2 reports a finished PUT to a pre-signed URL: the upload is complete. */
+/**
+ * R2 reports a finished PUT to a pre-signed URL: the upload completes with that object,
+ * the first one of the declared size to arrive. A later object at the same key (which
+ * R2's signed `If-None-Match: *` already refuses) completes nothing and is never delivered.
+ */
 async function objectCreated(db: Db, env: Env, event: R2EventNotification): Promise<Verdict> {
   if (!/^(PutObject|CompleteMultipartUpload|CopyObject)$/.test(event.action)) return "done";
   const upload = await findUploadByKey(db, event.object.key);
   if (upload?.status !== "pending") return "done";
-  if (event.object.size !== undefined && event.object.size !== upload.sizeBytes) return "done";
-  await settleUpload(db, env, upload, "completed");
+  const head = await env.UPLOADS.head(upload.objectKey);
+  if (head?.size !== upload.sizeBytes) return "done";
+  if (event.object.eTag && event.object.eTag !== head.etag) return "done";
+  await settleUpload(db, env, upload, { status: "completed", etag: head.etag });
   return "done";
 }
 
@@ -86,7 +92,12 @@ async function settleJob(db: Db, env: Env, uploadId: string, young: boolean): Pr
   const head = await env.UPLOADS.head(upload.objectKey);
   const arrived = head?.size === upload.sizeBytes;
   if (head && !arrived) await env.UPLOADS.delete(upload.objectKey);
-  await settleUpload(db, env, upload, arrived ? "completed" : "expired");
+  await settleUpload(
+    db,
+    env,
+    upload,
+    head && arrived ? { status: "completed", etag: head.etag } : { status: "expired" },
+  );
   return "done";
 }
 
@@ -138,9 +149,21 @@ async function deliver(db: Db, env: Env, deliveryId: string, young: boolean): Pr
     const worker = async () => {
       for (let next = queue.shift(); next; next = queue.shift()) {
         const { upload } = next;
-        const object = await env.UPLOADS.get(upload.objectKey);
+        // Only the object the upload completed with is delivered, never one written over it since.
+        const object = await env.UPLOADS.get(
+          upload.objectKey,
+          upload.objectEtag ? { onlyIf: { etagMatches: upload.objectEtag } } : undefined,
+        );
         if (!object) {
           outcomes.set(upload.id, { ok: false, permanent: true, error: "the uploaded file is missing from storage" });
+          continue;
+        }
+        if (!("body" in object)) {
+          outcomes.set(upload.id, {
+            ok: false,
+            permanent: true,
+            error: "the uploaded file was replaced after its upload completed",
+          });
           continue;
         }
         const key = joinKey(destination.pathPrefix, listing.listingNumber, upload.assetType, fileNameOf(upload));

@@ -1,13 +1,17 @@
 import { and, eq } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { type DeliveryDestination, deliveryDestinations, type MediaDelivery, type User } from "../db/schema";
-import { decrypt, encrypt } from "../lib/crypto";
+import { decrypt, encrypt, rowBinding } from "../lib/crypto";
 import { DomainError } from "../lib/errors";
 import { nowIso } from "../lib/ids";
 import type { S3Destination } from "./delivery";
 
 /** The key purpose that seals storage secrets at rest. */
 export const STORAGE_CREDENTIALS = "storage-credentials";
+
+/** A destination's sealed secret opens only for that agent's own destination row. */
+const destinationBinding = (row: Pick<DeliveryDestination, "agencyId" | "userId">) =>
+  rowBinding("delivery_destinations", row.agencyId, row.userId);
 
 export interface DestinationInput {
   endpointUrl: string;
@@ -49,7 +53,12 @@ export async function saveDestination(
     region: input.region,
     addressingStyle: input.addressingStyle,
     accessKeyId: input.accessKeyId,
-    secretAccessKeySealed: await encrypt(secretKey, STORAGE_CREDENTIALS, input.secretAccessKey),
+    secretAccessKeySealed: await encrypt(
+      secretKey,
+      STORAGE_CREDENTIALS,
+      input.secretAccessKey,
+      destinationBinding({ agencyId: user.agencyId, userId: user.id }),
+    ),
     pathPrefix: input.pathPrefix.replace(/^\/+|\/+$/g, ""),
     updatedAt: nowIso(),
   };
@@ -96,5 +105,8 @@ export async function openDestination(
     )
     .get();
   if (!row) return undefined;
-  return { ...row, secretAccessKey: await decrypt(secretKey, STORAGE_CREDENTIALS, row.secretAccessKeySealed) };
+  return {
+    ...row,
+    secretAccessKey: await decrypt(secretKey, STORAGE_CREDENTIALS, row.secretAccessKeySealed, destinationBinding(row)),
+  };
 }

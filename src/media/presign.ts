@@ -9,7 +9,7 @@ export interface UploadTarget {
   method: "PUT";
   url: string;
   /** Headers the PUT must carry exactly: the URL's signature covers them. */
-  headers: { "Content-Type": string; "Content-Length": string };
+  headers: { "Content-Type": string; "Content-Length": string; "If-None-Match"?: "*" };
   expiresAt: Date;
 }
 
@@ -45,7 +45,9 @@ const amzDate = (d: Date) => d.toISOString().replace(/[:-]|\.\d{3}/g, "");
 
 /**
  * A SigV4 query-signed PUT to R2's S3 endpoint. Content-Type and Content-Length are
- * signed headers, so R2 refuses a PUT of another type or size.
+ * signed headers, so R2 refuses a PUT of another type or size. `If-None-Match: *` is
+ * signed too: R2 writes the object only if the key holds none yet, so the URL stores at
+ * most one object, and a second PUT is refused (412) instead of replacing the first.
  */
 export async function presignR2(
   creds: R2Credentials,
@@ -57,7 +59,7 @@ export async function presignR2(
 ): Promise<UploadTarget> {
   const url = new URL(`https://${creds.accountId}.r2.cloudflarestorage.com/${creds.bucket}/${encodeKey(objectKey)}`);
   url.searchParams.set("X-Amz-Expires", String(ttlSeconds));
-  const headers = { "Content-Type": contentType, "Content-Length": String(sizeBytes) };
+  const headers = { "Content-Type": contentType, "Content-Length": String(sizeBytes), "If-None-Match": "*" as const };
   const signer = new AwsV4Signer({
     method: "PUT",
     url: url.toString(),
@@ -68,7 +70,7 @@ export async function presignR2(
     region: "auto",
     datetime: amzDate(now),
     signQuery: true,
-    // aws4fetch leaves Content-Type and Content-Length unsigned unless told otherwise.
+    // aws4fetch leaves Content-Type, Content-Length and If-None-Match unsigned unless told otherwise.
     allHeaders: true,
   });
   const signed = await signer.sign();

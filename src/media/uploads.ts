@@ -91,15 +91,16 @@ async function othersPending(db: Db, listingId: string, exceptId: string, now: D
 }
 
 /**
- * Settles an upload as completed or expired. When it was the last upload of its listing
- * still under way, the listing's new files are delivered: the delivery job is sent before
- * anything is written, so a refused send (503) leaves the upload as it was.
+ * Settles an upload as completed (with the ETag of the one object it accepts) or
+ * expired. Only a pending upload settles, once. When it was the last upload of its
+ * listing still under way, the listing's new files are delivered: the delivery job is
+ * sent before anything is written, so a refused send (503) leaves the upload as it was.
  */
 export async function settleUpload(
   db: Db,
   env: Env,
   upload: MediaUpload,
-  outcome: "completed" | "expired",
+  outcome: { status: "completed"; etag: string } | { status: "expired" },
   now = new Date(),
 ): Promise<{ settled: boolean; deliveryId: string | null }> {
   const listing = await listingOf(db, upload);
@@ -111,7 +112,11 @@ export async function settleUpload(
   const [result] = await db.batch([
     db
       .update(mediaUploads)
-      .set({ status: outcome, completedAt: outcome === "completed" ? stamp : null, updatedAt: stamp })
+      .set(
+        outcome.status === "completed"
+          ? { status: "completed", completedAt: stamp, objectEtag: outcome.etag, updatedAt: stamp }
+          : { status: "expired", updatedAt: stamp },
+      )
       .where(and(eq(mediaUploads.id, upload.id), eq(mediaUploads.status, "pending"))),
     ...(delivery?.statements ?? []),
   ]);

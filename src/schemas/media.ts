@@ -68,6 +68,15 @@ export const UploadTargetSchema = z
       .object({
         "Content-Type": z.string().openapi({ example: "image/jpeg" }),
         "Content-Length": z.string().openapi({ example: "4718592" }),
+        "If-None-Match": z
+          .literal("*")
+          .optional()
+          .openapi({
+            description:
+              "Sent with direct storage URLs: the storage writes the file only if none is stored yet, so the URL " +
+              "stores one file and a second PUT is refused instead of replacing it.",
+            example: "*",
+          }),
       })
       .openapi({ description: "Headers the PUT must carry with exactly these values; the signature covers them." }),
     expires_at: z

@@ -10,7 +10,7 @@ import {
 import { decrypt } from "../lib/crypto";
 import { DomainError } from "../lib/errors";
 import { newId, nowIso, randomToken } from "../lib/ids";
-import { SECRET_PURPOSE } from "./endpoints";
+import { SECRET_PURPOSE, secretBinding } from "./endpoints";
 import { SIGNATURE_HEADER, signPayload } from "./signing";
 import { checkReceiverUrl } from "./ssrf";
 
@@ -90,7 +90,7 @@ export async function attemptDelivery(env: Env, deliveryId: string): Promise<Out
     await record(db, deliveryId, attempt, started, null, `receiver refused: url ${verdict.reason}`, "dead");
     return "dead";
   }
-  const secret = await decrypt(env.SECRET_KEY, SECRET_PURPOSE, endpoint.secretSealed);
+  const secret = await signingSecret(env, endpoint);
   const { status, error } = await post(
     verdict.url,
     secret,
@@ -101,6 +101,19 @@ export async function attemptDelivery(env: Env, deliveryId: string): Promise<Out
   const delivered = error === null;
   await record(db, deliveryId, attempt, started, status, error, delivered ? "delivered" : undefined);
   return delivered ? "delivered" : "retry";
+}
+
+/**
+ * The endpoint's signing secret. It opens only for the endpoint it was sealed for: a
+ * ciphertext copied from another row throws, so nothing is ever signed with another
+ * endpoint's secret (the caller logs it and retries; nothing is sent).
+ */
+async function signingSecret(env: Env, endpoint: WebhookEndpoint): Promise<string> {
+  try {
+    return await decrypt(env.SECRET_KEY, SECRET_PURPOSE, endpoint.secretSealed, secretBinding(endpoint));
+  } catch {
+    throw new Error(`the signing secret of webhook endpoint ${endpoint.id} does not open for this endpoint`);
+  }
 }
 
 /** One signed POST of an envelope built for this attempt. */
@@ -156,7 +169,7 @@ export async function sendTestEvent(env: Env, endpoint: WebhookEndpoint) {
       message: `url ${verdict.reason}.`,
       details: { field: "url", reason: verdict.reason },
     });
-  const secret = await decrypt(env.SECRET_KEY, SECRET_PURPOSE, endpoint.secretSealed);
+  const secret = await signingSecret(env, endpoint);
   const started = Date.now();
   const eventId = newId("evt_test");
   const data = { endpoint_id: endpoint.id, message: "A test event from the Agency Listing and Media Service." };

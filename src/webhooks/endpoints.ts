@@ -4,13 +4,17 @@ import type { Db } from "../db/client";
 import { keysetPage, type PageRequest } from "../db/pages";
 import { type WebhookEndpoint, webhookEndpoints } from "../db/schema";
 import { EVENT_TYPE_NAMES } from "../domain/events";
-import { encrypt } from "../lib/crypto";
+import { encrypt, rowBinding } from "../lib/crypto";
 import { DomainError } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { newSigningSecret } from "./signing";
 import { checkReceiverUrl } from "./ssrf";
 
 export const SECRET_PURPOSE = "webhook-signing-secret";
+
+/** A signing secret opens only for its own endpoint of its own agency. */
+export const secretBinding = (endpoint: Pick<WebhookEndpoint, "agencyId" | "id">) =>
+  rowBinding("webhook_endpoints", endpoint.agencyId, endpoint.id);
 
 /** Internal event types that exist but are not part of the public contract. */
 export const DENIED_EVENT_TYPES = new Set([
@@ -66,7 +70,7 @@ export async function createEndpoint(
         url: verdict.url,
         eventTypes,
         description: input.description ?? null,
-        secretSealed: await encrypt(env.SECRET_KEY, SECRET_PURPOSE, secret),
+        secretSealed: await encrypt(env.SECRET_KEY, SECRET_PURPOSE, secret, secretBinding({ agencyId, id })),
       })
       .returning(),
     ...alsoWrite({ id }),
@@ -84,17 +88,24 @@ export async function findEndpoint(db: Db, agencyId: string, id: string): Promis
   return endpoint;
 }
 
+/**
+ * Removes a receiver; one removed meanwhile (a concurrent delete) is
+ * `webhook_endpoint_not_found`. `alsoWrite` follows the DELETE: a statement there
+ * conditional on `changes()` runs only if this call removed it.
+ */
 export async function deleteEndpoint(
   db: Db,
   endpoint: WebhookEndpoint,
   alsoWrite: BatchItem<"sqlite">[] = [],
 ): Promise<void> {
-  await db.batch([
+  const [deleted] = await db.batch([
     db
       .delete(webhookEndpoints)
-      .where(and(eq(webhookEndpoints.id, endpoint.id), eq(webhookEndpoints.agencyId, endpoint.agencyId))),
+      .where(and(eq(webhookEndpoints.id, endpoint.id), eq(webhookEndpoints.agencyId, endpoint.agencyId)))
+      .returning({ id: webhookEndpoints.id }),
     ...alsoWrite,
   ]);
+  if (!deleted.length) throw new DomainError("webhook_endpoint_not_found");
 }
 
 /** The agency's receivers, oldest first. */

@@ -1,6 +1,7 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { database } from "../../db/client";
 import { changeManager } from "../../domain/hierarchy";
+import { refreshKeysMintedBy } from "../../durable/key-changes";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
 import { withRenames } from "../../http/validation";
@@ -15,8 +16,9 @@ export const changeManagerRoute = internalRoute(
     tags: ["Users"],
     summary: "Change a user's manager, inside the agency or across agencies",
     description:
-      "The user's whole subtree follows it into the manager's agency. " +
-      "Emits `user.hierarchy_changed` to the new owning agency.",
+      "The user's whole subtree follows it into the manager's agency. Emits `user.hierarchy_changed` to the new " +
+      "owning agency. API keys minted by a user who leaves the key's agency (the user or anyone in the subtree) are " +
+      "refused from the very next request with 401 `api_key_disabled` (`details.reason`: `minting_user_moved`).",
     request: {
       params: userParam,
       body: {
@@ -33,5 +35,8 @@ export const changeManagerRoute = internalRoute(
 
 export const changeManagerHandler: RouteHandler<typeof changeManagerRoute, AppEnv> = async (c) => {
   const moved = await changeManager(database(c.env.DB), c.req.valid("param").user_id, c.req.valid("json").manager_id);
+  // The keys' gates are told even when nothing changed, so repeating a call whose
+  // notice was cut short completes it.
+  await refreshKeysMintedBy(c.env, moved.id, { subtree: true });
   return c.json(presentInternalUser(moved), 200);
 };

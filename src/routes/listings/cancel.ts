@@ -50,7 +50,12 @@ export const cancelListingRoute = publicRoute(
 export const cancelListingHandler: RouteHandler<typeof cancelListingRoute, AppEnv> = async (c) => {
   const db = database(c.env.DB);
   const listing = await findListing(db, c.get("caller").agencyId, c.req.valid("param").listing_number);
-  const mark = idempotencyMark(c, db, { status: 200, resourceType: "listing", resourceId: listing.id });
+  const mark = idempotencyMark(c, db, {
+    status: 200,
+    resourceType: "listing",
+    resourceId: listing.id,
+    ifChanged: true,
+  });
   const cancelled = await cancelListing(db, listing, { reason: c.req.valid("json").reason, source: "api" }, mark);
   return c.json(ListingSchema.parse(presentListing(cancelled, c.env.SITE_URL)), 200);
 };

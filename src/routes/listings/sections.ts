@@ -65,7 +65,12 @@ async function updateSection(
 ) {
   const db = database(c.env.DB);
   const listing = await findListing(db, c.get("caller").agencyId, listingNumber);
-  const mark = idempotencyMark(c, db, { status: 200, resourceType: "listing", resourceId: listing.id });
+  const mark = idempotencyMark(c, db, {
+    status: 200,
+    resourceType: "listing",
+    resourceId: listing.id,
+    ifChanged: true,
+  });
   const updated = await writeSection(db, listing, section, operation, value(listing), mark);
   return ListingSchema.parse(presentListing(updated, c.env.SITE_URL));
 }

@@ -46,7 +46,12 @@ export const updateStatusRoute = publicRoute(
 export const updateStatusHandler: RouteHandler<typeof updateStatusRoute, AppEnv> = async (c) => {
   const db = database(c.env.DB);
   const listing = await findListing(db, c.get("caller").agencyId, c.req.valid("param").listing_number);
-  const mark = idempotencyMark(c, db, { status: 200, resourceType: "listing", resourceId: listing.id });
+  const mark = idempotencyMark(c, db, {
+    status: 200,
+    resourceType: "listing",
+    resourceId: listing.id,
+    ifChanged: true,
+  });
   const updated = await changeStatus(db, listing, c.req.valid("json").new_status, mark);
   return c.json(ListingSchema.parse(presentListing(updated, c.env.SITE_URL)), 200);
 };

@@ -11,8 +11,11 @@ export const LOCAL_UPLOAD_PATH = "/uploads/{upload_id}";
 
 /**
  * PUT /uploads/{upload_id}?expires=…&sig=…: the upload URL where R2 is not signed for
- * directly. The signed URL is the only credential. The body is streamed into R2 through
- * a fixed-length stream, so a body of any other size fails before an object exists.
+ * directly. The signed URL is the only credential, and it works once: the body is
+ * streamed into R2 through a fixed-length stream (a body of any other size fails before
+ * an object exists) with a create-only condition, so of two PUTs at once exactly one
+ * stores its object and the other is 409 `upload_already_completed`; an object is never
+ * half-written or written over.
  */
 export async function localUpload(c: Context<AppEnv>) {
   const db = database(c.env.DB);
@@ -21,8 +24,7 @@ export async function localUpload(c: Context<AppEnv>) {
   const check = await checkLocalUploadUrl(c.env.SECRET_KEY, upload, c.req.query("expires"), c.req.query("sig"));
   if (check === "invalid") throw new DomainError("upload_url_invalid");
   if (check === "expired" || upload.status === "expired") throw new DomainError("upload_url_expired");
-  if (upload.status === "completed")
-    throw new DomainError("upload_already_completed", { details: { upload_id: upload.id } });
+  if (upload.status === "completed") throw alreadyCompleted(upload.id);
 
   const received = c.req.header("content-type");
   if (!received || normalizeContentType(received) !== upload.contentType) {
@@ -37,18 +39,28 @@ export async function localUpload(c: Context<AppEnv>) {
     throw sizeMismatch(upload.sizeBytes, declared);
 
   const sized = new FixedLengthStream(upload.sizeBytes);
-  const piped = body.pipeTo(sized.writable).then(
+  const stopPipe = new AbortController();
+  const piped = body.pipeTo(sized.writable, { signal: stopPipe.signal }).then(
     () => true,
     () => false,
   );
   let stored: R2Object | null = null;
+  let failed = false;
   try {
+    // Create-only: R2 checks the condition when the object commits, so a PUT that is
+    // second to finish stores nothing and leaves the first one's object untouched.
     stored = await c.env.UPLOADS.put(upload.objectKey, sized.readable, {
       httpMetadata: { contentType: upload.contentType },
       customMetadata: { upload_id: upload.id },
+      onlyIf: { etagDoesNotMatch: "*" },
     });
   } catch {
-    stored = null;
+    failed = true;
+  }
+  if (!stored && !failed) {
+    stopPipe.abort();
+    await piped;
+    throw alreadyCompleted(upload.id);
   }
   if (!(await piped) || !stored || stored.size !== upload.sizeBytes) {
     if (stored) await c.env.UPLOADS.delete(upload.objectKey);
@@ -57,11 +69,19 @@ export async function localUpload(c: Context<AppEnv>) {
 
   let settled: Awaited<ReturnType<typeof settleUpload>>;
   try {
-    settled = await settleUpload(db, c.env, upload, "completed");
+    settled = await settleUpload(db, c.env, upload, { status: "completed", etag: stored.etag });
   } catch (err) {
     // The delivery could not be queued: take the bytes back so that retrying this PUT starts clean.
     await c.env.UPLOADS.delete(upload.objectKey);
     throw err;
+  }
+  if (!settled.settled) {
+    // Settled by someone else meanwhile: completed with this very object, or expired while it streamed.
+    const now = await findUpload(db, upload.id);
+    if (now?.status !== "completed" || now.objectEtag !== stored.etag) {
+      await c.env.UPLOADS.delete(upload.objectKey);
+      throw new DomainError("upload_url_expired");
+    }
   }
   return c.json(
     {
@@ -74,6 +94,13 @@ export async function localUpload(c: Context<AppEnv>) {
     200,
     { ETag: stored.httpEtag },
   );
+}
+
+function alreadyCompleted(uploadId: string) {
+  return new DomainError("upload_already_completed", {
+    message: "This upload URL was already used: the upload has its file. An upload URL stores exactly one file.",
+    details: { upload_id: uploadId },
+  });
 }
 
 function sizeMismatch(expected: number, declared: string | undefined) {

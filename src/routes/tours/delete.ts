@@ -23,7 +23,7 @@ export const deleteTourRoute = publicRoute(
 export const deleteTourHandler: RouteHandler<typeof deleteTourRoute, AppEnv> = async (c) => {
   const db = database(c.env.DB);
   const tour = await findTour(db, c.get("caller").agencyId, c.req.valid("param").tourNumber);
-  const mark = idempotencyMark(c, db, { status: 204, resourceType: "tour", resourceId: tour.id });
+  const mark = idempotencyMark(c, db, { status: 204, resourceType: "tour", resourceId: tour.id, ifChanged: true });
   await deleteTour(db, tour, mark);
   return c.body(null, 204);
 };

@@ -44,6 +44,6 @@ export const updateTourHandler: RouteHandler<typeof updateTourRoute, AppEnv> = a
   }
   const db = database(c.env.DB);
   const tour = await findTour(db, c.get("caller").agencyId, c.req.valid("param").tourNumber);
-  const mark = idempotencyMark(c, db, { status: 200, resourceType: "tour", resourceId: tour.id });
+  const mark = idempotencyMark(c, db, { status: 200, resourceType: "tour", resourceId: tour.id, ifChanged: true });
   return c.json(TourSchema.parse(presentTour(await updateTour(db, tour, b, mark))), 200);
 };

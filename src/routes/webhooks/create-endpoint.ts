@@ -20,7 +20,15 @@ export const createEndpointRoute = publicRoute(
     tags: ["Webhooks"],
     summary: "Register a webhook receiver",
     description:
-      "Registers an https receiver for the given event types (all active types when omitted). The answer carries the signing secret exactly once. Deliveries are signed `X-Webhook-Signature: sha256=<hex>`: HMAC-SHA256 of the raw body keyed with the whole secret. An unknown or non-public event type is 422 `webhook_event_type_not_allowed` naming it; a loopback, private, link-local or metadata receiver is 422 `webhook_url_not_allowed`. Like every POST, a repeat with the same `X-Idempotency-Key` within 24 hours answers this same response, so a client that lost it can still learn the secret; a new key registers a new endpoint.",
+      "Registers an https receiver for the given event types (all active types when omitted). The answer carries " +
+      "the signing secret exactly once. Deliveries are signed `X-Webhook-Signature: sha256=<hex>`: HMAC-SHA256 of " +
+      "the raw body keyed with the whole secret. An unknown or non-public event type is 422 " +
+      "`webhook_event_type_not_allowed` naming it; a loopback, private, link-local or metadata receiver is 422 " +
+      "`webhook_url_not_allowed`. " +
+      "Like every POST, a repeat with the same `X-Idempotency-Key` by the same API key within 24 hours answers " +
+      "this same response, so a client that lost it can still learn the secret (the cached answer is kept " +
+      "encrypted); another key of the agency reusing that idempotency key gets 409 `idempotency_key_conflict`, " +
+      "never the secret. A new idempotency key registers a new endpoint.",
     request: { body: { content: { "application/json": { schema: CreateWebhookEndpointBody } } } },
     responses: {
       201: {

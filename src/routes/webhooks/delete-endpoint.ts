@@ -28,7 +28,12 @@ export const deleteEndpointRoute = publicRoute(
 export const deleteEndpointHandler: RouteHandler<typeof deleteEndpointRoute, AppEnv> = async (c) => {
   const db = database(c.env.DB);
   const endpoint = await findEndpoint(db, c.get("caller").agencyId, c.req.valid("param").endpoint_id);
-  const mark = idempotencyMark(c, db, { status: 204, resourceType: "webhook_endpoint", resourceId: endpoint.id });
+  const mark = idempotencyMark(c, db, {
+    status: 204,
+    resourceType: "webhook_endpoint",
+    resourceId: endpoint.id,
+    ifChanged: true,
+  });
   await deleteEndpoint(db, endpoint, mark);
   return c.body(null, 204);
 };
