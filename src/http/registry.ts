@@ -21,6 +21,8 @@ export interface Guard {
 /** Everything the route factory knows of an operation, read back when the app is built. */
 export interface RouteMeta extends Guard {
   surface: "public" | "internal";
+  /** Largest accepted body in bytes, resolved: what every request to the route is held to. */
+  bodyLimit: number;
   method: string;
   path: string;
   codes: ErrorCode[];

@@ -100,6 +100,7 @@ export const ERRORS = {
   request_body_not_json: [400, "The body is not valid JSON."],
   request_body_empty: [400, "This request requires a JSON body; send {} if all fields are optional."],
   request_body_too_large: [413, "The body is larger than this endpoint accepts."],
+  request_body_too_deep: [400, "The JSON body nests deeper than this service accepts."],
   request_content_type_mismatch: [415, "Send the body as Content-Type: application/json."],
   request_method_not_allowed: [405, "This method is not allowed on this path."],
   request_path_not_found: [404, "No such route."],
