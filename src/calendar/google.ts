@@ -61,7 +61,7 @@ export function googleSource(
       const json = (await res.json()) as {
         calendars?: Record<string, { busy?: { start: string; end: string }[]; errors?: unknown[] }>;
       };
-      const cal = json.calendars?.[calendarId];
+      const cal = json.calendars && Object.hasOwn(json.calendars, calendarId) ? json.calendars[calendarId] : undefined;
       if (!cal || cal.errors?.length) throw new Error("freeBusy answered without this calendar");
       return (cal.busy ?? []).map((b) => ({ start: Date.parse(b.start), end: Date.parse(b.end) }));
     },

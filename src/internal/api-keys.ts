@@ -3,7 +3,6 @@ import { and, asc, eq } from "drizzle-orm";
 import { type Db, database } from "../db/client";
 import { type ApiKey, apiKeys } from "../db/schema";
 import { getKey, keySecrets, mintKey } from "../domain/api-keys";
-import { ENDPOINT_NAMES, MAX_BUDGET, MIN_BUDGET } from "../domain/budgets";
 import { KEY_PREFIXES, type KeyMode, ROTATION_GRACE_MS } from "../domain/keys";
 import { SCOPES } from "../domain/roles";
 import { changeKey } from "../durable/key-changes";
@@ -11,6 +10,7 @@ import type { AppEnv } from "../http/env";
 import { internalRoute } from "../http/route";
 import { validationHook } from "../http/validation";
 import { nowIso } from "../lib/ids";
+import { BudgetOverridesInput } from "../schemas/budgets";
 
 export const ApiKeySchema = z
   .object({
@@ -177,10 +177,9 @@ const update = internalRoute(["api_key_not_found", "scope_not_grantable"], {
             expires_at: isoInstant.nullable().optional(),
             scopes: z.array(z.enum(SCOPES)).min(1).optional(),
             name: z.string().max(100).optional(),
-            rate_limit_overrides: z
-              .partialRecord(z.enum(ENDPOINT_NAMES), z.number().int().min(MIN_BUDGET).max(MAX_BUDGET).nullable())
-              .optional()
-              .openapi({ description: "Per-endpoint budgets (requests per 60 s); null clears one override." }),
+            rate_limit_overrides: BudgetOverridesInput.optional().openapi({
+              description: "Per-endpoint budgets (requests per 60 s); null clears one override.",
+            }),
           }),
         },
       },
