@@ -55,6 +55,7 @@ export const ERRORS = {
   calendar_not_connected: [403, "No external calendar is connected in the manager chain."],
   calendar_provider_error: [502, "The connected calendar answered with an error."],
   calendar_provider_timeout: [504, "The connected calendar did not answer in time."],
+  calendar_feed_not_allowed: [422, "The ICS feed URL must be a public https URL."],
   user_not_found: [404, "No such user."],
   // Tours and resources of the internal surface
   tour_not_found: [404, "No such tour."],
