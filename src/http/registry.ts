@@ -51,8 +51,9 @@ interface Definitions {
   openAPIRegistry: { definitions: readonly unknown[] };
 }
 
+/** A path template as an exact pattern: a trailing slash is another path, as it is to the router. */
 const patternOf = (template: string) =>
-  new RegExp(`^${template.replaceAll(/\{\w+\}/g, "[^/]+").replaceAll(/:\w+/g, "[^/]+")}/?$`);
+  new RegExp(`^${template.replaceAll(/\{\w+\}/g, "[^/]+").replaceAll(/:\w+/g, "[^/]+")}$`);
 const routeKey = (method: string, path: string) => `${method.toUpperCase()} ${path.replaceAll(/\{(\w+)\}/g, ":$1")}`;
 
 /**
