@@ -3,6 +3,7 @@ import { DEFAULT_BUDGETS } from "../domain/budgets";
 import { EVENT_TYPE_NAMES, EVENT_TYPES } from "../domain/events";
 import { envelopeSchema } from "../schemas/events";
 import type { AppEnv } from "./env";
+import { RATE_LIMIT_HEADERS } from "./rate-limit";
 import type { RouteRegistry } from "./registry";
 import { MAX_JSON_DEPTH } from "./wire";
 
@@ -16,12 +17,12 @@ type Operation = {
 };
 
 const rateLimitHeaders = {
-  "X-Rate-Limit-Limit": {
+  [RATE_LIMIT_HEADERS.limit]: {
     description: "Requests allowed in the 60-second window for this key and endpoint.",
     schema: { type: "integer" },
   },
-  "X-Rate-Limit-Remaining": { description: "Requests left in the current window.", schema: { type: "integer" } },
-  "X-Rate-Limit-Reset": {
+  [RATE_LIMIT_HEADERS.remaining]: { description: "Requests left in the current window.", schema: { type: "integer" } },
+  [RATE_LIMIT_HEADERS.reset]: {
     description: "Unix epoch seconds when the window has fully refilled.",
     schema: { type: "integer" },
   },
@@ -109,7 +110,8 @@ export function publicDocument(app: OpenAPIHono<AppEnv>, routes: RouteRegistry, 
         "refused while it streams in, whether or not it declares a Content-Length. JSON bodies are UTF-8 and nest " +
         `at most ${MAX_JSON_DEPTH} levels (400 \`request_body_too_deep\` beyond).`,
     },
-    servers: [{ url: `${origin}/api/v1`, description: "This environment" }],
+    // The origin alone: every path already starts with /api/v1, as the spec writes its paths.
+    servers: [{ url: origin, description: "This environment" }],
     security: [{ ApiKey: [] }],
   });
   return withWebhooks(decorate(doc, routes));
