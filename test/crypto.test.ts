@@ -68,6 +68,7 @@ describe("sealed credentials elsewhere", () => {
         provider: "ics",
         feedUrl: "https://calendar.example.com/owner.ics",
       },
+      { allowLocalHttp: false },
     );
     const lead = await connectCalendar(
       d,
@@ -77,6 +78,7 @@ describe("sealed credentials elsewhere", () => {
         provider: "ics",
         feedUrl: "https://calendar.example.com/lead.ics",
       },
+      { allowLocalHttp: false },
     );
     const owner = await resolveConnection(d, t.owner.id);
     await sourceFor(d, env, owner);

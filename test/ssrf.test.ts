@@ -2,12 +2,12 @@ import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test"
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import worker from "../src/index";
-import { checkReceiverUrl } from "../src/webhooks/ssrf";
+import { checkOutboundUrl } from "../src/lib/outbound-url";
 import { BASE, makeTenant } from "./harness";
 
 const deployed = { allowLocalHttp: false };
 const local = { allowLocalHttp: true };
-const verdict = (url: string, opts = deployed) => checkReceiverUrl(url, opts);
+const verdict = (url: string, opts = deployed) => checkOutboundUrl(url, opts);
 
 /** Every spelling here names a loopback, private, link-local, reserved or metadata target. */
 const REFUSED: Record<string, string[]> = {

@@ -7,9 +7,9 @@ import { webhookEndpoints } from "../src/db/schema";
 import { EVENT_TYPE_NAMES, EVENT_TYPES } from "../src/domain/events";
 import worker from "../src/index";
 import { decrypt } from "../src/lib/crypto";
+import { checkOutboundUrl } from "../src/lib/outbound-url";
 import { SECRET_PURPOSE, secretBinding } from "../src/webhooks/endpoints";
 import { newSigningSecret, signPayload } from "../src/webhooks/signing";
-import { checkReceiverUrl } from "../src/webhooks/ssrf";
 import { BASE, call, db, expectError, makeTenant, type Tenant } from "./harness";
 
 const register = (t: Tenant, body: Record<string, unknown>) => call("/api/v1/webhooks/endpoints", { key: t.key, body });
@@ -169,7 +169,7 @@ describe("registering endpoints", () => {
   it("local development may register http://localhost receivers", async () => {
     const t = await makeTenant();
     expect((await register(t, { url: "http://localhost:9999/hook" })).status).toBe(201);
-    expect(checkReceiverUrl("http://localhost:9999/hook", { allowLocalHttp: false }).ok).toBe(false);
+    expect(checkOutboundUrl("http://localhost:9999/hook", { allowLocalHttp: false }).ok).toBe(false);
   });
 
   it("lists in cursor pages, oldest first; a tampered cursor is request_query_invalid", async () => {

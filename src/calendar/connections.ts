@@ -4,8 +4,9 @@ import { type CalendarConnection, calendarConnections, users } from "../db/schem
 import { decrypt, encrypt, rowBinding } from "../lib/crypto";
 import { DomainError } from "../lib/errors";
 import { newId, nowIso } from "../lib/ids";
+import type { OutboundPolicy } from "../lib/outbound-url";
 import { type GoogleCredentials, googleSource } from "./google";
-import { icsSource } from "./ics";
+import { checkFeedUrl, icsSource } from "./ics";
 import { type CalendarSource, guarded } from "./outbound";
 
 const PURPOSE = "calendar-credentials";
@@ -19,13 +20,18 @@ export type ConnectInput =
   | { provider: "google"; calendarId: string; credentials: GoogleCredentials }
   | { provider: "ics"; feedUrl: string };
 
-/** Connects (or replaces) a user's calendar; credentials are sealed before they are stored. */
+/**
+ * Connects (or replaces) a user's calendar; credentials are sealed before they are
+ * stored. An ICS feed URL must pass the outbound policy.
+ */
 export async function connectCalendar(
   db: Db,
   secretKey: string,
   user: { id: string; agencyId: string },
   input: ConnectInput,
+  policy: OutboundPolicy,
 ): Promise<CalendarConnection> {
+  if (input.provider === "ics") input = { ...input, feedUrl: checkFeedUrl(input.feedUrl, policy) };
   const sealed = await encrypt(
     secretKey,
     PURPOSE,
@@ -79,12 +85,15 @@ export async function resolveConnection(db: Db, userId: string): Promise<Calenda
 /** The provider behind a connection, with Google's refreshed tokens written back sealed. */
 export async function sourceFor(
   db: Db,
-  env: { SECRET_KEY: string; GOOGLE_CLIENT_SECRET?: string },
+  env: { SECRET_KEY: string; GOOGLE_CLIENT_SECRET?: string; ALLOW_HTTP_RECEIVERS: string },
   conn: CalendarConnection,
   timeoutMs?: number,
 ): Promise<CalendarSource> {
   const creds = JSON.parse(await decrypt(env.SECRET_KEY, PURPOSE, conn.credentialsSealed, credentialsBinding(conn)));
-  if (conn.provider === "ics") return guarded("ics", icsSource(creds.feed_url, timeoutMs));
+  if (conn.provider === "ics") {
+    const policy = { allowLocalHttp: env.ALLOW_HTTP_RECEIVERS === "true" };
+    return guarded("ics", icsSource(creds.feed_url, { policy, timeoutMs }));
+  }
   return guarded(
     "google",
     googleSource(conn.calendarId!, creds as GoogleCredentials, {

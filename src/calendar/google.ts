@@ -1,4 +1,4 @@
-import { type CalendarSource, providerFetch } from "./outbound";
+import { type CalendarSource, providerFetch, providerText } from "./outbound";
 
 export interface GoogleCredentials {
   client_id: string;
@@ -36,7 +36,7 @@ export function googleSource(
         { method: "POST", headers: { "Content-Type": "application/x-www-form-urlencoded" }, body },
         { timeoutMs: opts.timeoutMs },
       );
-      const json = (await res.json()) as { access_token?: string; expires_in?: number };
+      const json = JSON.parse(await providerText("google", res)) as { access_token?: string; expires_in?: number };
       if (!json.access_token) throw new Error("token refresh answered no access_token");
       const refreshed = {
         ...creds,
@@ -58,10 +58,10 @@ export function googleSource(
         },
         { timeoutMs: opts.timeoutMs },
       );
-      const json = (await res.json()) as {
+      const json = JSON.parse(await providerText("google", res)) as {
         calendars?: Record<string, { busy?: { start: string; end: string }[]; errors?: unknown[] }>;
       };
-      const cal = json.calendars?.[calendarId];
+      const cal = json.calendars && Object.hasOwn(json.calendars, calendarId) ? json.calendars[calendarId] : undefined;
       if (!cal || cal.errors?.length) throw new Error("freeBusy answered without this calendar");
       return (cal.busy ?? []).map((b) => ({ start: Date.parse(b.start), end: Date.parse(b.end) }));
     },
@@ -73,7 +73,10 @@ export function googleSource(
         { timeoutMs: opts.timeoutMs, accept: [404, 410] },
       );
       if (res.status === 404 || res.status === 410) return { found: false };
-      const json = (await res.json()) as { status?: string; start?: { dateTime?: string; date?: string } };
+      const json = JSON.parse(await providerText("google", res)) as {
+        status?: string;
+        start?: { dateTime?: string; date?: string };
+      };
       if (json.status === "cancelled") return { found: false };
       const start = json.start?.dateTime ?? (json.start?.date ? `${json.start.date}T00:00:00.000Z` : undefined);
       return { found: true, start: start && !Number.isNaN(Date.parse(start)) ? new Date(start).toISOString() : null };

@@ -1,4 +1,6 @@
-import { type CalendarSource, type Interval, providerFetch } from "./outbound";
+import { DomainError } from "../lib/errors";
+import { checkOutboundUrl, type OutboundPolicy } from "../lib/outbound-url";
+import { type CalendarSource, type Interval, providerFetch, providerText } from "./outbound";
 import { isTimeZone, zonedToUtc } from "./zoned";
 
 interface VEvent {
@@ -59,13 +61,43 @@ export function parseIcs(text: string): VEvent[] {
   return events;
 }
 
-/** A plain ICS feed: busy times are its opaque, confirmed events. Recurrence rules are not expanded. */
-export function icsSource(feedUrl: string, timeoutMs?: number): CalendarSource {
+/**
+ * Whether a feed URL may be fetched: the outbound policy of webhook receivers (https to a
+ * public host; http to this machine only in local development). Checked when the feed is
+ * connected (422 `calendar_feed_not_allowed`) and again before every fetch.
+ */
+export function checkFeedUrl(feedUrl: string, policy: OutboundPolicy): string {
+  const verdict = checkOutboundUrl(feedUrl, policy);
+  if (!verdict.ok)
+    throw new DomainError("calendar_feed_not_allowed", {
+      message: `feed_url ${verdict.reason}.`,
+      details: { field: "feed_url", reason: verdict.reason },
+    });
+  return verdict.url;
+}
+
+/**
+ * A plain ICS feed: busy times are its opaque, confirmed events. Recurrence rules are not
+ * expanded. A feed URL the policy refuses at fetch time is 502 `calendar_provider_error`;
+ * the feed is read at most `PROVIDER_BODY_LIMIT` bytes.
+ */
+export function icsSource(feedUrl: string, opts: { policy: OutboundPolicy; timeoutMs?: number }): CalendarSource {
   let cached: Promise<VEvent[]> | undefined;
   const load = () =>
     (cached ??= (async () => {
-      const res = await providerFetch("ics", feedUrl, { headers: { Accept: "text/calendar" } }, { timeoutMs });
-      return parseIcs(await res.text());
+      const verdict = checkOutboundUrl(feedUrl, opts.policy);
+      if (!verdict.ok)
+        throw new DomainError("calendar_provider_error", {
+          message: `The ics feed URL ${verdict.reason}; connect the calendar again with a public https feed.`,
+          details: { provider: "ics", reason: verdict.reason },
+        });
+      const res = await providerFetch(
+        "ics",
+        verdict.url,
+        { headers: { Accept: "text/calendar" } },
+        { timeoutMs: opts.timeoutMs },
+      );
+      return parseIcs(await providerText("ics", res));
     })());
   return {
     async busy(from, to) {

@@ -1,11 +1,16 @@
+import { readCapped } from "../lib/capped-read";
 import { DomainError } from "../lib/errors";
 
 export const PROVIDER_TIMEOUT_MS = 8_000;
 
+/** The largest provider answer read: an ICS feed of years of events fits; anything bigger is refused. */
+export const PROVIDER_BODY_LIMIT = 5 * 1024 * 1024;
+
 /**
  * A call to a calendar provider that never hangs and never becomes a 500: a timeout is
  * 504 `calendar_provider_timeout`, a network failure or an unexpected answer 502
- * `calendar_provider_error`. `accept` lists statuses the caller handles itself (e.g. 404).
+ * `calendar_provider_error`. Redirects are not followed (a 3xx is an unexpected answer).
+ * `accept` lists statuses the caller handles itself (e.g. 404).
  */
 export async function providerFetch(
   provider: string,
@@ -16,7 +21,7 @@ export async function providerFetch(
   const timeoutMs = opts.timeoutMs ?? PROVIDER_TIMEOUT_MS;
   let res: Response;
   try {
-    res = await fetch(url, { ...init, redirect: "follow", signal: AbortSignal.timeout(timeoutMs) });
+    res = await fetch(url, { ...init, redirect: "manual", signal: AbortSignal.timeout(timeoutMs) });
   } catch (e) {
     if (e instanceof Error && (e.name === "TimeoutError" || e.name === "AbortError")) {
       throw new DomainError("calendar_provider_timeout", {
@@ -37,6 +42,18 @@ export async function providerFetch(
     });
   }
   return res;
+}
+
+/** A provider's answer as text, read at most `limit` bytes: past it, 502 `calendar_provider_error`. */
+export async function providerText(provider: string, res: Response, limit = PROVIDER_BODY_LIMIT): Promise<string> {
+  const bytes = await readCapped(res.body, limit);
+  if (!bytes) {
+    throw new DomainError("calendar_provider_error", {
+      message: `The ${provider} calendar answered more than ${limit} bytes.`,
+      details: { provider, limit_bytes: limit },
+    });
+  }
+  return new TextDecoder().decode(bytes);
 }
 
 export interface Interval {

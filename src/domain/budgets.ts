@@ -47,7 +47,7 @@ const isBudget = (n: unknown): n is number =>
  */
 export function budgetFor(endpoint: string, overrides: Record<string, unknown> | null | undefined): number | undefined {
   if (!Object.hasOwn(DEFAULT_BUDGETS, endpoint)) return undefined;
-  const override = overrides?.[endpoint];
+  const override = overrides && Object.hasOwn(overrides, endpoint) ? overrides[endpoint] : undefined;
   if (override === undefined) return DEFAULT_BUDGETS[endpoint as EndpointName];
   return isBudget(override) ? override : undefined;
 }

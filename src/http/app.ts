@@ -49,7 +49,7 @@ export function createApp(parts: AppParts): { app: Hono<AppEnv>; routes: RouteRe
     })
     .get(PUBLIC_DOCS_PATH, Scalar({ url: PUBLIC_OPENAPI_PATH, pageTitle: "Agency Listing and Media Service API" }))
     .get(INTERNAL_OPENAPI_PATH, operatorAuth(), (c) =>
-      c.json(internalDocument(parts.internalApi, new URL(c.req.url).origin)),
+      c.json(internalDocument(parts.internalApi, routes, new URL(c.req.url).origin)),
     );
 
   const app = new Hono<AppEnv>()

@@ -20,6 +20,8 @@ export interface AppVariables {
   caller: Caller;
   /** Set by the idempotency guard on mutating public routes. */
   idempotency?: IdempotencyContext;
+  /** The route's body limit in bytes, set before anything reads the body. */
+  bodyLimit?: number;
   /** The rate decision the key's gate took during authentication. */
   rateLimit?: RateDecision;
   /** An unexpected failure, logged once when the request ends unless a guard recovered from it. */

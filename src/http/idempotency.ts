@@ -11,6 +11,7 @@ import { DomainError } from "../lib/errors";
 import { nowIso, sha256Hex } from "../lib/ids";
 import { IDEMPOTENCY_TTL_MS } from "../lib/limits";
 import type { AppEnv, IdempotencyContext } from "./env";
+import { readBodyText } from "./wire";
 
 export const IDEMPOTENCY_HEADER = "X-Idempotency-Key";
 export const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,128}$/;
@@ -96,7 +97,7 @@ export function idempotency(): MiddlewareHandler<AppEnv> {
       throw new DomainError("idempotency_key_invalid", { details: { max_length: 128, received_length: key.length } });
     const caller = c.get("caller");
     const agencyId = caller.agencyId;
-    const body = await c.req.text();
+    const body = await readBodyText(c);
     const idem: IdempotencyContext = {
       agencyId,
       key,

@@ -3,7 +3,9 @@ import { DEFAULT_BUDGETS } from "../domain/budgets";
 import { EVENT_TYPE_NAMES, EVENT_TYPES } from "../domain/events";
 import { envelopeSchema } from "../schemas/events";
 import type { AppEnv } from "./env";
+import { RATE_LIMIT_HEADERS } from "./rate-limit";
 import type { RouteRegistry } from "./registry";
+import { MAX_JSON_DEPTH } from "./wire";
 
 export const API_VERSION = "1.0.0";
 
@@ -15,12 +17,12 @@ type Operation = {
 };
 
 const rateLimitHeaders = {
-  "X-Rate-Limit-Limit": {
+  [RATE_LIMIT_HEADERS.limit]: {
     description: "Requests allowed in the 60-second window for this key and endpoint.",
     schema: { type: "integer" },
   },
-  "X-Rate-Limit-Remaining": { description: "Requests left in the current window.", schema: { type: "integer" } },
-  "X-Rate-Limit-Reset": {
+  [RATE_LIMIT_HEADERS.remaining]: { description: "Requests left in the current window.", schema: { type: "integer" } },
+  [RATE_LIMIT_HEADERS.reset]: {
     description: "Unix epoch seconds when the window has fully refilled.",
     schema: { type: "integer" },
   },
@@ -47,6 +49,7 @@ export function decorate(doc: Doc, routes: RouteRegistry): Doc {
     if (mutating) {
       op.parameters = [{ $ref: "#/components/parameters/IdempotencyKey" }, ...(op.parameters ?? [])];
     }
+    op["x-body-limit"] = meta.bodyLimit;
     if (meta.scope) op["x-required-scope"] = meta.scope;
     if (meta.roles) op["x-allowed-roles"] = meta.roles;
     if (meta.endpoint) {
@@ -121,11 +124,15 @@ export function publicDocument(app: OpenAPIHono<AppEnv>, routes: RouteRegistry, 
         "The HTTPS + JSON API for accredited media agencies and brokers: listings, media upload, scheduling " +
         "availability, users and orders, and webhooks. Every response is confined to the agency your key is bound " +
         "to; another agency's resources answer 404. Errors share one envelope (`error.code`, `message`, " +
-        "`request_id`, `details`); branch on `error.code`.",
+        "`request_id`, `details`); branch on `error.code`. Each operation's `x-body-limit` is the largest request " +
+        "body it accepts, in bytes: a body above it is 413 `request_body_too_large` with `details.limit_bytes`, " +
+        "refused while it streams in, whether or not it declares a Content-Length. JSON bodies are UTF-8 and nest " +
+        `at most ${MAX_JSON_DEPTH} levels (400 \`request_body_too_deep\` beyond).`,
       license: proprietary("use is governed by your agency's service agreement"),
     },
     tags: TAGS,
-    servers: [{ url: `${origin}/api/v1`, description: "This environment" }],
+    // The origin alone: every path already starts with /api/v1, as the spec writes its paths.
+    servers: [{ url: origin, description: "This environment" }],
     security: [{ ApiKey: [] }],
   });
   return withWebhooks(decorate(doc, routes));
@@ -189,7 +196,7 @@ function withWebhooks(doc: Doc): Doc {
 const withOperatorScheme = new WeakSet<object>();
 
 /** The internal (dashboard) surface's own document; it never appears in the public one. */
-export function internalDocument(app: OpenAPIHono<AppEnv>, origin: string): Doc {
+export function internalDocument(app: OpenAPIHono<AppEnv>, routes: RouteRegistry, origin: string): Doc {
   if (!withOperatorScheme.has(app)) {
     app.openAPIRegistry.registerComponent("securitySchemes", "OperatorToken", {
       type: "http",
@@ -198,7 +205,7 @@ export function internalDocument(app: OpenAPIHono<AppEnv>, origin: string): Doc 
     });
     withOperatorScheme.add(app);
   }
-  return app.getOpenAPI31Document({
+  const doc = app.getOpenAPI31Document({
     openapi: "3.1.0",
     info: {
       title: "Agency Listing and Media Service: internal (dashboard) API",
@@ -209,4 +216,9 @@ export function internalDocument(app: OpenAPIHono<AppEnv>, origin: string): Doc 
     servers: [{ url: origin }],
     security: [{ OperatorToken: [] }],
   });
+  for (const meta of routes.operations("internal")) {
+    const op = (doc.paths?.[meta.path] as Record<string, Operation> | undefined)?.[meta.method];
+    if (op) op["x-body-limit"] = meta.bodyLimit;
+  }
+  return doc;
 }

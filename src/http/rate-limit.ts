@@ -6,10 +6,17 @@ import type { AppEnv } from "./env";
 
 export { DEFAULT_BUDGETS, type EndpointName } from "../domain/budgets";
 
+/** The spec's three-segment names, emitted in lowercase as its Limits section says. */
+export const RATE_LIMIT_HEADERS = {
+  limit: "x-rate-limit-limit",
+  remaining: "x-rate-limit-remaining",
+  reset: "x-rate-limit-reset",
+} as const;
+
 export function setRateHeaders(c: Context<AppEnv>, rate: RateDecision) {
-  c.header("X-Rate-Limit-Limit", String(rate.limit));
-  c.header("X-Rate-Limit-Remaining", String(rate.remaining));
-  c.header("X-Rate-Limit-Reset", String(rate.reset));
+  c.header(RATE_LIMIT_HEADERS.limit, String(rate.limit));
+  c.header(RATE_LIMIT_HEADERS.remaining, String(rate.remaining));
+  c.header(RATE_LIMIT_HEADERS.reset, String(rate.reset));
 }
 
 /**

@@ -29,6 +29,8 @@ export interface Guard {
 /** Everything the route factory knows of an operation, read back when the app is built. */
 export interface RouteMeta extends Guard {
   surface: "public" | "internal";
+  /** Largest accepted body in bytes, resolved: what every request to the route is held to. */
+  bodyLimit: number;
   method: string;
   path: string;
   codes: ErrorCode[];
@@ -57,8 +59,9 @@ interface Definitions {
   openAPIRegistry: { definitions: readonly unknown[] };
 }
 
+/** A path template as an exact pattern: a trailing slash is another path, as it is to the router. */
 const patternOf = (template: string) =>
-  new RegExp(`^${template.replaceAll(/\{\w+\}/g, "[^/]+").replaceAll(/:\w+/g, "[^/]+")}/?$`);
+  new RegExp(`^${template.replaceAll(/\{\w+\}/g, "[^/]+").replaceAll(/:\w+/g, "[^/]+")}$`);
 const routeKey = (method: string, path: string) => `${method.toUpperCase()} ${path.replaceAll(/\{(\w+)\}/g, ":$1")}`;
 
 /**

@@ -9,7 +9,7 @@ import { errorResponses } from "./openapi-errors";
 import { operatorAuth } from "./operator";
 import { rateLimit } from "./rate-limit";
 import { type Guard, ROUTE_META, type RouteMeta } from "./registry";
-import { jsonBody } from "./wire";
+import { bodyLimit, DEFAULT_BODY_LIMIT, jsonBody, NO_BODY_LIMIT } from "./wire";
 
 const MUTATING = new Set(["post", "put", "patch", "delete"]);
 
@@ -40,7 +40,7 @@ export const VALIDATION_CODES: ErrorCode[] = [
 export const BODY_CODES: ErrorCode[] = [
   "request_body_empty",
   "request_body_not_json",
-  "request_body_too_large",
+  "request_body_too_deep",
   "request_content_type_mismatch",
   ...VALIDATION_CODES,
 ];
@@ -48,9 +48,14 @@ export const BODY_CODES: ErrorCode[] = [
 const OPERATOR_CODES: ErrorCode[] = [
   "operator_token_invalid",
   "https_required",
+  "request_body_too_large",
   "service_unavailable",
   "internal_error",
 ];
+
+/** The largest body the route accepts: its declared limit, the JSON default, or room for an ignored `{}`. */
+const limitOf = (schemas: RouteMeta["schemas"], declared?: number) =>
+  declared ?? (schemas.json ? DEFAULT_BODY_LIMIT : NO_BODY_LIMIT);
 
 function schemasOf(route: RouteConfig): RouteMeta["schemas"] {
   const content = route.request?.body?.content as Record<string, { schema?: unknown }> | undefined;
@@ -82,6 +87,7 @@ export function routeCodes(route: RouteConfig, guard: Guard): ErrorCode[] {
       "idempotency_unavailable",
     );
   }
+  codes.push("request_body_too_large");
   if (json) codes.push(...BODY_CODES);
   if (query) codes.push("request_query_invalid");
   return [...new Set([...codes, ...(guard.errors ?? [])])];
@@ -119,10 +125,13 @@ export function publicRoute<const R extends RouteConfig>(guard: Guard, route: R)
     : [authenticate({ session: guard.session, endpoint: guard.endpoint })];
   if (guard.endpoint) middleware.push(rateLimit(guard.endpoint));
   if (guard.scope || guard.roles) middleware.push(authorize({ scope: guard.scope, roles: guard.roles }));
+  const limit = limitOf(schemas, guard.bodyLimit);
+  middleware.push(bodyLimit(limit));
   if (MUTATING.has(route.method)) middleware.push(idempotency());
-  if (schemas.json) middleware.push(jsonBody({ limit: guard.bodyLimit }));
+  if (schemas.json) middleware.push(jsonBody());
   const meta: RouteMeta = {
     ...guard,
+    bodyLimit: limit,
     surface: "public",
     method: route.method,
     path: route.path,
@@ -137,14 +146,25 @@ export function publicRoute<const R extends RouteConfig>(guard: Guard, route: R)
 /** An internal (dashboard) route: the same shape, behind the operator token. */
 export function internalRoute<const R extends RouteConfig>(errors: readonly ErrorCode[], route: R): Described<R> {
   const schemas = schemasOf(route);
-  const middleware: MiddlewareHandler<AppEnv>[] = [operatorAuth()];
+  const limit = limitOf(schemas);
+  const middleware: MiddlewareHandler<AppEnv>[] = [operatorAuth(), bodyLimit(limit)];
   if (schemas.json) middleware.push(jsonBody());
   const codes = [
-    ...OPERATOR_CODES,
-    ...(schemas.json ? BODY_CODES : []),
-    ...(schemas.query ? (["request_query_invalid"] as ErrorCode[]) : []),
-    ...errors,
+    ...new Set([
+      ...OPERATOR_CODES,
+      ...(schemas.json ? BODY_CODES : []),
+      ...(schemas.query ? (["request_query_invalid"] as ErrorCode[]) : []),
+      ...errors,
+    ]),
   ];
-  const meta: RouteMeta = { surface: "internal", method: route.method, path: route.path, codes, schemas, errors };
+  const meta: RouteMeta = {
+    surface: "internal",
+    method: route.method,
+    path: route.path,
+    codes,
+    schemas,
+    errors,
+    bodyLimit: limit,
+  };
   return describe(route, meta, middleware, [{ OperatorToken: [] }]);
 }

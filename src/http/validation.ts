@@ -16,13 +16,20 @@ export interface FieldError {
   children?: FieldError[];
 }
 
-/** Fields renamed within this major version: the old name answers `validation_deprecated_field`. */
-const renames = new WeakMap<object, Record<string, string>>();
+/**
+ * Fields renamed within this major version: the old name answers `validation_deprecated_field`.
+ * Field names come from the client, so every lookup by name goes through a Map or
+ * `Object.hasOwn`, never a plain object (where `constructor` or `__proto__` would be found).
+ */
+const renames = new WeakMap<object, ReadonlyMap<string, string>>();
 
 export function withRenames<T extends ZodType>(schema: T, map: Record<string, string>): T {
-  renames.set(schema, map);
+  renames.set(schema, new Map(Object.entries(map)));
   return schema;
 }
+
+const ownField = (shape: Record<string, ZodType>, key: PropertyKey): ZodType | undefined =>
+  typeof key === "string" && Object.hasOwn(shape, key) ? shape[key] : undefined;
 
 const fieldName = (path: readonly PathKey[]) =>
   path.reduce<string>(
@@ -43,7 +50,7 @@ function schemaAt(schema: ZodType | undefined, path: readonly PathKey[]): ZodTyp
       s = d.innerType as ZodType;
     else if (d.type === "pipe") s = d.in as ZodType;
     else if (i === path.length) return s;
-    else if (d.type === "object") s = (d.shape as Record<string, ZodType>)[String(path[i++])];
+    else if (d.type === "object") s = ownField(d.shape as Record<string, ZodType>, path[i++]!);
     else if (d.type === "array") {
       s = d.element as ZodType;
       i++;
@@ -109,11 +116,11 @@ function issueToErrors(issue: Issue, root: ZodType | undefined, input: unknown):
     case "unrecognized_keys": {
       const obj = schemaAt(root, issue.path);
       const known = obj && def(obj).type === "object" ? Object.keys(def(obj).shape as object) : [];
-      const renamed = (obj && renames.get(obj)) ?? {};
+      const renamed = (obj && renames.get(obj)) ?? new Map<string, string>();
       return issue.keys.map((key) => {
         const path = [...issue.path, key];
         const f = fieldName(path);
-        const to = renamed[key];
+        const to = renamed.get(key);
         if (to)
           return {
             path,
@@ -154,13 +161,30 @@ function issueToErrors(issue: Issue, root: ZodType | undefined, input: unknown):
         return one({ field, code: "validation_array_length", message: issue.message, ctx });
       return one({ field, code: "validation_out_of_range", message: issue.message, ctx });
     }
-    case "invalid_value":
+    case "invalid_value": {
+      if (!valueAt(input, issue.path).present)
+        return one({ field, code: "validation_missing_required", message: `'${field || "body"}' is required.` });
       return one({
         field,
         code: "validation_enum_not_allowed",
         message: `Must be one of: ${issue.values.map(String).join(", ")}.`,
         ctx: { expected: issue.values },
       });
+    }
+    case "invalid_union": {
+      // A discriminated union whose discriminator is absent or not one of its values.
+      const options = (issue as { options?: unknown[] }).options;
+      if (!options || (issue as { note?: string }).note !== "No matching discriminator")
+        return one({ field, code: "validation.failed", message: issue.message });
+      if (!valueAt(input, issue.path).present)
+        return one({ field, code: "validation_missing_required", message: `'${field || "body"}' is required.` });
+      return one({
+        field,
+        code: "validation_enum_not_allowed",
+        message: `Must be one of: ${options.map(String).join(", ")}.`,
+        ctx: { expected: options },
+      });
+    }
     case "invalid_format": {
       const pattern = "pattern" in issue && issue.pattern ? String(issue.pattern) : undefined;
       return one({
@@ -211,11 +235,13 @@ export function validationError(
 ): DomainError {
   const flat = error.issues.flatMap((issue) => issueToErrors(issue, root, input));
   const errors = nest(flat);
-  const fields: Record<string, string[]> = {};
+  const byField = new Map<string, string[]>();
   for (const { error: e } of flat) {
     const name = e.field || "body";
-    fields[name] = [...(fields[name] ?? []), e.message];
+    byField.set(name, [...(byField.get(name) ?? []), e.message]);
   }
+  // Built from entries, so a field named `__proto__` is an own property, listed like any other.
+  const fields: Record<string, string[]> = Object.fromEntries(byField);
   if (target === "query") {
     const summary = flat.map(({ error: e }) => `${e.field}: ${e.message}`).join("; ");
     return new DomainError("request_query_invalid", {

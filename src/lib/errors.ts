@@ -55,6 +55,7 @@ export const ERRORS = {
   calendar_not_connected: [403, "No external calendar is connected in the manager chain."],
   calendar_provider_error: [502, "The connected calendar answered with an error."],
   calendar_provider_timeout: [504, "The connected calendar did not answer in time."],
+  calendar_feed_not_allowed: [422, "The ICS feed URL must be a public https URL."],
   user_not_found: [404, "No such user."],
   // Tours and resources of the internal surface
   tour_not_found: [404, "No such tour."],
@@ -101,6 +102,7 @@ export const ERRORS = {
   request_body_not_json: [400, "The body is not valid JSON."],
   request_body_empty: [400, "This request requires a JSON body; send {} if all fields are optional."],
   request_body_too_large: [413, "The body is larger than this endpoint accepts."],
+  request_body_too_deep: [400, "The JSON body nests deeper than this service accepts."],
   request_content_type_mismatch: [415, "Send the body as Content-Type: application/json."],
   request_method_not_allowed: [405, "This method is not allowed on this path."],
   request_path_not_found: [404, "No such route."],

@@ -169,7 +169,13 @@ async function deliver(db: Db, env: Env, deliveryId: string, young: boolean): Pr
         const key = joinKey(destination.pathPrefix, listing.listingNumber, upload.assetType, fileNameOf(upload));
         outcomes.set(
           upload.id,
-          await putObject(destination, key, object.body, { contentType: upload.contentType, size: object.size }),
+          await putObject(
+            destination,
+            key,
+            object.body,
+            { contentType: upload.contentType, size: object.size },
+            { allowLocalHttp: env.ALLOW_HTTP_RECEIVERS === "true" },
+          ),
         );
       }
     };

@@ -1,4 +1,6 @@
 import { AwsV4Signer } from "aws4fetch";
+import { readCapped } from "../lib/capped-read";
+import { checkOutboundUrl, type OutboundPolicy } from "../lib/outbound-url";
 import { encodeKey } from "./presign";
 
 /** An S3-compatible bucket (AWS S3, R2, Backblaze B2, Wasabi, MinIO) with its credentials in the clear. */
@@ -26,28 +28,41 @@ export function objectUrl(
   return `${endpoint.protocol}//${endpoint.host}${base}/${encodeURIComponent(dest.bucket)}/${encodeKey(key)}`;
 }
 
+/** A PUT may carry up to 5 GiB; past this it is abandoned and retried later. */
+export const PUT_TIMEOUT_MS = 10 * 60_000;
+/** An error answer is read this far for its S3 error code; the rest is dropped. */
+const ERROR_BODY_LIMIT = 16 * 1024;
+
 /** Why a refused PUT failed, in S3's own words when the body says (`<Code>AccessDenied</Code>`). */
 async function describe(res: Response): Promise<string> {
-  const text = await res.text().catch(() => "");
-  const code = /<Code>([^<]+)<\/Code>/.exec(text)?.[1];
+  const bytes = await readCapped(res.body, ERROR_BODY_LIMIT).catch(() => undefined);
+  const code = bytes ? /<Code>([^<]{1,100})<\/Code>/.exec(new TextDecoder().decode(bytes))?.[1] : undefined;
   return `HTTP ${res.status}${code ? ` ${code}` : ""}`;
 }
 
 /**
  * One SigV4-signed PUT of a whole object. The payload is streamed unsigned (S3's
  * `UNSIGNED-PAYLOAD`) with a fixed length, since S3 refuses chunked uploads without one.
- * Throttling, timeouts, server errors and network failures are worth retrying; any other
- * refusal (credentials, bucket, policy) is not.
+ * The object URL passes the outbound policy first (the destination may have changed
+ * since it was configured), no redirect is followed (a 3xx is a refusal), and the PUT
+ * is bounded in time. Throttling, timeouts, server errors and network failures are worth
+ * retrying; any other refusal (credentials, bucket, policy) is not.
  */
 export async function putObject(
   dest: S3Destination,
   key: string,
   body: ReadableStream | ArrayBuffer | string,
   meta: { contentType: string; size: number },
+  policy: OutboundPolicy,
 ): Promise<PutOutcome> {
+  const target = checkOutboundUrl(objectUrl(dest, key), policy);
+  if (!target.ok) {
+    if (body instanceof ReadableStream) await body.cancel().catch(() => {});
+    return { ok: false, permanent: true, error: `destination refused: endpoint_url ${target.reason}` };
+  }
   const signer = new AwsV4Signer({
     method: "PUT",
-    url: objectUrl(dest, key),
+    url: target.url,
     headers: { "Content-Type": meta.contentType, "X-Amz-Content-Sha256": "UNSIGNED-PAYLOAD" },
     accessKeyId: dest.accessKeyId,
     secretAccessKey: dest.secretAccessKey,
@@ -63,13 +78,27 @@ export async function putObject(
   }
   let res: Response;
   try {
-    res = await fetch(new Request(signed.url.toString(), { method: "PUT", headers: signed.headers, body: payload }));
+    res = await fetch(
+      new Request(signed.url.toString(), {
+        method: "PUT",
+        headers: signed.headers,
+        body: payload,
+        redirect: "manual",
+        signal: AbortSignal.timeout(PUT_TIMEOUT_MS),
+      }),
+    );
   } catch (err) {
+    if (err instanceof Error && err.name === "TimeoutError")
+      return { ok: false, permanent: false, error: `no answer within ${PUT_TIMEOUT_MS / 1000} s` };
     return { ok: false, permanent: false, error: `network: ${err instanceof Error ? err.message : String(err)}` };
   }
   if (res.ok) {
     await res.body?.cancel();
     return { ok: true };
+  }
+  if (res.status >= 300 && res.status < 400) {
+    await res.body?.cancel();
+    return { ok: false, permanent: true, error: `HTTP ${res.status} redirect (not followed)` };
   }
   const transient = res.status === 408 || res.status === 429 || res.status >= 500;
   return { ok: false, permanent: !transient, error: await describe(res) };

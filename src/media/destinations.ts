@@ -4,6 +4,7 @@ import { type DeliveryDestination, deliveryDestinations, type MediaDelivery, typ
 import { decrypt, encrypt, rowBinding } from "../lib/crypto";
 import { DomainError } from "../lib/errors";
 import { nowIso } from "../lib/ids";
+import { checkOutboundUrl, type OutboundPolicy } from "../lib/outbound-url";
 import type { S3Destination } from "./delivery";
 
 /** The key purpose that seals storage secrets at rest. */
@@ -24,16 +25,19 @@ export interface DestinationInput {
 }
 
 /**
- * Storage endpoints are https; plain http (a MinIO on localhost) only where the
- * environment allows http receivers, as local development does.
+ * Storage endpoints pass the same outbound policy as webhook receivers: https to a
+ * public host (plain http to this machine only where the environment allows it, as local
+ * development does for a MinIO beside `wrangler dev`), and no query, fragment or
+ * credentials. The delivery checks the object URL again before every PUT.
  */
-export function checkEndpoint(endpointUrl: string, allowHttp: boolean) {
-  const url = new URL(endpointUrl);
-  const ok = url.protocol === "https:" || (allowHttp && url.protocol === "http:");
-  if (!ok || url.search || url.hash || url.username) {
+export function checkEndpoint(endpointUrl: string, policy: OutboundPolicy) {
+  const verdict = checkOutboundUrl(endpointUrl, policy);
+  const url = verdict.ok ? new URL(verdict.url) : undefined;
+  if (!verdict.ok || url?.search || url?.hash) {
+    const reason = verdict.ok ? "must not carry a query or fragment" : verdict.reason;
     throw new DomainError("invalid_delivery_destination", {
-      message: "endpoint_url must be an https URL without query, fragment or credentials.",
-      details: { field: "endpoint_url" },
+      message: `endpoint_url ${reason}.`,
+      details: { field: "endpoint_url", reason },
     });
   }
 }

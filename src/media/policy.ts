@@ -53,4 +53,5 @@ const EXTENSIONS: Record<string, string> = {
 
 /** The name a file is stored and delivered under: the client's filename, or the upload id with the type's extension. */
 export const fileNameOf = (upload: { id: string; filename: string | null; contentType: string }) =>
-  upload.filename ?? `${upload.id}.${EXTENSIONS[upload.contentType] ?? "bin"}`;
+  upload.filename ??
+  `${upload.id}.${Object.hasOwn(EXTENSIONS, upload.contentType) ? EXTENSIONS[upload.contentType] : "bin"}`;

@@ -1,20 +1,36 @@
 import { z } from "@hono/zod-openapi";
 import type { Tour } from "../db/schema";
 import { TOUR_STATUSES } from "../domain/tours";
+import { renderedUrl } from "./urls";
 
 export const tourNumberParam = z.object({
   tourNumber: z.string().openapi({ description: "The tour's number: 8 characters of [a-z0-9].", example: "q7x2m9ka" }),
 });
 
+const IMAGE_URL_EXAMPLE = "https://cdn.example.com/tours/q7x2m9ka/front.jpg";
+const caption = z
+  .string()
+  .max(300)
+  .optional()
+  .openapi({ description: "Optional caption.", example: "Front elevation" });
+
 const ImageSchema = z
   .object({
-    url: z
-      .string()
-      .url()
-      .openapi({ description: "Image URL (https).", example: "https://cdn.example.com/tours/q7x2m9ka/front.jpg" }),
-    caption: z.string().max(300).optional().openapi({ description: "Optional caption.", example: "Front elevation" }),
+    url: z.string().openapi({ description: "Image URL (https).", example: IMAGE_URL_EXAMPLE }),
+    caption,
   })
   .openapi("TourImage");
+
+/** An image as a request sends it: an https URL and a caption, nothing else. */
+const ImageInput = z
+  .strictObject({
+    url: renderedUrl().openapi({
+      description: "Image URL: https only (javascript:, data:, file: and http: are refused).",
+      example: IMAGE_URL_EXAMPLE,
+    }),
+    caption,
+  })
+  .openapi("TourImageInput");
 
 const statusField = z
   .enum(TOUR_STATUSES)
@@ -61,8 +77,10 @@ export const CreateTourBody = z
     bathrooms: z.number().int().min(0).max(100).optional(),
     sqft: z.number().int().min(0).optional(),
     description: z.string().max(5000).optional(),
-    images: z.array(ImageSchema).max(100).optional(),
-    virtual_tour_url: z.url({ protocol: /^https$/ }).optional(),
+    images: z.array(ImageInput).max(100).optional(),
+    virtual_tour_url: renderedUrl()
+      .optional()
+      .openapi({ description: "https only.", example: "https://my.matterport.com/show/?m=SxQL3iGyvQk" }),
   })
   .openapi("CreateTour");
 

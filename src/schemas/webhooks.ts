@@ -1,6 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import type { WebhookEndpoint } from "../db/schema";
 import { EVENT_TYPE_NAMES } from "../domain/events";
+import { MAX_URL_LENGTH } from "./urls";
 
 export const endpointIdParam = z.object({ endpoint_id: z.string().openapi({ example: "we_0mhx3k2a1q8v2l0c9z7rj4" }) });
 
@@ -34,10 +35,16 @@ export const CreatedWebhookEndpointSchema = WebhookEndpointSchema.extend({
 
 export const CreateWebhookEndpointBody = z
   .strictObject({
-    url: z.string().max(2048).openapi({
-      description: "An https URL you control. Loopback, private, link-local and metadata addresses are refused.",
-      example: "https://hooks.harbourmedia.example/alms",
-    }),
+    url: z
+      .url()
+      .max(MAX_URL_LENGTH)
+      .openapi({
+        description:
+          "An https URL you control. Text that is not a URL is 422 `validation_string_pattern`; a URL the receiver " +
+          "policy refuses (not https; loopback, private, link-local or metadata addresses; IP addresses in " +
+          "non-canonical forms) is 422 `webhook_url_not_allowed`.",
+        example: "https://hooks.harbourmedia.example/alms",
+      }),
     event_types: z
       .array(z.string().max(100))
       .min(1)

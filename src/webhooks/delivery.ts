@@ -10,9 +10,9 @@ import {
 import { decrypt } from "../lib/crypto";
 import { DomainError } from "../lib/errors";
 import { newId, nowIso, randomToken } from "../lib/ids";
+import { checkOutboundUrl } from "../lib/outbound-url";
 import { SECRET_PURPOSE, secretBinding } from "./endpoints";
 import { SIGNATURE_HEADER, signPayload } from "./signing";
-import { checkReceiverUrl } from "./ssrf";
 
 export const DELIVERY_TIMEOUT_MS = 10_000;
 export const FIRST_RETRY_SECONDS = 30;
@@ -85,7 +85,7 @@ export async function attemptDelivery(env: Env, deliveryId: string): Promise<Out
     await record(db, deliveryId, attempt, started, null, "endpoint removed", "dead");
     return "dead";
   }
-  const verdict = checkReceiverUrl(endpoint.url, { allowLocalHttp: env.ALLOW_HTTP_RECEIVERS === "true" });
+  const verdict = checkOutboundUrl(endpoint.url, { allowLocalHttp: env.ALLOW_HTTP_RECEIVERS === "true" });
   if (!verdict.ok) {
     await record(db, deliveryId, attempt, started, null, `receiver refused: url ${verdict.reason}`, "dead");
     return "dead";
@@ -163,7 +163,7 @@ async function post(
 
 /** A signed `webhook.test` ping to one endpoint, answered synchronously; nothing is recorded. */
 export async function sendTestEvent(env: Env, endpoint: WebhookEndpoint) {
-  const verdict = checkReceiverUrl(endpoint.url, { allowLocalHttp: env.ALLOW_HTTP_RECEIVERS === "true" });
+  const verdict = checkOutboundUrl(endpoint.url, { allowLocalHttp: env.ALLOW_HTTP_RECEIVERS === "true" });
   if (!verdict.ok)
     throw new DomainError("webhook_url_not_allowed", {
       message: `url ${verdict.reason}.`,

@@ -7,8 +7,8 @@ import { EVENT_TYPE_NAMES } from "../domain/events";
 import { encrypt, rowBinding } from "../lib/crypto";
 import { DomainError } from "../lib/errors";
 import { newId } from "../lib/ids";
+import { checkOutboundUrl } from "../lib/outbound-url";
 import { newSigningSecret } from "./signing";
-import { checkReceiverUrl } from "./ssrf";
 
 export const SECRET_PURPOSE = "webhook-signing-secret";
 
@@ -52,7 +52,7 @@ export async function createEndpoint(
   input: { url: string; eventTypes?: string[]; description?: string },
   alsoWrite: (endpoint: { id: string }) => BatchItem<"sqlite">[] = () => [],
 ): Promise<{ endpoint: WebhookEndpoint; secret: string }> {
-  const verdict = checkReceiverUrl(input.url, { allowLocalHttp: env.ALLOW_HTTP_RECEIVERS === "true" });
+  const verdict = checkOutboundUrl(input.url, { allowLocalHttp: env.ALLOW_HTTP_RECEIVERS === "true" });
   if (!verdict.ok)
     throw new DomainError("webhook_url_not_allowed", {
       message: `url ${verdict.reason}.`,

@@ -1,11 +1,11 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { database } from "../../db/client";
 import { withSecrets } from "../../domain/api-keys";
-import { ENDPOINT_NAMES, MAX_BUDGET, MIN_BUDGET } from "../../domain/budgets";
 import { SCOPES } from "../../domain/roles";
 import { changeKey } from "../../durable/key-changes";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
+import { BudgetOverridesInput } from "../../schemas/budgets";
 import { isoInstant, keyParam, keyResponse, presentKey } from "./schema";
 
 export const updateApiKeyRoute = internalRoute(["api_key_not_found", "scope_not_grantable"], {
@@ -24,10 +24,9 @@ export const updateApiKeyRoute = internalRoute(["api_key_not_found", "scope_not_
             expires_at: isoInstant.nullable().optional(),
             scopes: z.array(z.enum(SCOPES)).min(1).optional(),
             name: z.string().max(100).optional(),
-            rate_limit_overrides: z
-              .partialRecord(z.enum(ENDPOINT_NAMES), z.number().int().min(MIN_BUDGET).max(MAX_BUDGET).nullable())
-              .optional()
-              .openapi({ description: "Per-endpoint budgets (requests per 60 s); null clears one override." }),
+            rate_limit_overrides: BudgetOverridesInput.optional().openapi({
+              description: "Per-endpoint budgets (requests per 60 s); null clears one override.",
+            }),
           }),
         },
       },

@@ -16,7 +16,7 @@ const ConnectionSchema = z
   })
   .openapi("CalendarConnection");
 
-export const connectCalendarRoute = internalRoute(["user_not_found"], {
+export const connectCalendarRoute = internalRoute(["user_not_found", "calendar_feed_not_allowed"], {
   method: "put",
   path: "/internal/v1/users/{user_id}/calendar",
   operationId: "connectCalendar",
@@ -40,7 +40,16 @@ export const connectCalendarRoute = internalRoute(["user_not_found"], {
               access_token: z.string().optional(),
               access_token_expires_at: z.iso.datetime({ offset: true }).optional(),
             }),
-            z.strictObject({ provider: z.literal("ics"), feed_url: z.url({ protocol: /^https?$/ }) }),
+            z.strictObject({
+              provider: z.literal("ics"),
+              feed_url: z
+                .url({ protocol: /^https?$/ })
+                .max(2048)
+                .openapi({
+                  description:
+                    "A public https feed (the receiver policy; http to this machine only in local development).",
+                }),
+            }),
           ]),
         },
       },
@@ -74,6 +83,7 @@ export const connectCalendarHandler: RouteHandler<typeof connectCalendarRoute, A
             access_token_expires_at: b.access_token_expires_at ? Date.parse(b.access_token_expires_at) : undefined,
           },
         },
+    { allowLocalHttp: c.env.ALLOW_HTTP_RECEIVERS === "true" },
   );
   return c.json(
     {

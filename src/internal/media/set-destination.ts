@@ -62,7 +62,7 @@ export const setDeliveryDestinationHandler: RouteHandler<typeof setDeliveryDesti
   const db = database(c.env.DB);
   const user = await getUserById(db, c.req.valid("param").user_id);
   const b = c.req.valid("json");
-  checkEndpoint(b.endpoint_url, c.env.ALLOW_HTTP_RECEIVERS === "true");
+  checkEndpoint(b.endpoint_url, { allowLocalHttp: c.env.ALLOW_HTTP_RECEIVERS === "true" });
   const saved = await saveDestination(db, c.env.SECRET_KEY, user, {
     endpointUrl: b.endpoint_url,
     bucket: b.bucket,

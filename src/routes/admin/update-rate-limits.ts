@@ -3,8 +3,7 @@ import { DEFAULT_BUDGETS, ENDPOINT_NAMES, effectiveBudgets, MAX_BUDGET, MIN_BUDG
 import { changeKey } from "../../durable/key-changes";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
-
-const budget = z.number().int().min(MIN_BUDGET).max(MAX_BUDGET);
+import { BudgetOverridesInput, budgetSchema as budget } from "../../schemas/budgets";
 
 export const RateLimitsSchema = z
   .object({
@@ -36,7 +35,7 @@ export const updateRateLimitsRoute = publicRoute(
           "application/json": {
             schema: z
               .strictObject({
-                overrides: z.partialRecord(z.enum(ENDPOINT_NAMES), budget.nullable()).openapi({
+                overrides: BudgetOverridesInput.openapi({
                   description: `Budgets by endpoint name, ${MIN_BUDGET} to ${MAX_BUDGET} requests per 60 s; null clears an override.`,
                   example: { create_listing: 500, upload_media: null },
                 }),

@@ -25,35 +25,44 @@ const answer = {
   },
 };
 
-export const floorplanRoute = publicRoute(guard, {
-  method: "patch",
-  path: "/api/v1/listings/{listing_number}/sections/floorplan",
-  operationId: "updateFloorplan",
-  tags: ["Listings"],
-  summary: "Set, replace or append the floorplan section",
-  description: `The floorplan section is an ordered list of https URLs (at most ${MAX_FLOORPLANS}). \`set\` with \`url\` makes it that one URL; \`append\` with \`url\` adds one; \`replace\` with \`urls\` replaces the whole list. A payload that breaks these rules is 422 \`invalid_section_payload\` naming the field. Emits \`listing.section_modified\`.`,
-  request: {
-    params: listingNumberParam,
-    body: {
-      content: {
-        "application/json": {
-          schema: z
-            .strictObject({
-              operation: z.enum(["set", "replace", "append"]).openapi({ example: "append" }),
-              url: url("Required by set and append.").optional(),
-              urls: z
-                .array(url("A floorplan URL."))
-                .max(MAX_FLOORPLANS)
-                .optional()
-                .openapi({ description: "Required by replace: the whole new list." }),
-            })
-            .openapi("UpdateFloorplan"),
+/** Room for a `replace` of the whole list: 50 URLs of up to 2048 characters. */
+const FLOORPLAN_BODY_LIMIT = 128 * 1024;
+
+export const floorplanRoute = publicRoute(
+  { ...guard, bodyLimit: FLOORPLAN_BODY_LIMIT },
+  {
+    method: "patch",
+    path: "/api/v1/listings/{listing_number}/sections/floorplan",
+    operationId: "updateFloorplan",
+    tags: ["Listings"],
+    summary: "Set, replace or append the floorplan section",
+    description:
+      `The floorplan section is an ordered list of https URLs (at most ${MAX_FLOORPLANS}). \`set\` with \`url\` ` +
+      "makes it that one URL; `append` with `url` adds one; `replace` with `urls` replaces the whole list. A payload " +
+      "that breaks these rules is 422 `invalid_section_payload` naming the field. Emits `listing.section_modified`.",
+    request: {
+      params: listingNumberParam,
+      body: {
+        content: {
+          "application/json": {
+            schema: z
+              .strictObject({
+                operation: z.enum(["set", "replace", "append"]).openapi({ example: "append" }),
+                url: url("Required by set and append.").optional(),
+                urls: z
+                  .array(url("A floorplan URL."))
+                  .max(MAX_FLOORPLANS)
+                  .optional()
+                  .openapi({ description: "Required by replace: the whole new list." }),
+              })
+              .openapi("UpdateFloorplan"),
+          },
         },
       },
     },
+    responses: answer,
   },
-  responses: answer,
-});
+);
 
 /** Both section routes: find the caller's listing, derive the section's new value, write it with its event and mark. */
 async function updateSection(

@@ -10,8 +10,11 @@ import { CreateTourBody, presentTour, TourSchema } from "../../schemas/tours";
 const tourAnswer = (status: 200 | 201, description: string) =>
   ({ [status]: { description, content: { "application/json": { schema: TourSchema } } } }) as const;
 
+/** Room for 100 images with 2048-character URLs and captions, plus the description. */
+const CREATE_TOUR_BODY_LIMIT = 256 * 1024;
+
 export const createTourRoute = publicRoute(
-  { endpoint: "create_tour", scope: "tours:write", roles: WRITER_ROLES },
+  { endpoint: "create_tour", scope: "tours:write", roles: WRITER_ROLES, bodyLimit: CREATE_TOUR_BODY_LIMIT },
   {
     method: "post",
     path: "/api/v1/tours",

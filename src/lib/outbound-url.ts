@@ -1,10 +1,23 @@
 /**
- * Whether a webhook receiver URL may be called. Receivers are https and public: never
- * loopback, private, link-local, shared, multicast or metadata addresses. The WHATWG URL
- * parser has already turned decimal, hex, octal and shortened IPv4 forms into dotted
- * quads, so the checks below see canonical addresses.
+ * Whether the service may call a URL it was given: webhook receivers, media delivery
+ * destinations, ICS calendar feeds. Targets are https and public: never loopback,
+ * private, link-local, shared, multicast or metadata addresses. The WHATWG URL parser
+ * turns decimal, hex, octal and shortened IPv4 forms into dotted quads, so the checks
+ * see canonical addresses; an address written in any such alternate form (or as an
+ * IPv4-mapped or -compatible IPv6 literal) is refused outright, since nobody writes a
+ * public target that way.
+ *
+ * The limit of this check: a Worker's `fetch` resolves host names itself and offers no
+ * way to connect to an address resolved beforehand, so a public name whose DNS answers a
+ * private address is not caught here. Names are checked, IP literals are checked, and
+ * the check runs again at every fetch, not only when the URL is configured.
  */
-export type ReceiverVerdict = { ok: true; url: string } | { ok: false; reason: string };
+export type OutboundVerdict = { ok: true; url: string } | { ok: false; reason: string };
+
+/** Local development only: plain http to this machine, for a receiver or a MinIO beside `wrangler dev`. */
+export interface OutboundPolicy {
+  allowLocalHttp: boolean;
+}
 
 const BLOCKED_HOSTS = new Set([
   "localhost",
@@ -61,6 +74,12 @@ function ipv6Groups(host: string): number[] | undefined {
 /** The IPv4 address held in two 16-bit groups. */
 const embedded = (hi: number, lo: number) => [hi >> 8, hi & 255, lo >> 8, lo & 255];
 
+/** IPv4-mapped, -compatible and -translated literals: an IPv4 address in IPv6 clothing. */
+function embedsIpv4(g: number[]): boolean {
+  const zeroPrefix = (n: number) => g.slice(0, n).every((x) => x === 0);
+  return (zeroPrefix(5) && g[5] === 0xffff) || zeroPrefix(6) || (zeroPrefix(4) && g[4] === 0xffff && g[5] === 0);
+}
+
 function blockedIpv6(g: number[]): boolean {
   const zeroPrefix = (n: number) => g.slice(0, n).every((x) => x === 0);
   if (zeroPrefix(8)) return true; // ::
@@ -81,7 +100,18 @@ function blockedIpv6(g: number[]): boolean {
   );
 }
 
-export function checkReceiverUrl(raw: string, opts: { allowLocalHttp: boolean }): ReceiverVerdict {
+/** The host exactly as written in `raw` (lowercase, without credentials, port or a trailing dot). */
+function writtenHost(raw: string): string | undefined {
+  const m = /^[a-z][a-z\d+.-]*:[/\\]*([^/\\?#]*)/i.exec(raw.trim());
+  if (!m) return undefined;
+  const authority = m[1]!.slice(m[1]!.lastIndexOf("@") + 1);
+  const host = authority.startsWith("[") ? authority.slice(0, authority.indexOf("]") + 1) : authority.split(":")[0]!;
+  return host.toLowerCase().replace(/\.$/, "");
+}
+
+const REFUSED_ADDRESS = "must not point at a loopback, private, link-local or reserved address";
+
+export function checkOutboundUrl(raw: string, policy: OutboundPolicy): OutboundVerdict {
   let url: URL;
   try {
     url = new URL(raw);
@@ -90,8 +120,8 @@ export function checkReceiverUrl(raw: string, opts: { allowLocalHttp: boolean })
   }
   if (url.username || url.password) return { ok: false, reason: "must not carry credentials" };
   const host = url.hostname.toLowerCase().replace(/\.$/, "");
-  const devReceiver = opts.allowLocalHttp && DEV_HOSTS.has(host);
-  if (devReceiver)
+  const devTarget = policy.allowLocalHttp && DEV_HOSTS.has(host) && writtenHost(raw) === host;
+  if (devTarget)
     return url.protocol === "https:" || url.protocol === "http:"
       ? { ok: true, url: url.toString() }
       : { ok: false, reason: "must use https" };
@@ -99,12 +129,13 @@ export function checkReceiverUrl(raw: string, opts: { allowLocalHttp: boolean })
   if (BLOCKED_HOSTS.has(host) || BLOCKED_SUFFIXES.some((s) => host.endsWith(s)))
     return { ok: false, reason: "must not point at a local or metadata host" };
   const v4 = ipv4(host);
-  if (v4 && blockedIpv4(v4))
-    return { ok: false, reason: "must not point at a loopback, private, link-local or reserved address" };
+  if (v4 && blockedIpv4(v4)) return { ok: false, reason: REFUSED_ADDRESS };
+  if (v4 && writtenHost(raw) !== host)
+    return { ok: false, reason: "must write an IPv4 address as a plain dotted quad" };
   if (host.startsWith("[")) {
     const g = ipv6Groups(host.slice(1, -1));
-    if (!g || blockedIpv6(g))
-      return { ok: false, reason: "must not point at a loopback, private, link-local or reserved address" };
+    if (!g || blockedIpv6(g)) return { ok: false, reason: REFUSED_ADDRESS };
+    if (embedsIpv4(g)) return { ok: false, reason: "must not write an IPv4 address as an IPv6 literal" };
   }
   if (!v4 && !host.startsWith("[") && !host.includes("."))
     return { ok: false, reason: "must use a fully qualified public host name" };
