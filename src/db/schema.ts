@@ -226,8 +226,20 @@ export const events = sqliteTable(
     createdAt: createdAt(),
     /** Until when a drain holds this unsent event; past it, another drain may take it. */
     claimedUntil: text("claimed_until"),
+    /** Drains whose fan-out of this event failed, and the last failure. */
+    attempts: integer("attempts").notNull().default(0),
+    lastError: text("last_error"),
+    /** When the event was set aside after failing every attempt; no drain takes it again. */
+    setAsideAt: text("set_aside_at"),
   },
-  (t) => [index("events_pending").on(t.enqueuedAt, t.createdAt), index("events_agency").on(t.agencyId, t.createdAt)],
+  (t) => [
+    // The drain's claim walks unsent events agency by agency, oldest first within each,
+    // skipping claimed ones within the index.
+    index("events_unsent")
+      .on(t.agencyId, t.createdAt, t.id, t.claimedUntil)
+      .where(sql`${t.enqueuedAt} IS NULL AND ${t.setAsideAt} IS NULL`),
+    index("events_agency").on(t.agencyId, t.createdAt),
+  ],
 );
 
 export type Agency = typeof agencies.$inferSelect;

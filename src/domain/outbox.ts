@@ -37,6 +37,7 @@ export function outboxInsertIfChanged<T extends EventType>(db: Db, agencyId: str
     ...r,
     data: JSON.stringify(r.data),
     enqueuedAt: null,
+    attempts: 0,
     createdAt: new Date().toISOString(),
   };
   const selected = sql.join(
