@@ -406,6 +406,10 @@ export const webhookEndpoints = sqliteTable(
     isActive: integer("is_active", { mode: "boolean" }).notNull().default(true),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
+    /** Failed attempts in a row (any success resets it): the receiver's circuit breaker. */
+    consecutiveFailures: integer("consecutive_failures").notNull().default(0),
+    /** While in the future, the breaker is open: deliveries wait without a request. */
+    pausedUntil: text("paused_until"),
   },
   (t) => [index("webhook_endpoints_agency_page").on(t.agencyId, t.createdAt, t.id)],
 );
@@ -428,6 +432,8 @@ export const webhookDeliveries = sqliteTable(
     deliveredAt: text("delivered_at"),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
+    /** Until when one consumer's attempt holds the delivery, so a duplicate message waits. */
+    leasedUntil: text("leased_until"),
   },
   (t) => [
     uniqueIndex("webhook_deliveries_event_endpoint").on(t.eventId, t.endpointId),
