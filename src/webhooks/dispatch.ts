@@ -79,7 +79,8 @@ async function claimPage(db: Db, now: number): Promise<ClaimedEvent[]> {
     WHERE id IN (SELECT id FROM offered ORDER BY turn, created_at, id LIMIT ${PAGE_EVENTS})
     RETURNING id, agency_id, event_type, created_at, data, attempts`);
   const agencies = [...new Set(claimed.map((e) => e.agency_id))].sort();
-  rotation = agencies.filter((a) => a > after).at(-1) ?? agencies.filter((a) => a <= after).at(-1) ?? after;
+  // The walk went up from `after`, then wrapped around to the start: the last agency it reached.
+  rotation = agencies.filter((a) => a <= after).at(-1) ?? agencies.at(-1) ?? after;
   return claimed.sort((a, b) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id));
 }
 
