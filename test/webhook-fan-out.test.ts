@@ -5,6 +5,7 @@ import { events, webhookDeliveries, webhookEndpoints } from "../src/db/schema";
 import { BREAKER_FAILURES, CONNECTIONS_PER_BATCH, ENDPOINT_IN_FLIGHT } from "../src/webhooks/delivery";
 import {
   AGENCY_EVENTS_PER_PAGE,
+  claimStatement,
   drainOutbox,
   MAX_FAN_OUT_ATTEMPTS,
   PAGE_EVENTS,
@@ -264,6 +265,16 @@ describe("the claim", () => {
     const sent = new Set((await sentOf(["agy_turns_big", "agy_turns_small", "agy_turns_late"])).map((r) => r.id));
     expect(big.filter((id) => sent.has(id))).toEqual(big.slice(0, AGENCY_EVENTS_PER_PAGE));
     expect([...small, ...late].filter((id) => !sent.has(id))).toEqual([]);
+  });
+
+  it("seeks through the events_unsent index and never scans the outbox", async () => {
+    const plan = await db().all<{ detail: string }>(sql`EXPLAIN QUERY PLAN ${claimStatement(Date.now(), "agy_m")}`);
+    const onEvents = plan.map((p) => p.detail).filter((d) => / events\b| u\b| e\b/.test(d));
+    expect(onEvents.length, JSON.stringify(plan)).toBeGreaterThan(0);
+    for (const step of onEvents)
+      expect(step, JSON.stringify(plan)).toMatch(
+        /^SEARCH (events|u|e) USING (COVERING )?INDEX (events_unsent|sqlite_autoindex_events_1) \(/,
+      );
   });
 
   it("with more agencies waiting than a page has room for, each next page starts where the last one ended", async () => {

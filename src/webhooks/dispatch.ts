@@ -1,4 +1,4 @@
-import { sql } from "drizzle-orm";
+import { type SQL, sql } from "drizzle-orm";
 import { type Db, database } from "../db/client";
 import { newId, nowIso } from "../lib/ids";
 
@@ -39,11 +39,10 @@ interface ClaimedEvent {
  * rows however long the outbox is. D1 runs writes one at a time, so concurrent drains in
  * other isolates never claim the same event.
  */
-async function claimPage(db: Db, now: number): Promise<ClaimedEvent[]> {
-  const after = rotation;
+export function claimStatement(now: number, after: string): SQL {
   const unsent = sql`enqueued_at IS NULL AND set_aside_at IS NULL
     AND (claimed_until IS NULL OR claimed_until < ${nowIso(now)})`;
-  const claimed = await db.all<ClaimedEvent>(sql`
+  return sql`
     WITH RECURSIVE
       later(agency_id, n) AS (
         SELECT (SELECT min(agency_id) FROM events WHERE ${unsent} AND agency_id > ${after}), 1
@@ -77,7 +76,12 @@ async function claimPage(db: Db, now: number): Promise<ClaimedEvent[]> {
       )
     UPDATE events SET claimed_until = ${nowIso(now + CLAIM_SECONDS * 1000)}
     WHERE id IN (SELECT id FROM offered ORDER BY turn, created_at, id LIMIT ${PAGE_EVENTS})
-    RETURNING id, agency_id, event_type, created_at, data, attempts`);
+    RETURNING id, agency_id, event_type, created_at, data, attempts`;
+}
+
+async function claimPage(db: Db, now: number): Promise<ClaimedEvent[]> {
+  const after = rotation;
+  const claimed = await db.all<ClaimedEvent>(claimStatement(now, after));
   const agencies = [...new Set(claimed.map((e) => e.agency_id))].sort();
   // The walk went up from `after`, then wrapped around to the start: the last agency it reached.
   rotation = agencies.filter((a) => a <= after).at(-1) ?? agencies.at(-1) ?? after;
