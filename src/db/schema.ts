@@ -229,14 +229,23 @@ export const events = sqliteTable(
     createdAt: createdAt(),
     /** Until when a drain holds this unsent event; past it, another drain may take it. */
     claimedUntil: text("claimed_until"),
+    /** Drains whose fan-out of this event failed, and the last failure. */
+    attempts: integer("attempts").notNull().default(0),
+    lastError: text("last_error"),
+    /** When the event was set aside after failing every attempt; no drain takes it again. */
+    setAsideAt: text("set_aside_at"),
   },
   (t) => [
-    index("events_pending").on(t.enqueuedAt, t.createdAt),
     // The events API: a keyset page of one agency's events, all of them or of one type.
     index("events_agency_page").on(t.agencyId, t.createdAt, t.id),
     index("events_agency_type_page").on(t.agencyId, t.eventType, t.createdAt, t.id),
     // The retention sweep walks events from the oldest.
     index("events_created").on(t.createdAt),
+    // The drain's claim walks unsent events agency by agency, oldest first within each,
+    // skipping claimed ones within the index.
+    index("events_unsent")
+      .on(t.agencyId, t.createdAt, t.id, t.claimedUntil)
+      .where(sql`${t.enqueuedAt} IS NULL AND ${t.setAsideAt} IS NULL`),
   ],
 );
 
@@ -406,6 +415,10 @@ export const webhookEndpoints = sqliteTable(
     isActive: integer("is_active", { mode: "boolean" }).notNull().default(true),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
+    /** Failed attempts in a row (any success resets it): the receiver's circuit breaker. */
+    consecutiveFailures: integer("consecutive_failures").notNull().default(0),
+    /** While in the future, the breaker is open: deliveries wait without a request. */
+    pausedUntil: text("paused_until"),
   },
   (t) => [index("webhook_endpoints_agency_page").on(t.agencyId, t.createdAt, t.id)],
 );
@@ -430,6 +443,8 @@ export const webhookDeliveries = sqliteTable(
     updatedAt: updatedAt(),
     /** When the dashboard last queued it again: the retry schedule restarts there. */
     replayedAt: text("replayed_at"),
+    /** Until when one consumer's attempt holds the delivery, so a duplicate message waits. */
+    leasedUntil: text("leased_until"),
   },
   (t) => [
     uniqueIndex("webhook_deliveries_event_endpoint").on(t.eventId, t.endpointId),

@@ -46,6 +46,7 @@ export function outboxInsertIfChanged<T extends EventType>(
     ...r,
     data: JSON.stringify(r.data),
     enqueuedAt: null,
+    attempts: 0,
     createdAt: new Date().toISOString(),
   };
   const selected = sql.join(

@@ -93,6 +93,7 @@ export const ERROR_GUIDE = {
   operator_token_invalid: fix("Send Authorization: Bearer with the operator token."),
   webhook_endpoint_not_found: fix("Check the endpoint id (GET /api/v1/webhooks/endpoints lists yours)."),
   webhook_delivery_not_found: fix("Check the delivery id."),
+  webhook_endpoint_limit_reached: later("The agency has 16 active endpoints; delete one before registering another."),
   event_not_found: fix("Check the event id; events are kept 30 days (GET /api/v1/events lists them)."),
   stripe_signature_invalid: fix("Sign with the endpoint's secret and send within 5 minutes of the signature time."),
   webhook_url_not_allowed: fix("Use a public https URL; private, loopback and metadata addresses are refused."),

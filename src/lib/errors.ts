@@ -82,6 +82,10 @@ export const ERRORS = {
   stripe_signature_invalid: [400, "The Stripe-Signature header does not verify, or is older than 5 minutes."],
   webhook_url_not_allowed: [422, "The receiver URL must be a public https URL."],
   webhook_event_type_not_allowed: [422, "An event type is unknown or cannot be subscribed to."],
+  webhook_endpoint_limit_reached: [
+    409,
+    "The agency has the maximum number of active webhook endpoints; delete one to register another.",
+  ],
   // Rate limiting
   rate_limit_exceeded: [429, "The per-key budget for this endpoint is exhausted; retry after Retry-After seconds."],
   rate_limit_misconfigured: [500, "The caller identity or the endpoint budget could not be resolved."],

@@ -1,4 +1,4 @@
-import { and, eq } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../db/client";
 import { keysetPage, type PageRequest } from "../db/pages";
@@ -15,6 +15,26 @@ export const SECRET_PURPOSE = "webhook-signing-secret";
 /** A signing secret opens only for its own endpoint of its own agency. */
 export const secretBinding = (endpoint: Pick<WebhookEndpoint, "agencyId" | "id">) =>
   rowBinding("webhook_endpoints", endpoint.agencyId, endpoint.id);
+
+/** Active receivers an agency may register, as Stripe allows per account. */
+export const MAX_ACTIVE_ENDPOINTS = 16;
+
+/**
+ * The agency id to store, or NULL once the agency has MAX_ACTIVE_ENDPOINTS active
+ * receivers: the count and the insert are one statement, and the NOT NULL column makes a
+ * registration past the cap fail with its whole batch (its idempotency mark included).
+ */
+const agencyUnderCap = (agencyId: string) =>
+  sql`(CASE WHEN (SELECT count(*) FROM ${webhookEndpoints}
+    WHERE ${webhookEndpoints.agencyId} = ${agencyId} AND ${webhookEndpoints.isActive} = 1) < ${MAX_ACTIVE_ENDPOINTS}
+    THEN ${agencyId} END)`;
+
+const isCapRefusal = (err: unknown): boolean => {
+  for (let e: unknown = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++)
+    if (/NOT NULL constraint failed: webhook_endpoints\.agency_id/.test(e instanceof Error ? e.message : String(e)))
+      return true;
+  return false;
+};
 
 /** Internal event types that exist but are not part of the public contract. */
 export const DENIED_EVENT_TYPES = new Set([
@@ -61,20 +81,31 @@ export async function createEndpoint(
   const eventTypes = checkEventTypes(input.eventTypes);
   const secret = newSigningSecret();
   const id = newId("we");
-  const [[endpoint]] = await db.batch([
-    db
-      .insert(webhookEndpoints)
-      .values({
-        id,
-        agencyId,
-        url: verdict.url,
-        eventTypes,
-        description: input.description ?? null,
-        secretSealed: await encrypt(env.SECRET_KEY, SECRET_PURPOSE, secret, secretBinding({ agencyId, id })),
-      })
-      .returning(),
-    ...alsoWrite({ id }),
-  ]);
+  const created = await db
+    .batch([
+      db
+        .insert(webhookEndpoints)
+        .values({
+          id,
+          agencyId: agencyUnderCap(agencyId),
+          url: verdict.url,
+          eventTypes,
+          description: input.description ?? null,
+          secretSealed: await encrypt(env.SECRET_KEY, SECRET_PURPOSE, secret, secretBinding({ agencyId, id })),
+        })
+        .returning(),
+      ...alsoWrite({ id }),
+    ])
+    .catch((err: unknown) => {
+      if (!isCapRefusal(err)) throw err;
+      throw new DomainError("webhook_endpoint_limit_reached", {
+        message:
+          `The agency already has ${MAX_ACTIVE_ENDPOINTS} active webhook endpoints; ` +
+          "delete one to register another.",
+        details: { limit: MAX_ACTIVE_ENDPOINTS },
+      });
+    });
+  const [[endpoint]] = created;
   return { endpoint: endpoint!, secret };
 }
 

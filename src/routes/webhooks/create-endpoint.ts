@@ -11,7 +11,7 @@ export const createEndpointRoute = publicRoute(
     endpoint: "manage_webhook_endpoints",
     scope: "webhooks:write",
     roles: ["super_admin", "admin", "media_agency", "broker", "team_lead"],
-    errors: ["webhook_url_not_allowed", "webhook_event_type_not_allowed"],
+    errors: ["webhook_url_not_allowed", "webhook_event_type_not_allowed", "webhook_endpoint_limit_reached"],
   },
   {
     method: "post",
@@ -24,7 +24,8 @@ export const createEndpointRoute = publicRoute(
       "the signing secret exactly once. Deliveries are signed `X-Webhook-Signature: sha256=<hex>`: HMAC-SHA256 of " +
       "the raw body keyed with the whole secret. An unknown or non-public event type is 422 " +
       "`webhook_event_type_not_allowed` naming it; a loopback, private, link-local or metadata receiver is 422 " +
-      "`webhook_url_not_allowed`. " +
+      "`webhook_url_not_allowed`. An agency has at most 16 active endpoints: registering another is 409 " +
+      "`webhook_endpoint_limit_reached` until one is deleted. " +
       "Like every POST, a repeat with the same `X-Idempotency-Key` by the same API key within 24 hours answers " +
       "this same response, so a client that lost it can still learn the secret (the cached answer is kept " +
       "encrypted); another key of the agency reusing that idempotency key gets 409 `idempotency_key_conflict`, " +
