@@ -50,6 +50,16 @@ export default defineConfig(async () => ({
         resolve: textModules,
         test: { name: "node", environment: "node", include: ["test/node/*.test.ts"], testTimeout: 30_000 },
       },
+      {
+        // The API reference page in headless Chromium against `wrangler dev`, offline.
+        test: {
+          name: "browser",
+          environment: "node",
+          include: ["test/browser/*.test.ts"],
+          testTimeout: 300_000,
+          hookTimeout: 60_000,
+        },
+      },
     ],
   },
 }));
