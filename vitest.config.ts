@@ -1,3 +1,4 @@
+import { fileURLToPath } from "node:url";
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
 
@@ -11,11 +12,20 @@ const TEST_SECRETS = {
 // below override them; a clean clone has no .dev.vars, so it would warn on every file.
 process.env.SECRET_KEY ??= TEST_SECRETS.SECRET_KEY;
 
+// The Worker imports the API reference's browser script as a Text module (`rules` in
+// wrangler.jsonc); its package does not export the file, so tests name it by path and read
+// it as a string through Vite's `?raw`.
+const REFERENCE_SCRIPT = "@scalar/api-reference/dist/browser/standalone.js";
+const textModules = {
+  alias: { [REFERENCE_SCRIPT]: `${fileURLToPath(new URL(`./node_modules/${REFERENCE_SCRIPT}`, import.meta.url))}?raw` },
+};
+
 export default defineConfig(async () => ({
   test: {
     projects: [
       {
         // Integration tests inside the Workers runtime, against real D1, Durable Objects, Queues and R2.
+        resolve: textModules,
         plugins: [
           cloudflareTest({
             wrangler: { configPath: "./wrangler.jsonc" },
@@ -37,7 +47,18 @@ export default defineConfig(async () => ({
       {
         // Checks that need Node: the OpenAPI 3.1 schema validator reads its schemas from
         // disk and compiles them with code generation, which workerd does not allow.
+        resolve: textModules,
         test: { name: "node", environment: "node", include: ["test/node/*.test.ts"], testTimeout: 30_000 },
+      },
+      {
+        // The API reference page in headless Chromium against `wrangler dev`, offline.
+        test: {
+          name: "browser",
+          environment: "node",
+          include: ["test/browser/*.test.ts"],
+          testTimeout: 300_000,
+          hookTimeout: 60_000,
+        },
       },
     ],
   },

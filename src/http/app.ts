@@ -1,6 +1,6 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
-import { Scalar } from "@scalar/hono-api-reference";
 import { Hono } from "hono";
+import { apiReference } from "./docs";
 import { drainAfterWrites } from "./drain";
 import type { AppEnv } from "./env";
 import { errorResponse, handleError } from "./errors";
@@ -12,6 +12,7 @@ import { httpsOnly, requestId } from "./wire";
 
 export const PUBLIC_OPENAPI_PATH = "/api/v1/openapi.json";
 export const PUBLIC_DOCS_PATH = "/api/v1/docs";
+export const PUBLIC_DOCS_SCRIPT_PATH = "/api/v1/docs/reference.js";
 export const INTERNAL_OPENAPI_PATH = "/internal/v1/openapi.json";
 
 /** A plain Hono app served beside the OpenAPI operations, with the paths it answers. */
@@ -38,7 +39,11 @@ export interface AppParts {
  */
 export function createApp(parts: AppParts): { app: Hono<AppEnv>; routes: RouteRegistry } {
   const routes = new RouteRegistry(parts.replayers).addOperations(parts.publicApi).addOperations(parts.internalApi);
-  routes.addPath("get", PUBLIC_OPENAPI_PATH).addPath("get", PUBLIC_DOCS_PATH).addPath("get", INTERNAL_OPENAPI_PATH);
+  routes
+    .addPath("get", PUBLIC_OPENAPI_PATH)
+    .addPath("get", PUBLIC_DOCS_PATH)
+    .addPath("get", PUBLIC_DOCS_SCRIPT_PATH)
+    .addPath("get", INTERNAL_OPENAPI_PATH);
   for (const { paths } of parts.plain) for (const [method, template] of paths) routes.addPath(method, template);
 
   let publicDoc: ReturnType<typeof publicDocument> | undefined;
@@ -47,7 +52,15 @@ export function createApp(parts: AppParts): { app: Hono<AppEnv>; routes: RouteRe
       publicDoc ??= publicDocument(parts.publicApi, routes, new URL(c.req.url).origin);
       return c.json(publicDoc);
     })
-    .get(PUBLIC_DOCS_PATH, Scalar({ url: PUBLIC_OPENAPI_PATH, pageTitle: "Agency Listing and Media Service API" }))
+    .route(
+      "/",
+      apiReference({
+        pagePath: PUBLIC_DOCS_PATH,
+        scriptPath: PUBLIC_DOCS_SCRIPT_PATH,
+        documentPath: PUBLIC_OPENAPI_PATH,
+        pageTitle: "Agency Listing and Media Service API",
+      }),
+    )
     .get(INTERNAL_OPENAPI_PATH, operatorAuth(), (c) =>
       c.json(internalDocument(parts.internalApi, routes, new URL(c.req.url).origin)),
     );
