@@ -15,7 +15,7 @@ import { Api, type BenchKey } from "./lib/api.ts";
 import { measureGrowth } from "./lib/growth.ts";
 import { judgeRun } from "./lib/judge.ts";
 import { CONNECTIONS, DURATION, type Figure, LIST_CONNECTIONS, measure, WARMUP } from "./lib/load.ts";
-import { cleanupNow, freePorts, runChild, startServer, stateDir, stopChildren } from "./lib/processes.ts";
+import { cleanupNow, errorLines, freePorts, runChild, startServer, stateDir, stopChildren } from "./lib/processes.ts";
 import { printGoals, printTable, type Row, size } from "./lib/report.ts";
 import { type GrowthAgency, generateAgency } from "./lib/seed.ts";
 import { measurePipeline, type PipelineRun, Receiver } from "./lib/webhooks.ts";
@@ -269,6 +269,10 @@ async function main() {
     if (odd.length) console.log(`  ${r.name}: status ${odd.map(([c, n]) => `${c} ×${n}`).join(", ")}`);
   }
   for (const note of notes) console.log(`  ${note}`);
+  const errors = [...errorLines("product")].sort((a, b) => b[1] - a[1]);
+  const errorCount = errors.reduce((n, [, count]) => n + count, 0);
+  console.log(`\nProduct Worker log: ${errorCount} error line(s)${errors.length ? ", most frequent:" : "."}`);
+  for (const [line, count] of errors.slice(0, 5)) console.log(`  ×${count} ${line}`);
   printGoals(goals);
   console.log(`\nRun took ${((Date.now() - began) / 1000).toFixed(0)} s.`);
   if (broken.length) {

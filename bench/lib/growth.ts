@@ -100,7 +100,7 @@ export async function measureGrowth(api: Api, agencies: GrowthAgency[], notes: s
     }
     const [atSmall, atBig] = pair as [Row, Row];
     const r = atBig.rps / atSmall.rps;
-    rows.push(atSmall, { ...atBig, ref: atSmall, goal: verdict(r >= 0.8, `${r.toFixed(2)}× @${small.label} (≥ 0.8)`) });
+    rows.push(atSmall, { ...atBig, ref: atSmall, goal: verdict(r >= 0.8, `${r.toFixed(3)}× @${small.label} (≥ 0.8)`) });
   }
   return rows;
 }

@@ -29,7 +29,7 @@ export function judgeRun(
     get && floorGet
       ? verdict(
           get.rps >= 0.9 * floorGet.rps && get.p50 <= floorGet.p50 + 3,
-          `${(get.rps / floorGet.rps).toFixed(2)}× floor (≥ 0.9), p50 +${(get.p50 - floorGet.p50).toFixed(1)} ms (≤ +3)`,
+          `${(get.rps / floorGet.rps).toFixed(3)}× floor (≥ 0.9), p50 +${(get.p50 - floorGet.p50).toFixed(1)} ms (≤ +3)`,
         )
       : undefined;
   const post = f("post");
@@ -39,13 +39,13 @@ export function judgeRun(
     post && floorPost && bare
       ? verdict(
           post.rps >= 0.25 * bare.rps && post.rps >= 0.8 * floorPost.rps,
-          `${(post.rps / bare.rps).toFixed(2)}× bare (≥ 0.25), ${(post.rps / floorPost.rps).toFixed(2)}× floor (≥ 0.8)`,
+          `${(post.rps / bare.rps).toFixed(3)}× bare (≥ 0.25), ${(post.rps / floorPost.rps).toFixed(3)}× floor (≥ 0.8)`,
         )
       : undefined;
   const tenants = f("tenants");
   const tenantsVerdict =
     tenants && get
-      ? verdict(tenants.rps >= get.rps, `${(tenants.rps / get.rps).toFixed(2)}× single key (≥ 1)`)
+      ? verdict(tenants.rps >= get.rps, `${(tenants.rps / get.rps).toFixed(3)}× single key (≥ 1)`)
       : undefined;
 
   for (const id of ["bare", "do", "d1", "401", "floorGet"]) add(id);

@@ -7,8 +7,15 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-export const childEnv = { ...process.env, WRANGLER_SEND_METRICS: "false", DO_NOT_TRACK: "1" };
 export const stateDir = mkdtempSync(join(tmpdir(), "alms-bench-"));
+/** Wrangler's own logs and dev registry stay in the state directory too, apart from other dev sessions. */
+export const childEnv = {
+  ...process.env,
+  WRANGLER_SEND_METRICS: "false",
+  DO_NOT_TRACK: "1",
+  WRANGLER_LOG_PATH: join(stateDir, "wrangler-logs"),
+  WRANGLER_REGISTRY_PATH: join(stateDir, "registry"),
+};
 
 const children = new Set<ChildProcess>();
 
@@ -42,6 +49,23 @@ export function logTail(name: string, lines = 15): string {
   const all = readFileSync(file, "utf8").trimEnd().split("\n");
   if (all.length <= 2 * lines) return all.join("\n");
   return [...all.slice(0, lines), `[… ${all.length - 2 * lines} lines …]`, ...all.slice(-lines)].join("\n");
+}
+
+const TERMINAL_COLOURS = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, "g");
+
+/** The distinct error lines a child logged (the Worker's console.error, uncaught exceptions), with counts. */
+export function errorLines(name: string): Map<string, number> {
+  const file = logFile(name);
+  const found = new Map<string, number>();
+  if (!existsSync(file)) return found;
+  for (const raw of readFileSync(file, "utf8").split("\n")) {
+    const line = raw.replace(TERMINAL_COLOURS, "").trim();
+    if (!/\[ERROR\]|"level":"error"|Uncaught|Error:/.test(line) || /ENOTFOUND workers\.cloudflare\.com/.test(line))
+      continue;
+    const key = line.replace(/req_[0-9a-z]+|evt_[0-9a-z]+|whd_[0-9a-z]+/g, "…").slice(0, 200);
+    found.set(key, (found.get(key) ?? 0) + 1);
+  }
+  return found;
 }
 
 /** Runs a command to completion within `timeoutMs`; refuses a non-zero exit. */
