@@ -12,11 +12,13 @@ declare module "autocannon" {
     timeouts: number;
     non2xx: number;
     "2xx": number;
+    statusCodeStats?: Record<string, { count: number }>;
   }
   interface Options {
     url: string;
     connections?: number;
     duration?: number;
+    timeout?: number;
     method?: string;
     headers?: Record<string, string>;
     body?: string;

@@ -1,220 +1,348 @@
-// npm run bench: a repeatable load run on loopback. It starts the baseline Worker and
-// the product Worker under `wrangler dev` (fresh local state), seeds a key, then measures
-// a bare route, an authenticated rate-limited GET and an idempotent POST with autocannon.
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+// npm run bench: a repeatable load run on loopback. It seeds a fresh local state (two
+// agencies of listings and tours, through SQL files), starts the baseline Worker and the
+// product Worker under `wrangler dev`, and measures with autocannon: the bare route, each
+// product route against its floor (the same primitives with no product code), many
+// tenants at once, the list routes at a small and a big agency, and the webhook pipeline
+// from a change to its receipt. It prints one table and the goals judged from it; a
+// missed goal is reported, not a failure (exit 1 only when the bench itself broke).
+//
+// Shorter runs for development: BENCH_SECONDS (per row, default 10), BENCH_WARMUP (3),
+// BENCH_ROWS (rows of the big agency, default 100000), BENCH_HOOK_SECONDS (15),
+// BENCH_HOOK_RATE (20 creates/s), BENCH_LAYERS=1 adds the guard-layer rows.
 import { randomBytes, randomUUID } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
-import { cpus, tmpdir, totalmem } from "node:os";
-import { join } from "node:path";
-import autocannon from "autocannon";
+import { cpus, loadavg, totalmem } from "node:os";
+import { Api, type BenchKey } from "./lib/api.ts";
+import { measureGrowth } from "./lib/growth.ts";
+import { judgeRun } from "./lib/judge.ts";
+import { CONNECTIONS, DURATION, type Figure, LIST_CONNECTIONS, measure, WARMUP } from "./lib/load.ts";
+import { cleanupNow, errorLines, freePorts, runChild, startServer, stateDir, stopChildren } from "./lib/processes.ts";
+import { printGoals, printTable, type Row, size } from "./lib/report.ts";
+import { type GrowthAgency, generateAgency } from "./lib/seed.ts";
+import { measurePipeline, type PipelineRun, Receiver } from "./lib/webhooks.ts";
 
-const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
-const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
-const WARMUP = 3;
-const BASE_PORT = 8811;
-const APP_PORT = 8812;
-const env = { ...process.env, WRANGLER_SEND_METRICS: "false", DO_NOT_TRACK: "1" };
-const state = mkdtempSync(join(tmpdir(), "alms-bench-"));
-const operatorToken = randomBytes(18).toString("base64url");
-const children: ChildProcess[] = [];
+const BIG_ROWS = Number(process.env.BENCH_ROWS ?? 100_000);
+const SMALL_ROWS = Math.min(1_000, Math.max(1, Math.round(BIG_ROWS / 10)));
+const HOOK_SECONDS = Number(process.env.BENCH_HOOK_SECONDS ?? 15);
+const HOOK_RATE = Number(process.env.BENCH_HOOK_RATE ?? 20);
+const TENANT_AGENCIES = 8;
+const KEYS_PER_AGENCY = 8;
+const READY_TIMEOUT_MS = 180_000;
 
-function start(args: string[]): ChildProcess {
-  const child = spawn("wrangler", args, { env, stdio: ["ignore", "ignore", "inherit"] });
-  children.push(child);
-  return child;
-}
-
-async function ready(url: string) {
-  for (let i = 0; i < 300; i++) {
-    try {
-      if ((await fetch(url)).status < 500) return;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(`${url} did not come up`);
-}
-
-async function internal(path: string, body?: unknown, method = "POST") {
-  const res = await fetch(`http://127.0.0.1:${APP_PORT}${path}`, {
-    method,
-    headers: { Authorization: `Bearer ${operatorToken}`, "Content-Type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const json = (await res.json()) as any;
-  if (!res.ok) throw new Error(`${path}: ${res.status} ${JSON.stringify(json)}`);
-  return json;
-}
-
-interface Figure {
-  name: string;
-  rps: number;
-  p50: number;
-  p99: number;
-  non2xx: number;
-}
-
-async function measure(name: string, opts: Parameters<typeof autocannon>[0]): Promise<Figure> {
-  await autocannon({ ...opts, connections: CONNECTIONS, duration: WARMUP });
-  const r = await autocannon({ ...opts, connections: CONNECTIONS, duration: DURATION });
-  const refusal = /\b40[13]\b/.test(name);
-  const expected = refusal ? r["2xx"] + r.errors + r.timeouts : r.non2xx + r.errors + r.timeouts;
-  return { name, rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: expected };
-}
+/** Set once a signal or the end of the run stops the bench. */
+let stopping = false;
 
 async function main() {
-  const migrate = spawnSync("wrangler", ["d1", "migrations", "apply", "DB", "--local", "--persist-to", state], {
-    env,
-    encoding: "utf8",
-  });
-  if (migrate.status !== 0) throw new Error(migrate.stderr || migrate.stdout);
-  start([
-    "dev",
-    "--config",
-    "bench/baseline/wrangler.jsonc",
-    "--ip",
-    "127.0.0.1",
-    "--port",
-    String(BASE_PORT),
-    "--inspector-port",
-    "9311",
-    "--persist-to",
-    state,
-  ]);
-  const secret = randomBytes(32).toString("base64url");
-  start([
-    "dev",
-    "--ip",
-    "127.0.0.1",
-    "--port",
-    String(APP_PORT),
-    "--inspector-port",
-    "9312",
-    "--persist-to",
-    state,
-    "--var",
-    `OPERATOR_TOKEN:${operatorToken}`,
-    "--var",
-    `SECRET_KEY:${secret}`,
-  ]);
+  const began = Date.now();
+  const loadAtStart = loadavg();
+  const [basePort, appPort, baseInspector, appInspector] = await freePorts(4);
+  const baseOrigin = `http://127.0.0.1:${basePort}`;
+  const appOrigin = `http://127.0.0.1:${appPort}`;
+  const operatorToken = randomBytes(18).toString("base64url");
+  const runId = randomBytes(4).toString("hex");
+  const persist = ["--persist-to", stateDir];
+
+  process.stderr.write(`· migrations and seed (${size(SMALL_ROWS)} and ${size(BIG_ROWS)} rows) in ${stateDir}\n`);
+  await runChild("wrangler", ["d1", "migrations", "apply", "DB", "--local", ...persist], "migrate", 300_000);
+  const growth: GrowthAgency[] = [];
+  for (const [rows, seed] of [
+    [SMALL_ROWS, 1],
+    [BIG_ROWS, 2],
+  ] as const) {
+    const { agency, files } = generateAgency(stateDir, size(rows), rows, runId, seed);
+    for (const file of files) {
+      await runChild("wrangler", ["d1", "execute", "DB", "--local", ...persist, "--file", file], "seed", 600_000);
+    }
+    growth.push(agency);
+  }
+
+  const common = ["--ip", "127.0.0.1", "--log-level", "warn", "--show-interactive-dev-session=false", ...persist];
   await Promise.all([
-    ready(`http://127.0.0.1:${BASE_PORT}/bare`),
-    ready(`http://127.0.0.1:${APP_PORT}/api/v1/openapi.json`),
-  ]);
-
-  const agency = await internal("/internal/v1/agencies", { name: "Bench Agency", kind: "media_agency" });
-  const owner = await internal("/internal/v1/users", {
-    agency_id: agency.id,
-    role: "media_agency",
-    name: "Bench Owner",
-    email: `owner-${randomUUID()}@bench.test`,
-  });
-  const minted = await internal("/internal/v1/api-keys", { agency_id: agency.id, minted_by_user_id: owner.id });
-  // Budgets high enough that the load measures the guards' work, not 429s.
-  await internal(
-    `/internal/v1/api-keys/${minted.key.id}`,
-    { rate_limit_overrides: { read_user_single: 100000, create_listing: 100000 } },
-    "PATCH",
-  );
-  const headers = { "X-API-Key": minted.secret as string };
-
-  const narrow = await internal("/internal/v1/api-keys", {
-    agency_id: agency.id,
-    minted_by_user_id: owner.id,
-    scopes: ["listings:read"],
-  });
-  await internal(
-    `/internal/v1/api-keys/${narrow.key.id}`,
-    { rate_limit_overrides: { read_user_single: 100000 } },
-    "PATCH",
-  );
-  const layers = process.env.BENCH_LAYERS
-    ? [
-        await measure("layer: key format refused, 401 (no storage)", {
-          url: `http://127.0.0.1:${APP_PORT}/api/v1/users/${owner.id}`,
-          headers: { "X-API-Key": `sk_live_${"A".repeat(43)}` },
-        }),
-        await measure("layer: unknown key, 401 (hash + one D1 read)", {
-          url: `http://127.0.0.1:${APP_PORT}/api/v1/users/${owner.id}`,
-          headers: { "X-API-Key": `sk_test_${"A".repeat(43)}` },
-        }),
-        await measure("layer: gate admits, scope refused, 403 (one DO RPC)", {
-          url: `http://127.0.0.1:${APP_PORT}/api/v1/users/${owner.id}`,
-          headers: { "X-API-Key": narrow.secret },
-        }),
-      ]
-    : [];
-
-  const figures = [
-    await measure("bare route (baseline Worker)", { url: `http://127.0.0.1:${BASE_PORT}/bare` }),
-    await measure("bare route + one Durable Object RPC (baseline)", { url: `http://127.0.0.1:${BASE_PORT}/do` }),
-    await measure("bare route + one D1 read (baseline)", { url: `http://127.0.0.1:${BASE_PORT}/d1` }),
-    await measure("unauthenticated request, 401 (product: routing, envelope)", {
-      url: `http://127.0.0.1:${APP_PORT}/api/v1/users`,
-    }),
-    await measure("GET /api/v1/users/{id} (auth + rate limit + D1 read)", {
-      url: `http://127.0.0.1:${APP_PORT}/api/v1/users/${owner.id}`,
-      headers,
-    }),
-    await measure("POST /api/v1/listings (auth + rate limit + idempotency + D1 batch)", {
-      url: `http://127.0.0.1:${APP_PORT}/api/v1/listings`,
-      requests: [
-        {
-          method: "POST",
-          body: JSON.stringify({ address: "1 Bench Street", owner_user_id: owner.id, agent_one_id: owner.id }),
-          setupRequest: (req: any) => ({
-            ...req,
-            headers: { ...headers, "Content-Type": "application/json", "X-Idempotency-Key": randomUUID() },
-          }),
-        },
+    startServer(
+      "wrangler",
+      [
+        "dev",
+        "--config",
+        "bench/baseline/wrangler.jsonc",
+        "--port",
+        String(basePort),
+        "--inspector-port",
+        String(baseInspector),
+        ...common,
       ],
-    }),
-    ...layers,
-  ];
+      "baseline",
+      `${baseOrigin}/bare`,
+      READY_TIMEOUT_MS,
+    ),
+    startServer(
+      "wrangler",
+      [
+        "dev",
+        "--port",
+        String(appPort),
+        "--inspector-port",
+        String(appInspector),
+        ...common,
+        "--var",
+        `OPERATOR_TOKEN:${operatorToken}`,
+        "--var",
+        `SECRET_KEY:${randomBytes(32).toString("base64url")}`,
+        "--var",
+        "ALLOW_HTTP_RECEIVERS:true",
+      ],
+      "product",
+      `${appOrigin}/api/v1/openapi.json`,
+      READY_TIMEOUT_MS,
+    ),
+  ]);
+  const setup = await fetch(`${baseOrigin}/setup`, { method: "POST", signal: AbortSignal.timeout(30_000) });
+  if (!setup.ok) throw new Error(`baseline setup answered ${setup.status}`);
 
-  const [bare] = figures;
+  const api = new Api(appOrigin, operatorToken);
+  const agency = await api.agency("Bench Agency");
+  const owner = await api.user(agency.id, "media_agency", "Bench Owner");
+  const getKey = await api.key(agency.id, owner.id);
+  const postKey = await api.key(agency.id, owner.id);
+
+  const broken: string[] = [];
+  const phase = async (name: string, fn: () => Promise<void>) => {
+    if (stopping) return;
+    try {
+      await fn();
+    } catch (err) {
+      if (stopping) return;
+      broken.push(`${name}: ${err instanceof Error ? err.message : String(err)}`);
+      process.stderr.write(`! ${name} broke: ${err instanceof Error ? err.message : String(err)}\n`);
+    }
+  };
+
+  // Core rows: the bare route, the two primitives, the floors and the product routes.
+  const figures = new Map<string, Figure>();
+  const keep = (id: string, f: Figure) => {
+    figures.set(id, f);
+    return f;
+  };
+  const userPath = `/api/v1/users/${owner.id}`;
+  await phase("core routes", async () => {
+    keep("bare", await measure("bare route (baseline Worker)", { url: `${baseOrigin}/bare` }));
+    keep("do", await measure("bare route + one Durable Object RPC (baseline)", { url: `${baseOrigin}/do` }));
+    keep("d1", await measure("bare route + one D1 read (baseline)", { url: `${baseOrigin}/d1` }));
+    keep(
+      "401",
+      await measure(
+        "unauthenticated request, 401 expected (product)",
+        { url: `${appOrigin}/api/v1/users` },
+        { expect: 401 },
+      ),
+    );
+    keep(
+      "floorGet",
+      await measure("floor GET: gate DO RPC, then D1 read (baseline)", { url: `${baseOrigin}/floor/get` }),
+    );
+    keep(
+      "get",
+      await measure("GET /api/v1/users/{id} (auth + rate limit + D1 read)", {
+        url: `${appOrigin}${userPath}`,
+        headers: { "X-API-Key": getKey.secret },
+      }),
+    );
+  });
+  await phase("many tenants", async () => {
+    const tenants = await manyTenants(api);
+    let next = 0;
+    keep(
+      "tenants",
+      await measure(`many tenants: ${tenants.length} keys over ${TENANT_AGENCIES} agencies`, {
+        url: appOrigin,
+        requests: [
+          {
+            method: "GET",
+            setupRequest: (req: any) => {
+              const t = tenants[next++ % tenants.length]!;
+              return { ...req, path: `/api/v1/users/${t.ownerId}`, headers: { ...req.headers, "X-API-Key": t.secret } };
+            },
+          },
+        ],
+      }),
+    );
+  });
+  await phase("POST routes", async () => {
+    keep(
+      "floorPost",
+      await measure("floor POST: gate RPC, ledger DO write, D1 batch of 3 (baseline)", {
+        url: `${baseOrigin}/floor/post`,
+        requests: [
+          {
+            method: "POST",
+            body: JSON.stringify({ address: "1 Bench Street", owner_user_id: owner.id, agent_one_id: owner.id }),
+            setupRequest: (req: any) => ({
+              ...req,
+              headers: { ...req.headers, "Content-Type": "application/json", "X-Idempotency-Key": randomUUID() },
+            }),
+          },
+        ],
+      }),
+    );
+    keep(
+      "post",
+      await measure("POST /api/v1/listings (auth + rate limit + idempotency + D1 batch)", {
+        url: `${appOrigin}/api/v1/listings`,
+        requests: [
+          {
+            method: "POST",
+            body: JSON.stringify({ address: "1 Bench Street", owner_user_id: owner.id, agent_one_id: owner.id }),
+            setupRequest: (req: any) => ({
+              ...req,
+              headers: {
+                ...req.headers,
+                "X-API-Key": postKey.secret,
+                "Content-Type": "application/json",
+                "X-Idempotency-Key": randomUUID(),
+              },
+            }),
+          },
+        ],
+      }),
+    );
+    // The creates' events leave the outbox before the next phase starts.
+    await api.cronTick();
+  });
+  if (process.env.BENCH_LAYERS) await phase("guard layers", () => layers(api, appOrigin, agency.id, owner.id, figures));
+
+  const growthRows: Row[] = [];
+  const notes: string[] = [];
+  await phase("data growth", async () => {
+    growthRows.push(...(await measureGrowth(api, growth, notes)));
+  });
+
+  const hooks: PipelineRun[] = [];
+  await phase("webhook pipeline", async () => {
+    const receiver = new Receiver();
+    await receiver.listen();
+    try {
+      for (const endpoints of [1, 10]) {
+        const hookAgency = await api.agency(`Bench Hooks ${endpoints}`);
+        const hookOwner = await api.user(hookAgency.id, "media_agency", "Hooks Owner");
+        const key = await api.key(hookAgency.id, hookOwner.id);
+        hooks.push(
+          await measurePipeline(api, receiver, { key, ownerId: hookOwner.id }, endpoints, HOOK_RATE, HOOK_SECONDS),
+        );
+      }
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  // The table, in reading order, with the goals.
+  if (stopping) return 130;
+  const { rows, goals } = judgeRun(figures, growthRows, hooks, `${size(SMALL_ROWS)} to ${size(BIG_ROWS)} rows`);
+
+  const loadAtEnd = loadavg();
   console.log(
-    `\nMachine: ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, ${Math.round(totalmem() / 2 ** 30)} GiB; Node ${process.version}; wrangler dev (local workerd)`,
+    `\nMachine: ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, ${Math.round(totalmem() / 2 ** 30)} GiB; ` +
+      `Node ${process.version}; wrangler dev (local workerd); load average ${loadAtStart[0]!.toFixed(1)} at start, ` +
+      `${loadAtEnd[0]!.toFixed(1)} at end`,
   );
   console.log(
-    `Load: autocannon, ${CONNECTIONS} connections, ${DURATION} s per route after a ${WARMUP} s warm-up, on 127.0.0.1\n`,
+    `Load: autocannon on 127.0.0.1, ${CONNECTIONS} connections (list routes ${LIST_CONNECTIONS}), ${DURATION} s per ` +
+      `row after a ${WARMUP} s warm-up; lists at ${size(SMALL_ROWS)} and ${size(BIG_ROWS)} rows per agency; ` +
+      `webhooks: ${HOOK_RATE} creates/s for ${HOOK_SECONDS} s per run\n`,
   );
+  printTable(rows);
   console.log(
-    "route".padEnd(70),
-    "req/s".padStart(8),
-    "p50 ms".padStart(8),
-    "p99 ms".padStart(8),
-    "rps ratio".padStart(10),
-    "p50 +ms".padStart(8),
-    "unexpected".padStart(11),
+    "\n×bare, ×floor: req/s against the bare route and the route's floor. ×ref: many tenants against the single key;" +
+      ` @${size(BIG_ROWS)} rows against @${size(SMALL_ROWS)}.` +
+      "\nWebhook rows: req/s = receipts per second; p50/p99 from sending the create to the receipt, per endpoint;" +
+      " non-2xx = receipts missing after the wait, plus failed creates.",
   );
-  for (const f of figures) {
+  for (const h of hooks) {
     console.log(
-      f.name.padEnd(70),
-      f.rps.toFixed(0).padStart(8),
-      f.p50.toFixed(1).padStart(8),
-      f.p99.toFixed(1).padStart(8),
-      (f.rps / bare!.rps).toFixed(2).padStart(10),
-      (f.p50 - bare!.p50).toFixed(1).padStart(8),
-      String(f.non2xx).padStart(11),
+      `  ${h.name}: ${h.received}/${h.expected} received, ${h.duplicates} duplicate(s), ` +
+        `${h.createFailures} failed create(s), waited ${h.settleSeconds.toFixed(1)} s after the last create; ` +
+        `create answered in p50 ${h.create.p50.toFixed(0)} / p99 ${h.create.p99.toFixed(0)} ms, receipt after the ` +
+        `answer p50 ${h.afterAnswer.p50.toFixed(0)} / p99 ${h.afterAnswer.p99.toFixed(0)} ms`,
     );
   }
+  for (const r of rows) {
+    const odd = Object.entries(r.statuses).filter(
+      ([code]) => !/^2/.test(code) && !(r.name.includes("401") && code === "401"),
+    );
+    if (odd.length) console.log(`  ${r.name}: status ${odd.map(([c, n]) => `${c} ×${n}`).join(", ")}`);
+  }
+  for (const note of notes) console.log(`  ${note}`);
+  const errors = [...errorLines("product")].sort((a, b) => b[1] - a[1]);
+  const errorCount = errors.reduce((n, [, count]) => n + count, 0);
+  console.log(`\nProduct Worker log: ${errorCount} error line(s)${errors.length ? ", most frequent:" : "."}`);
+  for (const [line, count] of errors.slice(0, 5)) console.log(`  ×${count} ${line}`);
+  printGoals(goals);
+  console.log(`\nRun took ${((Date.now() - began) / 1000).toFixed(0)} s.`);
+  if (broken.length) {
+    console.error(`\nThe bench broke in ${broken.length} phase(s):\n${broken.join("\n")}`);
+    return 1;
+  }
+  return 0;
 }
 
-function stop() {
-  for (const child of children) child.kill("SIGINT");
-  rmSync(state, { recursive: true, force: true });
+/** 64 keys over 8 agencies (8 per agency), each agency with its own owner. */
+async function manyTenants(api: Api): Promise<(BenchKey & { ownerId: string })[]> {
+  const out: (BenchKey & { ownerId: string })[] = [];
+  for (let a = 0; a < TENANT_AGENCIES; a++) {
+    const agency = await api.agency(`Bench Tenant ${a}`);
+    const owner = await api.user(agency.id, "media_agency", `Tenant Owner ${a}`);
+    const keys = await Promise.all(Array.from({ length: KEYS_PER_AGENCY }, () => api.key(agency.id, owner.id)));
+    out.push(...keys.map((k) => ({ ...k, ownerId: owner.id })));
+  }
+  return out;
+}
+
+/** The guard layers one at a time (BENCH_LAYERS=1): where a refused request's time goes. */
+async function layers(api: Api, origin: string, agencyId: string, ownerId: string, figures: Map<string, Figure>) {
+  const narrow = await api.key(agencyId, ownerId, ["listings:read"]);
+  const url = `${origin}/api/v1/users/${ownerId}`;
+  figures.set(
+    "layer-format",
+    await measure(
+      "layer: key format refused, 401 (no storage)",
+      { url, headers: { "X-API-Key": `sk_live_${"A".repeat(43)}` } },
+      { expect: 401 },
+    ),
+  );
+  figures.set(
+    "layer-unknown",
+    await measure(
+      "layer: unknown key, 401 (hash + one D1 read)",
+      { url, headers: { "X-API-Key": `sk_test_${"A".repeat(43)}` } },
+      { expect: 401 },
+    ),
+  );
+  figures.set(
+    "layer-scope",
+    await measure(
+      "layer: gate admits, scope refused, 403 (one DO RPC)",
+      { url, headers: { "X-API-Key": narrow.secret } },
+      { expect: 403 },
+    ),
+  );
+}
+
+async function finish(code: number) {
+  if (stopping) return;
+  stopping = true;
+  await stopChildren();
+  cleanupNow();
+  process.exit(code);
+}
+
+for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
+  process.on(signal, () => {
+    process.stderr.write(`\n${signal}: stopping the Workers and removing ${stateDir}\n`);
+    void finish(130);
+  });
 }
 
 main().then(
-  () => {
-    stop();
-    process.exit(0);
-  },
+  (code) => finish(code),
   (err: Error) => {
-    console.error(err.message);
-    stop();
-    process.exit(1);
+    if (!stopping) console.error(err.stack ?? err.message);
+    return finish(1);
   },
 );

@@ -8,16 +8,85 @@ export class Echo extends DurableObject {
   }
 }
 
+/** Gate-like: one object per key, answering from memory (a count, no storage). */
+export class Gate extends DurableObject {
+  #admitted = 0;
+  async admit(): Promise<{ ok: true; remaining: number }> {
+    this.#admitted++;
+    return { ok: true, remaining: 100_000 - this.#admitted };
+  }
+}
+
+/** Ledger-like: one object per idempotency key, writing one record to its SQLite-backed storage. */
+export class Ledger extends DurableObject {
+  async record(entry: { hash: string; at: number }): Promise<boolean> {
+    await this.ctx.storage.put("state", entry);
+    return true;
+  }
+}
+
 interface BaselineEnv {
   ECHO: DurableObjectNamespace<Echo>;
+  GATE: DurableObjectNamespace<Gate>;
+  LEDGER: DurableObjectNamespace<Ledger>;
   DB: D1Database;
 }
 
+const SETUP = [
+  "CREATE TABLE IF NOT EXISTS floor_users (id TEXT PRIMARY KEY, agency_id TEXT NOT NULL, name TEXT NOT NULL)",
+  "CREATE TABLE IF NOT EXISTS floor_listings (id TEXT PRIMARY KEY, agency_id TEXT NOT NULL, address TEXT NOT NULL, " +
+    "created_at TEXT NOT NULL)",
+  "CREATE TABLE IF NOT EXISTS floor_events (id TEXT PRIMARY KEY, agency_id TEXT NOT NULL, data TEXT NOT NULL)",
+  "CREATE TABLE IF NOT EXISTS floor_marks (agency_id TEXT NOT NULL, idem_key TEXT NOT NULL, status INTEGER NOT NULL, " +
+    "PRIMARY KEY (agency_id, idem_key))",
+  "INSERT OR IGNORE INTO floor_users (id, agency_id, name) VALUES ('usr_floor', 'agy_floor', 'Floor User')",
+];
+
 // The baseline: bare Hono routes in the same runtime, no guards. /do and /d1 price one
-// Durable Object RPC and one D1 read, the two primitives the guarded routes add.
+// Durable Object RPC and one D1 read; the floors price each product route's primitives
+// with no product code: GET = gate RPC then D1 read; POST = gate RPC, ledger RPC with a
+// storage write, then one D1 batch of three inserts.
 const app = new Hono<{ Bindings: BaselineEnv }>()
   .get("/bare", (c) => c.json({ ok: true }))
   .get("/do", async (c) => c.json({ ok: await c.env.ECHO.getByName("bench").ping() }))
-  .get("/d1", async (c) => c.json({ ok: await c.env.DB.prepare("SELECT 1 AS one").first("one") }));
+  .get("/d1", async (c) => c.json({ ok: await c.env.DB.prepare("SELECT 1 AS one").first("one") }))
+  .post("/setup", async (c) => {
+    await c.env.DB.batch(SETUP.map((s) => c.env.DB.prepare(s)));
+    return c.json({ ok: true });
+  })
+  .get("/floor/get", async (c) => {
+    await c.env.GATE.getByName("key_floor").admit();
+    const user = await c.env.DB.prepare("SELECT * FROM floor_users WHERE id = ? AND agency_id = ?")
+      .bind("usr_floor", "agy_floor")
+      .first();
+    return c.json(user);
+  })
+  .post("/floor/post", async (c) => {
+    const idemKey = c.req.header("x-idempotency-key") ?? crypto.randomUUID();
+    const body = await c.req.text();
+    await c.env.GATE.getByName("key_floor").admit();
+    await c.env.LEDGER.getByName(`agy_floor:${idemKey}`).record({ hash: String(body.length), at: Date.now() });
+    const id = `lst_${crypto.randomUUID()}`;
+    const at = new Date().toISOString();
+    await c.env.DB.batch([
+      c.env.DB.prepare("INSERT INTO floor_listings (id, agency_id, address, created_at) VALUES (?, ?, ?, ?)").bind(
+        id,
+        "agy_floor",
+        "1 Bench Street",
+        at,
+      ),
+      c.env.DB.prepare("INSERT INTO floor_events (id, agency_id, data) VALUES (?, ?, ?)").bind(
+        `evt_${crypto.randomUUID()}`,
+        "agy_floor",
+        JSON.stringify({ listing_id: id }),
+      ),
+      c.env.DB.prepare("INSERT INTO floor_marks (agency_id, idem_key, status) VALUES (?, ?, ?)").bind(
+        "agy_floor",
+        idemKey,
+        201,
+      ),
+    ]);
+    return c.json({ id, address: "1 Bench Street", created_at: at }, 201);
+  });
 
 export default { fetch: app.fetch };

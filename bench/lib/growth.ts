@@ -1,0 +1,106 @@
+// Data growth: each list route, filter and search at a small and at a big agency, the
+// big one's throughput against the small one's.
+import type { Api } from "./api.ts";
+import { LIST_CONNECTIONS, measure } from "./load.ts";
+import { type Row, verdict } from "./report.ts";
+import { type GrowthAgency, LISTING_STATUS_FILTER, TOUR_STATUS_FILTER } from "./seed.ts";
+
+/** Deep pages sit this far into the list. */
+const DEPTH = 0.4;
+const TOUR_PAGE_SIZE = 20;
+
+interface GrowthRoute {
+  name: (a: GrowthAgency) => string;
+  path: (a: GrowthAgency, cursor: string) => string;
+  /** What the first answer must show, as a note when it does not. */
+  check?: (a: GrowthAgency, json: any) => string | undefined;
+}
+
+const tourPage = (a: GrowthAgency) => Math.floor((DEPTH * a.rows) / TOUR_PAGE_SIZE) + 1;
+
+const GROWTH_ROUTES: GrowthRoute[] = [
+  { name: () => "GET /api/v1/listings", path: () => "/api/v1/listings" },
+  {
+    name: () => `GET /api/v1/listings?cursor= (${DEPTH * 100}% deep)`,
+    path: (_, cursor) => `/api/v1/listings?cursor=${encodeURIComponent(cursor)}`,
+  },
+  {
+    name: () => `GET /api/v1/listings?status=${LISTING_STATUS_FILTER}`,
+    path: () => `/api/v1/listings?status=${encodeURIComponent(LISTING_STATUS_FILTER)}`,
+  },
+  { name: () => "GET /api/v1/listings?agent_id=", path: (a) => `/api/v1/listings?agent_id=${a.agentId}` },
+  {
+    name: () => "GET /api/v1/tours",
+    path: () => "/api/v1/tours",
+    check: (a, json) => (json?.total === a.rows ? undefined : `total ${json?.total}, expected ${a.rows}`),
+  },
+  {
+    name: (a) => `GET /api/v1/tours?page=${tourPage(a)} (${DEPTH * 100}% deep)`,
+    path: (a) => `/api/v1/tours?page=${tourPage(a)}`,
+    check: (a, json) =>
+      json?.tours?.length === TOUR_PAGE_SIZE && json?.total === a.rows
+        ? undefined
+        : `${json?.tours?.length} tours, total ${json?.total}`,
+  },
+  {
+    name: () => `GET /api/v1/tours?status=${TOUR_STATUS_FILTER}`,
+    path: () => `/api/v1/tours?status=${TOUR_STATUS_FILTER}`,
+  },
+  { name: (a) => `GET /api/v1/tours?search=${a.streetTerm}`, path: (a) => `/api/v1/tours?search=${a.streetTerm}` },
+  {
+    name: () => "GET /api/v1/tours?search= (one address)",
+    path: (a) => `/api/v1/tours?search=${encodeURIComponent(a.oneAddress)}`,
+    check: (_, json) => (json?.total >= 1 ? undefined : `no match for the address`),
+  },
+];
+
+/** The cursor of the page that starts DEPTH into the agency's listings, found by following next_cursor. */
+async function deepCursor(api: Api, key: string, a: GrowthAgency): Promise<string> {
+  const target = Math.floor(DEPTH * a.rows);
+  const limit = 200;
+  let cursor = "";
+  let seen = 0;
+  for (let page = 0; page < Math.ceil(a.rows / limit) + 2 && seen < target; page++) {
+    const take = Math.min(limit, target - seen);
+    const json = await api.expect(
+      200,
+      `/api/v1/listings?limit=${take}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`,
+      key,
+    );
+    seen += json.data.length;
+    cursor = json.next_cursor;
+    if (!cursor) break;
+  }
+  if (!cursor) throw new Error(`no cursor ${target} rows into ${a.label}`);
+  return cursor;
+}
+
+/** Each list route at the small and at the big agency, each with a key of its own. */
+export async function measureGrowth(api: Api, agencies: GrowthAgency[], notes: string[]): Promise<Row[]> {
+  const [small, big] = agencies as [GrowthAgency, GrowthAgency];
+  const cursors = new Map<GrowthAgency, string>();
+  const rows: Row[] = [];
+  for (const route of GROWTH_ROUTES) {
+    const pair: Row[] = [];
+    for (const a of [small, big]) {
+      const key = await api.key(a.agencyId, a.ownerId);
+      if (!cursors.has(a)) cursors.set(a, await deepCursor(api, key.secret, a));
+      const path = route.path(a, cursors.get(a)!);
+      const name = `${route.name(a)} @${a.label}`;
+      const first = await api.expect(200, path, key.secret);
+      const note = route.check?.(a, first);
+      if (note) notes.push(`${name}: ${note}`);
+      pair.push(
+        await measure(
+          name,
+          { url: `${api.origin}${path}`, headers: { "X-API-Key": key.secret } },
+          { connections: LIST_CONNECTIONS },
+        ),
+      );
+    }
+    const [atSmall, atBig] = pair as [Row, Row];
+    const r = atBig.rps / atSmall.rps;
+    rows.push(atSmall, { ...atBig, ref: atSmall, goal: verdict(r >= 0.8, `${r.toFixed(3)}× @${small.label} (≥ 0.8)`) });
+  }
+  return rows;
+}

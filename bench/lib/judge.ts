@@ -1,0 +1,81 @@
+// The goals, judged from a run's own figures, and the rows of its table in reading order.
+import type { Figure } from "./load.ts";
+import { type Goal, type Row, type Verdict, verdict } from "./report.ts";
+import type { PipelineRun } from "./webhooks.ts";
+
+/**
+ * `figures` holds the core rows by id (bare, do, d1, 401, floorGet, get, tenants,
+ * floorPost, post and the optional layer rows); `growthRows` come judged already.
+ */
+export function judgeRun(
+  figures: Map<string, Figure>,
+  growthRows: Row[],
+  hooks: PipelineRun[],
+  sizes: string,
+): { rows: Row[]; goals: Goal[] } {
+  const f = (id: string) => figures.get(id);
+  const rows: Row[] = [];
+  const add = (id: string, extra: Partial<Row> = {}) => {
+    const figure = f(id);
+    if (figure) rows.push({ ...figure, bare: f("bare"), ...extra });
+  };
+  const goals: Goal[] = [];
+  const judge = (title: string, verdicts: (Verdict | undefined)[]) =>
+    goals.push({ title, verdicts: verdicts.filter((v): v is Verdict => v !== undefined) });
+
+  const get = f("get");
+  const floorGet = f("floorGet");
+  const getVerdict =
+    get && floorGet
+      ? verdict(
+          get.rps >= 0.9 * floorGet.rps && get.p50 <= floorGet.p50 + 3,
+          `${(get.rps / floorGet.rps).toFixed(3)}× floor (≥ 0.9), p50 +${(get.p50 - floorGet.p50).toFixed(1)} ms (≤ +3)`,
+        )
+      : undefined;
+  const post = f("post");
+  const floorPost = f("floorPost");
+  const bare = f("bare");
+  const postVerdict =
+    post && floorPost && bare
+      ? verdict(
+          post.rps >= 0.25 * bare.rps && post.rps >= 0.8 * floorPost.rps,
+          `${(post.rps / bare.rps).toFixed(3)}× bare (≥ 0.25), ${(post.rps / floorPost.rps).toFixed(3)}× floor (≥ 0.8)`,
+        )
+      : undefined;
+  const tenants = f("tenants");
+  const tenantsVerdict =
+    tenants && get
+      ? verdict(tenants.rps >= get.rps, `${(tenants.rps / get.rps).toFixed(3)}× single key (≥ 1)`)
+      : undefined;
+
+  for (const id of ["bare", "do", "d1", "401", "floorGet"]) add(id);
+  add("get", { floor: floorGet, goal: getVerdict });
+  add("tenants", { ref: get, goal: tenantsVerdict });
+  add("floorPost");
+  add("post", { floor: floorPost, goal: postVerdict });
+  for (const id of ["layer-format", "layer-unknown", "layer-scope"]) add(id);
+  rows.push(...growthRows);
+  const hook10 = hooks.find((h) => h.name.includes("10 endpoints"));
+  for (const h of hooks) {
+    rows.push({
+      ...h,
+      goal:
+        h === hook10
+          ? verdict(h.p99 < 2_000, `p99 ${(h.p99 / 1000).toFixed(2)} s (< 2 s), ${h.received}/${h.expected} received`)
+          : undefined,
+    });
+  }
+
+  judge("authenticated GET ≥ 0.9× its floor, p50 ≤ floor's + 3 ms", [getVerdict]);
+  judge("idempotent POST ≥ 0.25× the bare route and ≥ 0.8× its floor", [postVerdict]);
+  judge("many-tenant aggregate ≥ single key", [tenantsVerdict]);
+  judge(
+    `every list route, filter and search ≥ 0.8× from ${sizes}`,
+    growthRows.map((r) => r.goal),
+  );
+  judge("a change reaches its receiver in p99 < 2 s at 10 endpoints", [
+    hook10 ? rows.find((r) => r.name === hook10.name)?.goal : undefined,
+  ]);
+
+  return { rows, goals };
+}

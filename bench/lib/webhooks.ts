@@ -1,0 +1,199 @@
+// The webhook pipeline, end to end: listings created through the public API at a steady
+// rate, each `listing.created` timed from the moment its create was sent to its receipt
+// at a tiny receiver on loopback, once per registered endpoint.
+import { randomBytes } from "node:crypto";
+import { createServer, type Server } from "node:http";
+import { performance } from "node:perf_hooks";
+import type { Api, BenchKey } from "./api.ts";
+import type { Figure } from "./load.ts";
+import { sleep } from "./processes.ts";
+
+const MAX_BODY_BYTES = 256 * 1024;
+/** How long receipts are awaited after the last create: past one Cron tick. */
+const SETTLE_MS = 75_000;
+const CRON_EVERY_MS = 60_000;
+
+/** One loopback receiver for every endpoint of the run; paths tell endpoints apart. */
+export class Receiver {
+  readonly server: Server;
+  port = 0;
+  /** `${path} ${listing_number}` → first receipt time. */
+  readonly firsts = new Map<string, number>();
+  /** Receipts beyond the first, by path (delivery is at-least-once). */
+  readonly duplicates = new Map<string, number>();
+  malformed = 0;
+
+  constructor() {
+    this.server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      req.on("data", (chunk: Buffer) => {
+        size += chunk.length;
+        if (size <= MAX_BODY_BYTES) chunks.push(chunk);
+      });
+      req.on("end", () => {
+        const at = performance.now();
+        res.writeHead(200, { "Content-Type": "text/plain" }).end("ok");
+        try {
+          const body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+          const number = body?.data?.listing_number;
+          if (body?.event_type !== "listing.created" || typeof number !== "string") return;
+          const id = `${req.url} ${number}`;
+          if (this.firsts.has(id)) this.duplicates.set(req.url!, (this.duplicates.get(req.url!) ?? 0) + 1);
+          else this.firsts.set(id, at);
+        } catch {
+          this.malformed++;
+        }
+      });
+    });
+    this.server.keepAliveTimeout = 5_000;
+    this.server.requestTimeout = 15_000;
+  }
+
+  listen(): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.server.once("error", reject);
+      this.server.listen(0, "127.0.0.1", () => {
+        const address = this.server.address();
+        if (typeof address === "object" && address) this.port = address.port;
+        resolve();
+      });
+    });
+  }
+
+  close(): Promise<void> {
+    this.server.closeAllConnections();
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+}
+
+const percentile = (sorted: number[], p: number) =>
+  sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]! : Number.NaN;
+
+export interface PipelineRun extends Figure {
+  expected: number;
+  received: number;
+  duplicates: number;
+  createFailures: number;
+  settleSeconds: number;
+  /** How long the creates took to answer. */
+  create: { p50: number; p99: number };
+  /** From a create's answer (the change committed) to its receipt. */
+  afterAnswer: { p50: number; p99: number };
+}
+
+/**
+ * Registers `endpoints` receivers for the agency, creates `rate` listings a second for
+ * `seconds`, and waits (at most SETTLE_MS after the last create, with the every-minute
+ * Cron fired as the platform would) for every receipt. A receipt that never came counts
+ * as infinitely late in p50/p99.
+ */
+export async function measurePipeline(
+  api: Api,
+  receiver: Receiver,
+  tenant: { key: BenchKey; ownerId: string },
+  endpoints: number,
+  rate: number,
+  seconds: number,
+): Promise<PipelineRun> {
+  const name = `webhook listing.created → receiver, ${endpoints} endpoint${endpoints === 1 ? "" : "s"}`;
+  process.stderr.write(`· ${name}\n`);
+  const tag = randomBytes(6).toString("hex");
+  const paths: string[] = [];
+  for (let i = 0; i < endpoints; i++) {
+    const path = `/hook/${tag}/${i}`;
+    await api.expect(201, "/api/v1/webhooks/endpoints", tenant.key.secret, {
+      body: { url: `http://127.0.0.1:${receiver.port}${path}`, event_types: ["listing.created"] },
+    });
+    paths.push(path);
+  }
+  // Whatever earlier phases left in the outbox goes out first, so this run times its own events.
+  await api.cronTick();
+
+  const total = Math.max(1, Math.round(rate * seconds));
+  const sent = new Map<string, number>();
+  const answered = new Map<string, number>();
+  let createFailures = 0;
+  const creates: Promise<void>[] = [];
+  const started = performance.now();
+  let lastCron = Date.now();
+  for (let i = 0; i < total; i++) {
+    const due = started + (i * 1000) / rate;
+    const wait = due - performance.now();
+    if (wait > 0) await sleep(wait);
+    const number = randomBytes(8).readBigUInt64BE().toString(36).padStart(7, "0").slice(-7);
+    sent.set(number, performance.now());
+    creates.push(
+      api
+        .public("/api/v1/listings", tenant.key.secret, {
+          body: {
+            address: `${1 + i} Pipeline Street`,
+            owner_user_id: tenant.ownerId,
+            agent_one_id: tenant.ownerId,
+            listing_number: number,
+          },
+        })
+        .then(
+          (r) => {
+            answered.set(number, performance.now());
+            if (r.status !== 201) {
+              createFailures++;
+              sent.delete(number);
+            }
+          },
+          () => {
+            createFailures++;
+            sent.delete(number);
+          },
+        ),
+    );
+  }
+  await Promise.all(creates);
+  const expected = sent.size * endpoints;
+  const done = () => {
+    let n = 0;
+    for (const path of paths) for (const number of sent.keys()) if (receiver.firsts.has(`${path} ${number}`)) n++;
+    return n;
+  };
+  const settleStart = Date.now();
+  while (done() < expected && Date.now() - settleStart < SETTLE_MS) {
+    if (Date.now() - lastCron >= CRON_EVERY_MS) {
+      lastCron = Date.now();
+      await api.cronTick().catch(() => undefined);
+    }
+    await sleep(100);
+  }
+  const settleSeconds = (Date.now() - settleStart) / 1000;
+
+  const latencies: number[] = [];
+  const afterAnswer: number[] = [];
+  let lastReceipt = started;
+  for (const path of paths) {
+    for (const [number, at] of sent) {
+      const receipt = receiver.firsts.get(`${path} ${number}`);
+      latencies.push(receipt === undefined ? Number.POSITIVE_INFINITY : receipt - at);
+      afterAnswer.push(receipt === undefined ? Number.POSITIVE_INFINITY : receipt - answered.get(number)!);
+      if (receipt !== undefined && receipt > lastReceipt) lastReceipt = receipt;
+    }
+  }
+  const createTimes = [...sent].map(([number, at]) => answered.get(number)! - at);
+  for (const list of [latencies, afterAnswer, createTimes]) list.sort((a, b) => a - b);
+  const received = latencies.filter(Number.isFinite).length;
+  const duplicates = paths.reduce((n, path) => n + (receiver.duplicates.get(path) ?? 0), 0);
+  const rps = received / Math.max(0.001, (lastReceipt - started) / 1000);
+  return {
+    name,
+    rps,
+    p50: percentile(latencies, 50),
+    p99: percentile(latencies, 99),
+    unexpected: expected - received + createFailures,
+    statuses: {},
+    expected,
+    received,
+    duplicates,
+    createFailures,
+    settleSeconds,
+    create: { p50: percentile(createTimes, 50), p99: percentile(createTimes, 99) },
+    afterAnswer: { p50: percentile(afterAnswer, 50), p99: percentile(afterAnswer, 99) },
+  };
+}
