@@ -289,24 +289,28 @@ describe("dual authentication", () => {
 });
 
 describe("queue faults", () => {
-  it("503 queue_unavailable with Retry-After when the media queue refuses the job; nothing is recorded and a retry succeeds", async () => {
-    const t = await makeTenant();
-    const listing = await makeListing(t);
-    const send = vi.spyOn(env.MEDIA_QUEUE, "send").mockRejectedValue(new Error("queue down"));
-    const idem = crypto.randomUUID();
-    const body = { ...photo, listing_number: listing.listing_number };
-    const r = await call(UPLOAD, { key: t.key, body, idempotencyKey: idem });
-    expectError(r, 503, "queue_unavailable");
-    expect(Number(r.headers.get("Retry-After")), r.text).toBeGreaterThan(0);
-    expect(send).toHaveBeenCalled();
-    expect(await uploadsOf(t.agencyId)).toEqual([]);
+  it(
+    "503 queue_unavailable with Retry-After when the media queue refuses the job; nothing is recorded and a retry " +
+      "succeeds",
+    async () => {
+      const t = await makeTenant();
+      const listing = await makeListing(t);
+      const send = vi.spyOn(env.MEDIA_QUEUE, "send").mockRejectedValue(new Error("queue down"));
+      const idem = crypto.randomUUID();
+      const body = { ...photo, listing_number: listing.listing_number };
+      const r = await call(UPLOAD, { key: t.key, body, idempotencyKey: idem });
+      expectError(r, 503, "queue_unavailable");
+      expect(Number(r.headers.get("Retry-After")), r.text).toBeGreaterThan(0);
+      expect(send).toHaveBeenCalled();
+      expect(await uploadsOf(t.agencyId)).toEqual([]);
 
-    send.mockRestore();
-    const again = await call(UPLOAD, { key: t.key, body, idempotencyKey: idem });
-    expect(again.status, again.text).toBe(201);
-    expect(again.headers.get("X-Idempotent-Replay")).toBeNull();
-    expect(await uploadsOf(t.agencyId)).toHaveLength(1);
-  });
+      send.mockRestore();
+      const again = await call(UPLOAD, { key: t.key, body, idempotencyKey: idem });
+      expect(again.status, again.text).toBe(201);
+      expect(again.headers.get("X-Idempotent-Replay")).toBeNull();
+      expect(await uploadsOf(t.agencyId)).toHaveLength(1);
+    },
+  );
 });
 
 describe("the Worker's signed upload path", () => {

@@ -113,7 +113,9 @@ export const ERRORS = {
   not_implemented: [501, "This route is reserved for a future release."],
   service_unavailable: [
     503,
-    "A backing store is briefly unavailable; retry after Retry-After seconds. Retrying with the same idempotency key is safe.",
+
+    "A backing store is briefly unavailable; retry after Retry-After seconds. Retrying with the same idempotency " +
+      "key is safe.",
   ],
   internal_error: [500, "An unexpected error occurred. Retrying with the same idempotency key is safe."],
 } as const satisfies Record<string, readonly [ContentfulStatusCode, string]>;

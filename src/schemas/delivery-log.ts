@@ -68,7 +68,8 @@ export const DeliveryLogEntrySchema = z
         description:
           "For a pending delivery, when the queue tries it next (ISO 8601 UTC): computed from its last attempt and " +
           "the retry schedule (30 s after the first failure, doubling, at most 12 hours apart; a replay restarts " +
-          "the schedule), give or take the queue's own latency. A time in the past means it is due and waiting in the " +
+          "the schedule), give or take the queue's own latency. A time in the past means it is due and waiting " +
+          "in the " +
           "queue. Null when the delivery is settled or its retries are spent (it is about to become dead).",
         example: null,
       }),

@@ -21,18 +21,25 @@ export const UploadRequestSchema = z
       description: "The file's media type, checked against the asset type's allowlist (case and parameters ignored).",
       example: "image/jpeg",
     }),
-    size_bytes: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).openapi({
-      description:
-        "The file's exact size in bytes, checked against the asset type's cap. The upload must carry exactly this many bytes.",
-      example: 4_718_592,
-    }),
+    size_bytes: z
+      .number()
+      .int()
+      .min(1)
+      .max(Number.MAX_SAFE_INTEGER)
+      .openapi({
+        description:
+          "The file's exact size in bytes, checked against the asset type's cap. The upload must carry exactly " +
+          "this many bytes.",
+        example: 4_718_592,
+      }),
     listing_number: z
       .string()
       .regex(/^[a-z0-9]{7}$/)
       .optional()
       .openapi({
         description:
-          "The listing the file belongs to (one of yours). Files of a listing are delivered to its agent's cloud storage once its uploads complete.",
+          "The listing the file belongs to (one of yours). Files of a listing are delivered to its agent's cloud " +
+          "storage once its uploads complete.",
         example: "k3v9x2a",
       }),
     filename: z
@@ -45,7 +52,8 @@ export const UploadRequestSchema = z
       .optional()
       .openapi({
         description:
-          "The file's name, kept for delivery (no slashes or control characters). A later upload of the same name to the same listing replaces it at the destination.",
+          "The file's name, kept for delivery (no slashes or control characters). A later upload of the same " +
+          "name to the same listing replaces it at the destination.",
         example: "front-elevation.jpg",
       }),
   })
@@ -60,7 +68,9 @@ export const UploadTargetSchema = z
     method: z.literal("PUT").openapi({ description: "The HTTP method of the upload." }),
     url: z.string().openapi({
       description:
-        "Where to PUT the file's bytes: a pre-signed URL (SigV4 query signature on the storage's S3 endpoint, or the service's own signed upload path). It authorizes exactly one file of this type and size; send no API key with it.",
+        "Where to PUT the file's bytes: a pre-signed URL (SigV4 query signature on the storage's S3 endpoint, or " +
+        "the service's own signed upload path). It authorizes exactly one file of this type and size; send no " +
+        "API key with it.",
       example:
         "https://0123456789abcdef.r2.cloudflarestorage.com/alms-uploads-live/agy_…/k3v9x2a/upl_…/front-elevation.jpg?X-Amz-Algorithm=AWS4-HMAC-SHA256&…",
     }),

@@ -27,7 +27,9 @@ export const updateRateLimitsRoute = publicRoute(
     tags: ["Administration"],
     summary: "Set a key's rate-limit overrides",
     description:
-      "Platform administrators only (scope `admin` on a key minted by a `super_admin` or `admin`); they manage any key of any agency. Each override replaces the endpoint's default budget for this key; `null` clears one override. Changes apply from the key's next request.",
+      "Platform administrators only (scope `admin` on a key minted by a `super_admin` or `admin`); they manage " +
+      "any key of any agency. Each override replaces the endpoint's default budget for this key; `null` clears " +
+      "one override. Changes apply from the key's next request.",
     request: {
       params: z.object({ key_id: z.string().openapi({ example: "key_0mhx3k2a1q8v2l0c9z7rj4" }) }),
       body: {

@@ -20,7 +20,10 @@ export const cancelListingRoute = publicRoute(
     tags: ["Listings"],
     summary: "Cancel a listing inside the no-fee window",
     description:
-      "The no-fee window closes your agency's `cancellation_notice_hours` (24 unless set otherwise) before the listing's earliest scheduled shoot; a listing with no scheduled shoot can always be cancelled here. Past the window, 409 `outside_cancellation_window`: cancel through the dashboard. The listing's scheduled shoots are cancelled too. Emits `listing.cancelled` and an `appointment.cancelled` per shoot, once.",
+      "The no-fee window closes your agency's `cancellation_notice_hours` (24 unless set otherwise) before the " +
+      "listing's earliest scheduled shoot; a listing with no scheduled shoot can always be cancelled here. Past " +
+      "the window, 409 `outside_cancellation_window`: cancel through the dashboard. The listing's scheduled " +
+      "shoots are cancelled too. Emits `listing.cancelled` and an `appointment.cancelled` per shoot, once.",
     request: {
       params: listingNumberParam,
       body: {

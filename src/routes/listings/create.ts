@@ -46,7 +46,9 @@ export const createListingRoute = publicRoute(
     tags: ["Listings"],
     summary: "Create a listing",
     description:
-      "Creates a listing in `Coming Soon`, not yet activated (activation and credit capture happen in the dashboard). `address`, `owner_user_id` and `agent_one_id` are required. A `listing.created` webhook follows within seconds.",
+      "Creates a listing in `Coming Soon`, not yet activated (activation and credit capture happen in the " +
+      "dashboard). `address`, `owner_user_id` and `agent_one_id` are required. A `listing.created` webhook " +
+      "follows within seconds.",
     request: { body: { content: { "application/json": { schema: CreateListingBody } } } },
     responses: {
       201: { description: "The created listing.", content: { "application/json": { schema: ListingSchema } } },

@@ -14,7 +14,8 @@ export const getListingRoute = publicRoute(
     tags: ["Listings"],
     summary: "Get a listing",
     description:
-      "A listing of your agency. Another agency's listing answers 404 `listing_not_found`, exactly like an unknown number.",
+      "A listing of your agency. Another agency's listing answers 404 `listing_not_found`, exactly like an " +
+      "unknown number.",
     request: { params: listingNumberParam },
     responses: { 200: { description: "The listing.", content: { "application/json": { schema: ListingSchema } } } },
   },

@@ -99,7 +99,8 @@ export const matterportRoute = publicRoute(guard, {
   tags: ["Listings"],
   summary: "Set or remove the Matterport URL",
   description:
-    "`set` with an https `url`, or `remove`. `set` without `url` is 422 `invalid_section_payload` naming `url`. Emits `listing.section_modified`.",
+    "`set` with an https `url`, or `remove`. `set` without `url` is 422 `invalid_section_payload` naming `url`. " +
+    "Emits `listing.section_modified`.",
   request: {
     params: listingNumberParam,
     body: {
@@ -141,7 +142,8 @@ export const otherSectionRoute = publicRoute(
     tags: ["Listings"],
     summary: "Other sections (not exposed)",
     description:
-      "Only `floorplan` and `matterport` can be changed through the API. Every other section (gallery, home, features, documents, …) answers 404 `section_not_exposed`; change those in the dashboard.",
+      "Only `floorplan` and `matterport` can be changed through the API. Every other section (gallery, home, " +
+      "features, documents, …) answers 404 `section_not_exposed`; change those in the dashboard.",
     request: { params: listingNumberParam.extend({ section: z.string().openapi({ example: "gallery" }) }) },
     responses: {},
   },

@@ -20,7 +20,9 @@ export const updateStatusRoute = publicRoute(
     tags: ["Listings"],
     summary: "Move a listing's lifecycle status",
     description:
-      "Only an activated listing moves (409 `listing_not_activated` before activation), and only to a status other than its current one (409 `no_op_transition`). Every status but `Cancelled` can be set here; cancelling has its own route. Emits `listing.status_changed`.",
+      "Only an activated listing moves (409 `listing_not_activated` before activation), and only to a status " +
+      "other than its current one (409 `no_op_transition`). Every status but `Cancelled` can be set here; " +
+      "cancelling has its own route. Emits `listing.status_changed`.",
     request: {
       params: listingNumberParam,
       body: {

@@ -23,7 +23,10 @@ export const uploadMediaRoute = publicRoute(
     tags: ["Media"],
     summary: "Request a pre-signed upload destination",
     description: [
-      "Announces one file and answers where to send its bytes: PUT the file to `url` with exactly the `headers` given, before `expires_at` (15 minutes). No API key goes with the PUT; the URL's signature authorizes exactly this file, so a PUT of another type or size is refused (by the storage, or, on the service's own upload path, with 415 `request_content_type_mismatch` or 400 `upload_size_mismatch`).",
+      "Announces one file and answers where to send its bytes: PUT the file to `url` with exactly the `headers` " +
+        "given, before `expires_at` (15 minutes). No API key goes with the PUT; the URL's signature authorizes " +
+        "exactly this file, so a PUT of another type or size is refused (by the storage, or, on the service's own " +
+        "upload path, with 415 `request_content_type_mismatch` or 400 `upload_size_mismatch`).",
       "",
       "An upload URL stores exactly one file. On the service's own upload path, of two PUTs at once exactly one " +
         "stores its file and the other is 409 `upload_already_completed`, as is any PUT after the file arrived; a " +
@@ -31,9 +34,16 @@ export const uploadMediaRoute = publicRoute(
         "`If-None-Match: *` among its signed headers, so the storage refuses a second object; the upload " +
         "completes with the first file of the declared size, and only that file is ever delivered.",
       "",
-      "Authentication: `X-API-Key`, or the dashboard session cookie. When both are sent, the cookie wins; when neither is, 401 `auth_required`. A viewer is refused (403 `role_forbidden`).",
+
+      "Authentication: `X-API-Key`, or the dashboard session cookie. When both are sent, the cookie wins; when " +
+        "neither is, 401 `auth_required`. A viewer is refused (403 `role_forbidden`).",
       "",
-      "With `listing_number`, the file belongs to that listing. When the last of a listing's pending uploads completes, its new files are copied to the cloud storage of the listing's agent (the first agent, else the second, when one of them has storage configured in the dashboard), reported by `media.delivery.completed` (also when some files failed; see `summary`) or `media.delivery.failed` (nothing arrived after all retries).",
+
+      "With `listing_number`, the file belongs to that listing. When the last of a listing's pending uploads " +
+        "completes, its new files are copied to the cloud storage of the listing's agent (the first agent, else " +
+        "the second, when one of them has storage configured in the dashboard), reported by " +
+        "`media.delivery.completed` (also when some files failed; see `summary`) or `media.delivery.failed` " +
+        "(nothing arrived after all retries).",
       "",
       "503 `queue_unavailable` (with `Retry-After`) means nothing was recorded; retry with the same idempotency key.",
     ].join("\n"),

@@ -17,7 +17,9 @@ const bookAppointment = publicRoute(
     tags: ["Scheduling"],
     summary: "Book a shoot appointment (reserved)",
     description:
-      "Reserved for a future release: booking a shoot appointment through the API. Today appointments are booked through the order form or the dashboard, and reported by the `appointment.scheduled` webhook. Answers 501 `not_implemented`.",
+      "Reserved for a future release: booking a shoot appointment through the API. Today appointments are booked " +
+      "through the order form or the dashboard, and reported by the `appointment.scheduled` webhook. Answers 501 " +
+      "`not_implemented`.",
     responses: {},
   },
 );

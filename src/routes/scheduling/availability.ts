@@ -46,7 +46,11 @@ export const availabilityRoute = publicRoute(
     tags: ["Scheduling"],
     summary: "Free shoot slots from the connected calendar",
     description:
-      "Free slots of `duration_minutes` between `from` and `to` (at most 31 days), within working hours (Monday to Friday, 09:00–17:00 in `timezone`), computed from the busy times of the connected external calendar (Google Calendar or an ICS feed). The connection is resolved up the manager chain from `user_id` (default: the user who minted your key): the user's own calendar, else the nearest manager's. None is 403 `calendar_not_connected`; a provider that fails is 502, one that does not answer within 8 s is 504.",
+      "Free slots of `duration_minutes` between `from` and `to` (at most 31 days), within working hours (Monday " +
+      "to Friday, 09:00–17:00 in `timezone`), computed from the busy times of the connected external calendar " +
+      "(Google Calendar or an ICS feed). The connection is resolved up the manager chain from `user_id` " +
+      "(default: the user who minted your key): the user's own calendar, else the nearest manager's. None is 403 " +
+      "`calendar_not_connected`; a provider that fails is 502, one that does not answer within 8 s is 504.",
     request: {
       query: z
         .strictObject({

@@ -15,7 +15,8 @@ export const getUserRoute = publicRoute(
     tags: ["Users"],
     summary: "Get one user",
     description:
-      "A user of your agency hierarchy. A user of another agency answers 404 `user_not_found`, exactly like an unknown id.",
+      "A user of your agency hierarchy. A user of another agency answers 404 `user_not_found`, exactly like an " +
+      "unknown id.",
     request: { params: z.object({ user_id: z.string().openapi({ example: "usr_0mhx3k2a1q8v2l0c9z7rj4" }) }) },
     responses: { 200: { description: "The user.", content: { "application/json": { schema: UserSchema } } } },
   },

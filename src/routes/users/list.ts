@@ -19,7 +19,8 @@ export const listUsersRoute = publicRoute(
     tags: ["Users"],
     summary: "List users in your agency hierarchy",
     description:
-      "A cursor page of the users under the calling agency, oldest first. Users are read-only here; they are managed in the dashboard.",
+      "A cursor page of the users under the calling agency, oldest first. Users are read-only here; they are " +
+      "managed in the dashboard.",
     request: {
       query: z.strictObject({
         ...cursorQuery,
