@@ -7,6 +7,7 @@ import { newId, nowIso } from "../lib/ids";
 import { type GoogleCredentials, googleSource } from "./google";
 import { icsSource } from "./ics";
 import { type CalendarSource, guarded } from "./outbound";
+import { sandboxSource } from "./sandbox";
 
 const PURPOSE = "calendar-credentials";
 const MAX_CHAIN = 64;
@@ -78,6 +79,7 @@ export async function sourceFor(
   conn: CalendarConnection,
   timeoutMs?: number,
 ): Promise<CalendarSource> {
+  if (conn.provider === "sandbox") return guarded("sandbox", sandboxSource(db, conn));
   const creds = JSON.parse(await decrypt(env.SECRET_KEY, PURPOSE, conn.credentialsSealed));
   if (conn.provider === "ics") return guarded("ics", icsSource(creds.feed_url, timeoutMs));
   return guarded(
