@@ -39,6 +39,10 @@ export default defineConfig(async () => ({
         // disk and compiles them with code generation, which workerd does not allow.
         test: { name: "node", environment: "node", include: ["test/node/*.test.ts"], testTimeout: 30_000 },
       },
+      {
+        // The operator CLI against a real `npm run dev` (wrangler dev on a free port, with its own state).
+        test: { name: "cli", environment: "node", include: ["test/cli/*.test.ts"], testTimeout: 240_000 },
+      },
     ],
   },
 }));
