@@ -214,9 +214,13 @@ async function runListen(flags: Record<string, string>): Promise<number> {
 }
 
 async function runTrigger(type: string | undefined, flags: Record<string, string>): Promise<number> {
-  if (flags.help !== undefined || !type) {
-    (type ? console.log : console.error)(TRIGGER_USAGE);
-    return type ? 0 : 2;
+  if (flags.help !== undefined) {
+    console.log(TRIGGER_USAGE);
+    return 0;
+  }
+  if (!type) {
+    console.error(TRIGGER_USAGE);
+    return 2;
   }
   const key = keyFrom(flags);
   if (!key) {
