@@ -60,6 +60,10 @@ export default defineConfig(async () => ({
           hookTimeout: 60_000,
         },
       },
+      {
+        // The operator CLI against a real `npm run dev` (wrangler dev on a free port, with its own state).
+        test: { name: "cli", environment: "node", include: ["test/cli/*.test.ts"], testTimeout: 240_000 },
+      },
     ],
   },
 }));

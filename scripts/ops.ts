@@ -1,10 +1,17 @@
 // Operator CLI for the internal (dashboard) API. Every operation of the internal
 // OpenAPI document is a command, named by its operationId, so the CLI never lags the API.
+// Two more commands work with a sandbox key instead: `listen` forwards the agency's events
+// to a local receiver, `trigger` fires one event through the sandbox's test helpers.
 //
 //   npm run ops -- --help
 //   npm run ops -- <operation> --help
 //   npm run ops -- <operation> --name value [--json '{"raw": "body"}']
+//   npm run ops -- listen --forward-to http://localhost:4242/webhooks [--key sk_test_…]
+//   npm run ops -- trigger listing.created [--key sk_test_…]
 import { readFileSync } from "node:fs";
+import { describeAnswer, keyFrom, publicApi } from "./ops-api.ts";
+import { LISTEN_USAGE, listen, newSecret } from "./ops-listen.ts";
+import { TRIGGER_USAGE, trigger } from "./ops-trigger.ts";
 
 interface Parameter {
   name: string;
@@ -51,9 +58,12 @@ const baseUrl = (process.env.ALMS_URL ?? "http://127.0.0.1:8787").replace(/\/$/,
 const token = process.env.ALMS_OPERATOR_TOKEN ?? devVar("OPERATOR_TOKEN");
 
 const USAGE = `Usage: npm run ops -- <operation> [--field value ...] [--json '<body>']
+       npm run ops -- listen --forward-to <url> [--key sk_test_…]   (see listen --help)
+       npm run ops -- trigger <event_type> [--key sk_test_…]        (see trigger --help)
 
 Drives the internal (dashboard) API of the Agency Listing and Media Service.
 Each operation of ${baseUrl}/internal/v1/openapi.json is a command.
+listen and trigger use the public API with a sandbox key instead of the operator token.
 
 Options:
   --help               this text, with the list of operations (needs the service)
@@ -65,6 +75,8 @@ Options:
 Environment:
   ALMS_URL             service origin (default http://127.0.0.1:8787)
   ALMS_OPERATOR_TOKEN  operator token (default: OPERATOR_TOKEN from .dev.vars)
+  ALMS_API_KEY         sandbox key of listen and trigger (npm run dev prints one)
+  ALMS_WEBHOOK_SECRET  signing secret listen signs with (default: a new one, printed)
 
 Examples:
   npm run ops -- listAgencies
@@ -139,9 +151,90 @@ function describeOperation(name: string, { method, path, op }: Command): string 
   return lines.join("\n");
 }
 
+/** A number flag inside [min, max], or the default; undefined when it is out of range. */
+function numberFlag(raw: string | undefined, fallback: number, min: number, max: number): number | undefined {
+  const n = raw === undefined ? fallback : Number(raw);
+  return Number.isFinite(n) && n >= min && n <= max ? n : undefined;
+}
+
+async function runListen(flags: Record<string, string>): Promise<number> {
+  if (flags.help !== undefined) {
+    console.log(LISTEN_USAGE);
+    return 0;
+  }
+  const key = keyFrom(flags);
+  const forwardTo = flags["forward-to"];
+  const interval = numberFlag(flags.interval, 2, 0.5, 60);
+  const maxPerPoll = numberFlag(flags["max-per-poll"], 100, 1, 500);
+  const since = flags.since ? new Date(flags.since) : new Date();
+  const problem = !key
+    ? "No key: pass --key or set ALMS_API_KEY."
+    : !forwardTo || !/^https?:\/\/./.test(forwardTo)
+      ? "--forward-to needs an http or https URL."
+      : interval === undefined || maxPerPoll === undefined || !Number.isInteger(maxPerPoll)
+        ? "--interval is 0.5 to 60 seconds, --max-per-poll 1 to 500."
+        : Number.isNaN(since.getTime())
+          ? "--since is an ISO 8601 instant."
+          : undefined;
+  if (problem) {
+    console.error(`${problem}\n\n${LISTEN_USAGE}`);
+    return 2;
+  }
+  const call = publicApi(baseUrl, key!);
+  const probe = await call("GET", "/api/v1/events?limit=1").catch(() => undefined);
+  if (!probe)
+    throw new Error(`The service is not reachable at ${baseUrl}. Start it with npm run dev, or set ALMS_URL.`);
+  if (probe.status !== 200) {
+    console.error(`The events API refused the key: ${describeAnswer(probe)}`);
+    return 1;
+  }
+  const secret =
+    flags.secret && flags.secret !== "true" ? flags.secret : (process.env.ALMS_WEBHOOK_SECRET ?? newSecret());
+  const types = flags.events ? new Set(flags.events.split(",").map((t) => t.trim())) : undefined;
+  console.log(`Ready! Forwarding ${types ? [...types].join(", ") : "every event"} of your agency to ${forwardTo}`);
+  console.log(`Your webhook signing secret is ${secret} (^C to quit)`);
+  const stop = new AbortController();
+  process.once("SIGINT", () => stop.abort());
+  process.once("SIGTERM", () => stop.abort());
+  const code = await listen(
+    {
+      call,
+      forwardTo: forwardTo!,
+      secret,
+      types,
+      since,
+      intervalMs: interval! * 1000,
+      maxPerPoll: maxPerPoll!,
+      print: (line) => console.log(line),
+    },
+    stop.signal,
+  );
+  console.log("Stopped.");
+  return code;
+}
+
+async function runTrigger(type: string | undefined, flags: Record<string, string>): Promise<number> {
+  if (flags.help !== undefined) {
+    console.log(TRIGGER_USAGE);
+    return 0;
+  }
+  if (!type) {
+    console.error(TRIGGER_USAGE);
+    return 2;
+  }
+  const key = keyFrom(flags);
+  if (!key) {
+    console.error(`No key: pass --key or set ALMS_API_KEY.\n\n${TRIGGER_USAGE}`);
+    return 2;
+  }
+  return trigger(publicApi(baseUrl, key), type, (line) => console.log(line));
+}
+
 async function main(): Promise<number> {
   const { positional, flags } = parseArgs(process.argv.slice(2));
   const name = positional[0];
+  if (name === "listen") return runListen(flags);
+  if (name === "trigger") return runTrigger(positional[1], flags);
   if (!name) {
     console.log(USAGE);
     if (flags.help === undefined) return 2;

@@ -12,6 +12,7 @@ import { listingsApi, replayListing } from "./routes/listings";
 import { mediaApi, replayUpload, uploadPath } from "./routes/media";
 import { reservedApi } from "./routes/reserved";
 import { schedulingApi } from "./routes/scheduling";
+import { testHelpersApi } from "./routes/test-helpers";
 import { replayTour, toursApi } from "./routes/tours";
 import { usersApi } from "./routes/users";
 import { webhooksApi } from "./routes/webhooks";
@@ -27,6 +28,7 @@ export const publicApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook }
   .route("/", schedulingApi)
   .route("/", reservedApi)
   .route("/", adminApi)
+  .route("/", testHelpersApi)
   .route("/", errorsApi);
 
 export const { app, routes } = createApp({

@@ -44,7 +44,7 @@ interface StripeObject {
   [field: string]: unknown;
 }
 
-interface StripeEvent {
+export interface StripeEvent {
   id: string;
   type: string;
   data: { object: StripeObject };
@@ -62,7 +62,11 @@ export type StripeOutcome = "applied" | "duplicate" | "ignored";
  * listing) come from the object's metadata (`agency_id`, `listing_number`). Each Stripe
  * event is applied once, in one batch with its effects.
  */
-export async function applyStripeEvent(db: Db, event: StripeEvent): Promise<StripeOutcome> {
+export async function applyStripeEvent(
+  db: Db,
+  event: StripeEvent,
+  alsoWrite: BatchItem<"sqlite">[] = [],
+): Promise<StripeOutcome> {
   const object = event.data?.object ?? {};
   const agencyId = object.metadata?.agency_id as string | undefined;
   if (!agencyId) return "ignored";
@@ -147,7 +151,7 @@ export async function applyStripeEvent(db: Db, event: StripeEvent): Promise<Stri
       return "ignored";
   }
   try {
-    await db.batch([seen, ...writes]);
+    await db.batch([seen, ...writes, ...alsoWrite]);
     return "applied";
   } catch (err) {
     if (isUniqueViolation(err, "provider_events")) return "duplicate";

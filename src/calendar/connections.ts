@@ -8,6 +8,7 @@ import type { OutboundPolicy } from "../lib/outbound-url";
 import { type GoogleCredentials, googleSource } from "./google";
 import { checkFeedUrl, icsSource } from "./ics";
 import { type CalendarSource, guarded } from "./outbound";
+import { sandboxSource } from "./sandbox";
 
 const PURPOSE = "calendar-credentials";
 const MAX_CHAIN = 64;
@@ -89,6 +90,7 @@ export async function sourceFor(
   conn: CalendarConnection,
   timeoutMs?: number,
 ): Promise<CalendarSource> {
+  if (conn.provider === "sandbox") return guarded("sandbox", sandboxSource(db, conn));
   const creds = JSON.parse(await decrypt(env.SECRET_KEY, PURPOSE, conn.credentialsSealed, credentialsBinding(conn)));
   if (conn.provider === "ics") {
     const policy = { allowLocalHttp: env.ALLOW_HTTP_RECEIVERS === "true" };

@@ -35,7 +35,13 @@ export function discrepancyOf(subject: Pick<Subject, "expectedStart">, event: Ca
   return null;
 }
 
-async function subjects(db: Db): Promise<Subject[]> {
+/** Which stored calendar events a run checks: every agency's, or one agency's (at most `limit` of each kind). */
+export interface ReconcileScope {
+  agencyId?: string;
+  limit?: number;
+}
+
+async function subjects(db: Db, scope: ReconcileScope): Promise<Subject[]> {
   const appts = await db
     .select({
       id: appointments.id,
@@ -46,11 +52,21 @@ async function subjects(db: Db): Promise<Subject[]> {
     })
     .from(appointments)
     .innerJoin(listings, eq(listings.id, appointments.listingId))
-    .where(and(eq(appointments.status, "scheduled"), isNotNull(appointments.calendarEventId)));
+    .where(
+      and(
+        eq(appointments.status, "scheduled"),
+        isNotNull(appointments.calendarEventId),
+        scope.agencyId ? eq(appointments.agencyId, scope.agencyId) : undefined,
+      ),
+    )
+    .orderBy(asc(appointments.startsAt))
+    .limit(scope.limit ?? -1);
   const tourRows = await db
     .select({ id: tours.id, agencyId: tours.agencyId, eventId: tours.calendarEventId })
     .from(tours)
-    .where(isNotNull(tours.calendarEventId));
+    .where(and(isNotNull(tours.calendarEventId), scope.agencyId ? eq(tours.agencyId, scope.agencyId) : undefined))
+    .orderBy(asc(tours.createdAt))
+    .limit(scope.limit ?? -1);
   const owners = new Map<string, string>();
   for (const t of tourRows) {
     if (owners.has(t.agencyId)) continue;
@@ -92,11 +108,12 @@ async function subjects(db: Db): Promise<Subject[]> {
  */
 export async function reconcileCalendars(
   env: Env,
+  scope: ReconcileScope = {},
 ): Promise<{ checked: number; detected: number; resolved: number; skipped: number }> {
   const db = database(env.DB);
   const sources = new Map<string, Promise<CalendarSource>>();
   const counts = { checked: 0, detected: 0, resolved: 0, skipped: 0 };
-  for (const subject of await subjects(db)) {
+  for (const subject of await subjects(db, scope)) {
     let event: CalendarEvent;
     try {
       const conn = await resolveConnection(db, subject.userId);

@@ -493,7 +493,8 @@ export const calendarConnections = sqliteTable(
       .notNull()
       .references(() => users.id),
     agencyId: text("agency_id").notNull(),
-    provider: text("provider", { enum: ["google", "ics"] }).notNull(),
+    /** `sandbox`: a calendar of the sandbox whose busy blocks the test helpers write (see sandboxCalendarBlocks). */
+    provider: text("provider", { enum: ["google", "ics", "sandbox"] }).notNull(),
     calendarId: text("calendar_id"),
     credentialsSealed: text("credentials_sealed").notNull(),
     createdAt: createdAt(),
@@ -502,6 +503,30 @@ export const calendarConnections = sqliteTable(
   (t) => [uniqueIndex("calendar_connections_user").on(t.userId)],
 );
 export type CalendarConnection = typeof calendarConnections.$inferSelect;
+
+/**
+ * The busy blocks of a sandbox calendar (a connection with provider `sandbox`), by the
+ * calendar event id that appointments and tours refer to; one per user and event id.
+ */
+export const sandboxCalendarBlocks = sqliteTable(
+  "sandbox_calendar_blocks",
+  {
+    id: text("id").primaryKey(),
+    agencyId: text("agency_id").notNull(),
+    userId: text("user_id")
+      .notNull()
+      .references(() => users.id),
+    eventId: text("event_id").notNull(),
+    startsAt: text("starts_at").notNull(),
+    endsAt: text("ends_at").notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    uniqueIndex("sandbox_calendar_blocks_event").on(t.userId, t.eventId),
+    index("sandbox_calendar_blocks_user").on(t.userId, t.startsAt),
+  ],
+);
+export type SandboxCalendarBlock = typeof sandboxCalendarBlocks.$inferSelect;
 
 /**
  * An open discrepancy between a stored calendar event and the calendar: reported once

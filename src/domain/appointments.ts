@@ -1,4 +1,5 @@
 import { and, eq } from "drizzle-orm";
+import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../db/client";
 import { type Appointment, appointments, type Listing } from "../db/schema";
 import { DomainError } from "../lib/errors";
@@ -29,6 +30,7 @@ export async function scheduleAppointment(
     calendarEventId?: string | null;
     source: "order_form" | "dashboard" | "api";
   },
+  alsoWrite: (appointment: { id: string }) => BatchItem<"sqlite">[] = () => [],
 ): Promise<Appointment> {
   if (listing.status === "Cancelled") throw new DomainError("listing_already_cancelled");
   checkTimes(input.startsAt, input.endsAt);
@@ -54,6 +56,7 @@ export async function scheduleAppointment(
       ends_at: endsAt,
       source: input.source,
     }),
+    ...alsoWrite({ id }),
   ]);
   return appointment!;
 }
@@ -63,6 +66,7 @@ export async function rescheduleAppointment(
   listing: Listing,
   appointment: Appointment,
   input: { startsAt: string; endsAt: string },
+  alsoWrite: BatchItem<"sqlite">[] = [],
 ): Promise<Appointment> {
   if (appointment.status !== "scheduled") throw new DomainError("appointment_not_scheduled");
   checkTimes(input.startsAt, input.endsAt);
@@ -82,6 +86,7 @@ export async function rescheduleAppointment(
       starts_at: startsAt,
       ends_at: endsAt,
     }),
+    ...alsoWrite,
   ]);
   if (!updated) throw new DomainError("appointment_not_scheduled");
   return updated;
@@ -92,6 +97,7 @@ export async function cancelAppointment(
   listing: Listing,
   appointment: Appointment,
   reason: "dashboard" | "api",
+  alsoWrite: BatchItem<"sqlite">[] = [],
 ): Promise<Appointment> {
   if (appointment.status !== "scheduled") throw new DomainError("appointment_not_scheduled");
   const [[updated]] = await db.batch([
@@ -106,6 +112,7 @@ export async function cancelAppointment(
       starts_at: appointment.startsAt,
       reason,
     }),
+    ...alsoWrite,
   ]);
   if (!updated) throw new DomainError("appointment_not_scheduled");
   return updated;

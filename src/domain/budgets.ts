@@ -29,6 +29,8 @@ export const DEFAULT_BUDGETS = {
   read_events_list: 300,
   read_event_single: 600,
   read_webhook_deliveries: 120,
+  /** Every sandbox test helper shares this one budget. */
+  test_helpers: 100,
 } as const;
 
 export type EndpointName = keyof typeof DEFAULT_BUDGETS;

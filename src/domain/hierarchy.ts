@@ -1,4 +1,5 @@
 import { and, eq, inArray, sql } from "drizzle-orm";
+import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../db/client";
 import { type Agency, agencies, type User, users } from "../db/schema";
 import { DomainError } from "../lib/errors";
@@ -73,6 +74,7 @@ export async function createUser(
     email: string;
     source?: "admin_create" | "invite";
   },
+  alsoWrite: (user: { id: string }) => BatchItem<"sqlite">[] = () => [],
 ): Promise<User> {
   const manager = input.managerId ? await activeManager(db, input.managerId) : undefined;
   const agencyId = manager?.agencyId ?? input.agencyId;
@@ -110,6 +112,7 @@ export async function createUser(
         managerId: manager?.id ?? null,
         source: input.source ?? "admin_create",
       }),
+      ...alsoWrite({ id }),
     ]);
     return user!;
   } catch (err) {
@@ -138,7 +141,12 @@ async function inSubtree(db: Db, userId: string, candidateId: string): Promise<b
  * Moves a user under another manager, possibly in another agency: the user's whole
  * subtree moves with it. `user.hierarchy_changed` is scoped to the new owning agency.
  */
-export async function changeManager(db: Db, userId: string, managerId: string | null): Promise<User> {
+export async function changeManager(
+  db: Db,
+  userId: string,
+  managerId: string | null,
+  alsoWrite: BatchItem<"sqlite">[] = [],
+): Promise<User> {
   const user = await getUserById(db, userId);
   if (user.managerId === managerId) return user;
   const manager = managerId ? await activeManager(db, managerId) : undefined;
@@ -163,6 +171,7 @@ export async function changeManager(db: Db, userId: string, managerId: string | 
       previous_manager_id: user.managerId,
       agency_changed: agencyId !== user.agencyId,
     }),
+    ...alsoWrite,
   ]);
   return moved!;
 }
@@ -172,6 +181,7 @@ export async function deactivateUser(
   db: Db,
   userId: string,
   reason: "deactivated" | "suspended" = "deactivated",
+  alsoWrite: BatchItem<"sqlite">[] = [],
 ): Promise<User> {
   const user = await getUserById(db, userId);
   if (!user.isActive) return user;
@@ -181,6 +191,7 @@ export async function deactivateUser(
       .set({ isActive: false, updatedAt: nowIso() })
       .where(and(eq(users.id, userId), eq(users.isActive, true))),
     outboxInsertIfChanged(db, user.agencyId, "user.deactivated", { user_id: userId, reason }),
+    ...alsoWrite,
   ]);
   return getUserById(db, userId);
 }

@@ -261,14 +261,21 @@ export async function cancelListing(
 }
 
 /** Activation (credit capture) happens once, in the dashboard. */
-export async function activateListing(db: Db, listing: Listing): Promise<Listing> {
+export async function activateListing(
+  db: Db,
+  listing: Listing,
+  alsoWrite: BatchItem<"sqlite">[] = [],
+): Promise<Listing> {
   if (listing.isActivated) return listing;
   const at = nowIso();
-  const [updated] = await db
-    .update(listings)
-    .set({ isActivated: true, activatedAt: at, updatedAt: at })
-    .where(eq(listings.id, listing.id))
-    .returning();
+  const [[updated]] = await db.batch([
+    db
+      .update(listings)
+      .set({ isActivated: true, activatedAt: at, updatedAt: at })
+      .where(eq(listings.id, listing.id))
+      .returning(),
+    ...alsoWrite,
+  ]);
   return updated!;
 }
 
@@ -280,7 +287,12 @@ export interface ListingEdit {
 }
 
 /** Dashboard edits of listing metadata; `listing.updated` names the fields that changed. */
-export async function editListing(db: Db, listing: Listing, edit: ListingEdit): Promise<Listing> {
+export async function editListing(
+  db: Db,
+  listing: Listing,
+  edit: ListingEdit,
+  alsoWrite: BatchItem<"sqlite">[] = [],
+): Promise<Listing> {
   await checkPeople(db, listing.agencyId, {
     owner_user_id: edit.ownerUserId,
     agent_one_id: edit.agentOneId,
@@ -311,6 +323,7 @@ export async function editListing(db: Db, listing: Listing, edit: ListingEdit): 
       agent_one_id: next.agentOneId,
       agent_two_id: next.agentTwoId,
     }),
+    ...alsoWrite,
   ]);
   return updated!;
 }

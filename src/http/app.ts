@@ -4,10 +4,10 @@ import { apiReference } from "./docs";
 import { drainAfterWrites } from "./drain";
 import type { AppEnv } from "./env";
 import { errorResponse, handleError } from "./errors";
-import { internalDocument, publicDocument } from "./openapi";
+import { internalDocument, liveDocument, publicDocument } from "./openapi";
 import { operatorAuth } from "./operator";
 import { type Replayer, RouteRegistry } from "./registry";
-import { unmatched } from "./routing";
+import { hiddenInLive, unmatched } from "./routing";
 import { httpsOnly, requestId } from "./wire";
 
 export const PUBLIC_OPENAPI_PATH = "/api/v1/openapi.json";
@@ -47,10 +47,13 @@ export function createApp(parts: AppParts): { app: Hono<AppEnv>; routes: RouteRe
   for (const { paths } of parts.plain) for (const [method, template] of paths) routes.addPath(method, template);
 
   let publicDoc: ReturnType<typeof publicDocument> | undefined;
+  let livePublicDoc: ReturnType<typeof publicDocument> | undefined;
   const documents = new Hono<AppEnv>()
     .get(PUBLIC_OPENAPI_PATH, (c) => {
       publicDoc ??= publicDocument(parts.publicApi, routes, new URL(c.req.url).origin);
-      return c.json(publicDoc);
+      if (c.env.API_MODE !== "live") return c.json(publicDoc);
+      livePublicDoc ??= liveDocument(publicDoc, routes);
+      return c.json(livePublicDoc);
     })
     .route(
       "/",
@@ -75,7 +78,8 @@ export function createApp(parts: AppParts): { app: Hono<AppEnv>; routes: RouteRe
     .use(drainAfterWrites())
     .options("*", (c) => {
       const allowed = routes.allowedMethods(c.req.path);
-      if (!allowed.length || c.req.path.startsWith("/internal/")) return errorResponse(c, unmatched(c));
+      if (!allowed.length || c.req.path.startsWith("/internal/") || hiddenInLive(c))
+        return errorResponse(c, unmatched(c));
       return c.body(null, 204, { Allow: allowed.join(", ") });
     })
     .route("/", documents)

@@ -79,6 +79,22 @@ export function decorate(doc: Doc, routes: RouteRegistry): Doc {
   return doc;
 }
 
+/**
+ * The public document as live serves it: the sandbox-only operations (the test helpers)
+ * and their tag are left out, since in live those paths answer like unknown paths.
+ */
+export function liveDocument(doc: Doc, routes: RouteRegistry): Doc {
+  const live = structuredClone(doc);
+  for (const meta of routes.operations("public")) {
+    const path = live.paths?.[meta.path] as Record<string, Operation> | undefined;
+    if (!meta.sandboxOnly || !path) continue;
+    delete path[meta.method];
+    if (!Object.keys(path).length) delete live.paths?.[meta.path];
+  }
+  live.tags = live.tags?.filter((tag) => tag.name !== TEST_HELPERS_TAG);
+  return live;
+}
+
 export function publicDocument(app: OpenAPIHono<AppEnv>, routes: RouteRegistry, origin: string): Doc {
   app.openAPIRegistry.registerComponent("securitySchemes", "ApiKey", {
     type: "apiKey",
@@ -142,6 +158,8 @@ export function publicDocument(app: OpenAPIHono<AppEnv>, routes: RouteRegistry, 
 const proprietary = (terms: string) =>
   ({ name: `Proprietary: ${terms}`, identifier: "LicenseRef-Proprietary" }) as { name: string; url?: string };
 
+export const TEST_HELPERS_TAG = "Test helpers";
+
 /** The operations' groups, with the rules that belong to no single operation. */
 const TAGS = [
   {
@@ -164,6 +182,15 @@ const TAGS = [
       "order form or the dashboard today.",
   },
   { name: "Administration", description: "Platform administrators only." },
+  {
+    name: TEST_HELPERS_TAG,
+    description:
+      "Sandbox only (`sk_test_` keys): drive what the dashboard, the payment provider, the agent's storage and " +
+      "calendar normally do, so every event type can be produced without an operator. Each helper runs the same " +
+      "code as the real trigger, so its events are written, listed and delivered like any other. They are not " +
+      "part of the live API: there, every `/api/v1/test_helpers/…` path answers 404 `request_path_not_found` " +
+      "like an unknown path, and the live description leaves them out. All share the `test_helpers` budget.",
+  },
   {
     name: "Errors",
     description:

@@ -24,6 +24,11 @@ export interface Guard {
    * so in the description of the operation's tag instead.
    */
   undocumented?: true;
+  /**
+   * Sandbox only (the test helpers): where `API_MODE` is `live` the route answers exactly
+   * like an unknown path, for every method, and the live document leaves it out.
+   */
+  sandboxOnly?: true;
 }
 
 /** Everything the route factory knows of an operation, read back when the app is built. */
@@ -73,6 +78,7 @@ export class RouteRegistry {
   readonly #operations: RouteMeta[] = [];
   readonly #byKey = new Map<string, RouteMeta>();
   readonly #paths: { method: string; pattern: RegExp }[] = [];
+  readonly #sandboxOnly: RegExp[] = [];
   readonly #replayers: Map<string, Replayer>;
 
   constructor(replayers: ReadonlyMap<string, Replayer>) {
@@ -88,8 +94,14 @@ export class RouteRegistry {
       this.#operations.push(meta);
       this.#byKey.set(routeKey(meta.method, meta.path), meta);
       this.addPath(meta.method, meta.path);
+      if (meta.sandboxOnly) this.#sandboxOnly.push(patternOf(meta.path));
     }
     return this;
+  }
+
+  /** True when `path` is a sandbox-only route's: in live it does not exist. */
+  isSandboxOnly(path: string): boolean {
+    return this.#sandboxOnly.some((pattern) => pattern.test(path));
   }
 
   /** A path served outside the OpenAPI operations (documents, the signed upload path, receivers). */

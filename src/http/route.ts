@@ -9,6 +9,7 @@ import { errorResponses } from "./openapi-errors";
 import { operatorAuth } from "./operator";
 import { rateLimit } from "./rate-limit";
 import { type Guard, ROUTE_META, type RouteMeta } from "./registry";
+import { sandboxOnly } from "./sandbox";
 import { bodyLimit, DEFAULT_BODY_LIMIT, jsonBody, NO_BODY_LIMIT } from "./wire";
 
 const MUTATING = new Set(["post", "put", "patch", "delete"]);
@@ -123,6 +124,7 @@ export function publicRoute<const R extends RouteConfig>(guard: Guard, route: R)
   const middleware: MiddlewareHandler<AppEnv>[] = guard.anonymous
     ? []
     : [authenticate({ session: guard.session, endpoint: guard.endpoint })];
+  if (guard.sandboxOnly) middleware.unshift(sandboxOnly());
   if (guard.endpoint) middleware.push(rateLimit(guard.endpoint));
   if (guard.scope || guard.roles) middleware.push(authorize({ scope: guard.scope, roles: guard.roles }));
   const limit = limitOf(schemas, guard.bodyLimit);

@@ -52,10 +52,12 @@ export const ERRORS = {
   delivery_destination_not_found: [404, "No delivery destination is configured for this agent or listing."],
   invalid_delivery_destination: [422, "The delivery destination is not usable."],
   nothing_to_deliver: [409, "The listing has no completed uploads to deliver."],
+  no_pending_uploads: [409, "The listing has no pending upload whose URL is still valid."],
   calendar_not_connected: [403, "No external calendar is connected in the manager chain."],
   calendar_provider_error: [502, "The connected calendar answered with an error."],
   calendar_provider_timeout: [504, "The connected calendar did not answer in time."],
   calendar_feed_not_allowed: [422, "The ICS feed URL must be a public https URL."],
+  calendar_not_sandbox: [409, "The user's own calendar is a real calendar connection, not a sandbox calendar."],
   user_not_found: [404, "No such user."],
   // Tours and resources of the internal surface
   tour_not_found: [404, "No such tour."],

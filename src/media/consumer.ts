@@ -4,10 +4,11 @@ import { type Db, database } from "../db/client";
 import { listings, type MediaDelivery, mediaDeliveries, mediaDeliveryFiles, mediaUploads } from "../db/schema";
 import { outboxInsertIfChanged } from "../domain/outbox";
 import { nowIso } from "../lib/ids";
-import { type PutOutcome, putObject } from "./delivery";
+import type { PutOutcome } from "./delivery";
 import { openDestination } from "./destinations";
 import type { MediaJob, R2EventNotification } from "./jobs";
 import { fileNameOf } from "./policy";
+import { deliverFile } from "./sandbox";
 import { findUpload, findUploadByKey, settleUpload } from "./uploads";
 
 /** Attempts of a delivery before its outcome is final: 30 s, 1, 2 and 4 min apart. */
@@ -169,7 +170,9 @@ async function deliver(db: Db, env: Env, deliveryId: string, young: boolean): Pr
         const key = joinKey(destination.pathPrefix, listing.listingNumber, upload.assetType, fileNameOf(upload));
         outcomes.set(
           upload.id,
-          await putObject(
+          await deliverFile(
+            env,
+            delivery.agencyId,
             destination,
             key,
             object.body,

@@ -10,7 +10,7 @@ const ConnectionSchema = z
   .object({
     id: z.string(),
     user_id: z.string(),
-    provider: z.enum(["google", "ics"]),
+    provider: z.enum(["google", "ics", "sandbox"]),
     calendar_id: z.string().nullable(),
     updated_at: z.string(),
   })

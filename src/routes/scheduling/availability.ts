@@ -13,7 +13,10 @@ const instant = z.iso.datetime({ offset: true });
 export const AvailabilitySchema = z
   .object({
     calendar: z.object({
-      provider: z.enum(["google", "ics"]).openapi({ example: "google" }),
+      provider: z.enum(["google", "ics", "sandbox"]).openapi({
+        description: "`google`, `ics`, or `sandbox`: the sandbox environment's own calendar (sandbox only).",
+        example: "google",
+      }),
       connected_user_id: z.string().openapi({
         description: "Whose connection answered: the user's own, or the nearest manager's.",
         example: "usr_0mhx3k2a1q8v2l0c9z7rj4",

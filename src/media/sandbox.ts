@@ -1,0 +1,150 @@
+import { and, asc, eq, gt } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { type DeliveryDestination, type Listing, mediaUploads, type User } from "../db/schema";
+import { DomainError } from "../lib/errors";
+import { nowIso } from "../lib/ids";
+import type { OutboundPolicy } from "../lib/outbound-url";
+import { type PutOutcome, putObject, type S3Destination } from "./delivery";
+import { saveDestination } from "./destinations";
+import { settleUpload } from "./uploads";
+
+/**
+ * What a sandbox destination does with a delivery: `accept` stores the files in the
+ * service's own bucket, `refuse` answers like a bucket that denies access (a permanent
+ * failure, so the delivery ends `failed` after its first attempt).
+ */
+export const SANDBOX_BEHAVIOURS = ["accept", "refuse"] as const;
+export type SandboxBehaviour = (typeof SANDBOX_BEHAVIOURS)[number];
+
+/** Where an accepting sandbox destination's files land in the service's own bucket. */
+export const SANDBOX_DELIVERY_PREFIX = "sandbox-deliveries";
+const SANDBOX_SCHEME = "sandbox:";
+
+/** `accept` or `refuse` for a sandbox destination's endpoint (`sandbox://accept`), undefined for real storage. */
+export function sandboxBehaviour(endpointUrl: string): SandboxBehaviour | undefined {
+  if (!endpointUrl.startsWith(`${SANDBOX_SCHEME}//`)) return undefined;
+  const behaviour = endpointUrl.slice(SANDBOX_SCHEME.length + 2);
+  return (SANDBOX_BEHAVIOURS as readonly string[]).includes(behaviour) ? (behaviour as SandboxBehaviour) : "refuse";
+}
+
+/**
+ * Sets a user's delivery destination to the sandbox's storage, through the same code the
+ * dashboard sets real storage with. Its endpoint has the `sandbox:` scheme, which the
+ * dashboard's rule for endpoints (https only) never accepts, so only the sandbox's test
+ * helpers can set one; it holds no real credentials.
+ */
+export function saveSandboxDestination(
+  db: Db,
+  secretKey: string,
+  user: User,
+  input: { behaviour: SandboxBehaviour; pathPrefix: string },
+): Promise<DeliveryDestination> {
+  return saveDestination(db, secretKey, user, {
+    endpointUrl: `${SANDBOX_SCHEME}//${input.behaviour}`,
+    bucket: SANDBOX_DELIVERY_PREFIX,
+    region: "auto",
+    addressingStyle: "path",
+    accessKeyId: "sandbox",
+    secretAccessKey: "sandbox",
+    pathPrefix: input.pathPrefix,
+  });
+}
+
+/**
+ * Copies one file to a delivery's destination: an S3 PUT to real storage, or, for a
+ * sandbox destination, a write under `sandbox-deliveries/<agency_id>/` of the service's
+ * own bucket (or the refusal it was set to answer).
+ */
+export async function deliverFile(
+  env: Env,
+  agencyId: string,
+  dest: S3Destination,
+  key: string,
+  body: ReadableStream,
+  meta: { contentType: string; size: number },
+  policy: OutboundPolicy,
+): Promise<PutOutcome> {
+  const behaviour = sandboxBehaviour(dest.endpointUrl);
+  if (!behaviour) return putObject(dest, key, body, meta, policy);
+  if (behaviour === "refuse") {
+    // Like a bucket that answers 403 before it reads the request: the body is left unread.
+    return { ok: false, permanent: true, error: "HTTP 403 AccessDenied (sandbox destination set to refuse)" };
+  }
+  const sized = new FixedLengthStream(meta.size);
+  const piped = body.pipeTo(sized.writable).then(
+    () => true,
+    () => false,
+  );
+  try {
+    await env.UPLOADS.put(`${SANDBOX_DELIVERY_PREFIX}/${agencyId}/${key}`, sized.readable, {
+      httpMetadata: { contentType: meta.contentType },
+    });
+  } catch (err) {
+    return {
+      ok: false,
+      permanent: false,
+      error: `sandbox storage: ${err instanceof Error ? err.message : String(err)}`,
+    };
+  }
+  return (await piped) ? { ok: true } : { ok: false, permanent: false, error: "sandbox storage: the copy broke off" };
+}
+
+/** Uploads completed by one call; a listing with more pending is completed by the next call. */
+export const COMPLETE_UPLOADS_LIMIT = 50;
+
+const placeholder = (uploadId: string) => new TextEncoder().encode(`sandbox placeholder for ${uploadId}\n`);
+
+/**
+ * Completes a listing's pending uploads (those whose URL is still valid) as if their
+ * bytes had arrived: a small placeholder object is written at each upload's key, then
+ * the upload is settled through the same path as the upload PUT, so the last one to
+ * settle starts the delivery to the agent's storage (when one is configured), which the
+ * media queue's consumer runs like any other. Running it again completes only what is
+ * still pending, so a repeat after a lost answer does no harm.
+ */
+export async function completePendingUploads(
+  db: Db,
+  env: Env,
+  listing: Pick<Listing, "id" | "agencyId" | "listingNumber">,
+  now = new Date(),
+): Promise<{ completed: string[]; deliveryId: string | null; morePending: boolean }> {
+  const pending = await db
+    .select()
+    .from(mediaUploads)
+    .where(
+      and(
+        eq(mediaUploads.listingId, listing.id),
+        eq(mediaUploads.agencyId, listing.agencyId),
+        eq(mediaUploads.status, "pending"),
+        gt(mediaUploads.expiresAt, nowIso(now.getTime())),
+      ),
+    )
+    .orderBy(asc(mediaUploads.createdAt), asc(mediaUploads.id))
+    .limit(COMPLETE_UPLOADS_LIMIT + 1);
+  if (!pending.length)
+    throw new DomainError("no_pending_uploads", { details: { listing_number: listing.listingNumber } });
+  const completed: string[] = [];
+  let deliveryId: string | null = null;
+  for (const upload of pending.slice(0, COMPLETE_UPLOADS_LIMIT)) {
+    // Bytes that did arrive (a pre-signed PUT not yet reported) are kept, never overwritten.
+    const head = await env.UPLOADS.head(upload.objectKey);
+    const arrived = head !== null && head.size === upload.sizeBytes;
+    const stored = arrived
+      ? head
+      : await env.UPLOADS.put(upload.objectKey, placeholder(upload.id), {
+          httpMetadata: { contentType: upload.contentType },
+          customMetadata: { upload_id: upload.id, sandbox_placeholder: "true" },
+        });
+    let settled: Awaited<ReturnType<typeof settleUpload>>;
+    try {
+      settled = await settleUpload(db, env, upload, { status: "completed", etag: stored.etag }, now);
+    } catch (err) {
+      // As on the upload PUT: the delivery could not be queued, so the placeholder is taken back.
+      if (!arrived) await env.UPLOADS.delete(upload.objectKey);
+      throw err;
+    }
+    if (settled.settled) completed.push(upload.id);
+    deliveryId = settled.deliveryId ?? deliveryId;
+  }
+  return { completed, deliveryId, morePending: pending.length > COMPLETE_UPLOADS_LIMIT };
+}

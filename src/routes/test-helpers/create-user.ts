@@ -1,0 +1,67 @@
+import { type RouteHandler, z } from "@hono/zod-openapi";
+import { database } from "../../db/client";
+import { createUser } from "../../domain/hierarchy";
+import { AGENCY_ROLES } from "../../domain/roles";
+import { activeUserOfAgency } from "../../domain/users";
+import type { AppEnv } from "../../http/env";
+import { idempotencyMark } from "../../http/idempotency";
+import { publicRoute } from "../../http/route";
+import { randomAlnum } from "../../lib/ids";
+import { presentUser, UserSchema } from "../../schemas/users";
+import { helperGuard, json, TEST_HELPERS_TAG } from "./schema";
+
+export const createUserRoute = publicRoute(helperGuard("webhooks:write", ["user_not_found", "user_email_taken"]), {
+  method: "post",
+  path: "/api/v1/test_helpers/users",
+  operationId: "testHelperCreateUser",
+  tags: [TEST_HELPERS_TAG],
+  summary: "Provision a user under a manager (emits user.signed_up)",
+  description:
+    "What the dashboard does when a user is provisioned (admin create or invite): the user joins your agency " +
+    "under `manager_id`, an active user of your agency (404 `user_not_found` otherwise), and `user.signed_up` " +
+    "is emitted. Emails are unique across the service (409 `user_email_taken`); one is minted when omitted.",
+  request: {
+    body: json(
+      z.strictObject({
+        manager_id: z
+          .string()
+          .max(64)
+          .openapi({ description: "The new user's manager.", example: "usr_0mhx3k2a1q8v2l0c9z7rj4" }),
+        role: z
+          .enum(AGENCY_ROLES)
+          .default("agent")
+          .openapi({ description: "Role in the hierarchy; `agent` when omitted.", example: "agent" }),
+        name: z.string().trim().min(1).max(200).default("Sandbox User").openapi({ example: "Priya Natarajan" }),
+        email: z
+          .email()
+          .max(254)
+          .optional()
+          .openapi({ description: "Minted (`…@sandbox.invalid`) when omitted.", example: "priya@example.com" }),
+        source: z
+          .enum(["admin_create", "invite"])
+          .default("admin_create")
+          .openapi({ description: "How the user was provisioned (`data.source`).", example: "invite" }),
+      }),
+    ),
+  },
+  responses: { 201: { description: "The user.", ...json(UserSchema) } },
+});
+
+export const createUserHandler: RouteHandler<typeof createUserRoute, AppEnv> = async (c) => {
+  const db = database(c.env.DB);
+  const b = c.req.valid("json");
+  const manager = await activeUserOfAgency(db, c.get("caller").agencyId, b.manager_id);
+  const user = await createUser(
+    db,
+    {
+      agencyId: manager.agencyId,
+      managerId: manager.id,
+      role: b.role,
+      name: b.name,
+      email: b.email ?? `user-${randomAlnum(12)}@sandbox.invalid`,
+      source: b.source,
+    },
+    ({ id }) => idempotencyMark(c, db, { status: 201, resourceType: "user", resourceId: id }),
+  );
+  return c.json(UserSchema.parse(presentUser(user)), 201);
+};

@@ -1,0 +1,44 @@
+import { type RouteHandler, z } from "@hono/zod-openapi";
+import { database } from "../../db/client";
+import { deactivateUser } from "../../domain/hierarchy";
+import { userOfAgency } from "../../domain/users";
+import type { AppEnv } from "../../http/env";
+import { idempotencyMark } from "../../http/idempotency";
+import { publicRoute } from "../../http/route";
+import { presentUser, UserSchema } from "../../schemas/users";
+import { helperGuard, json, TEST_HELPERS_TAG, userIdParam } from "./schema";
+
+export const deactivateUserRoute = publicRoute(helperGuard("webhooks:write", ["user_not_found"]), {
+  method: "post",
+  path: "/api/v1/test_helpers/users/{user_id}/deactivate",
+  operationId: "testHelperDeactivateUser",
+  tags: [TEST_HELPERS_TAG],
+  summary: "Deactivate or suspend a user (emits user.deactivated)",
+  description:
+    "What the dashboard's user management does: `is_active` becomes false and `user.deactivated` is emitted, " +
+    "once; deactivating an inactive user changes nothing.",
+  request: {
+    params: userIdParam,
+    body: json(
+      z.strictObject({
+        reason: z
+          .enum(["deactivated", "suspended"])
+          .default("deactivated")
+          .openapi({ description: "`data.reason`; `deactivated` when omitted.", example: "suspended" }),
+      }),
+    ),
+  },
+  responses: { 200: { description: "The deactivated user.", ...json(UserSchema) } },
+});
+
+export const deactivateUserHandler: RouteHandler<typeof deactivateUserRoute, AppEnv> = async (c) => {
+  const db = database(c.env.DB);
+  const user = await userOfAgency(db, c.get("caller").agencyId, c.req.valid("param").user_id);
+  const deactivated = await deactivateUser(
+    db,
+    user.id,
+    c.req.valid("json").reason,
+    idempotencyMark(c, db, { status: 200, resourceType: "user", resourceId: user.id }),
+  );
+  return c.json(UserSchema.parse(presentUser(deactivated)), 200);
+};
