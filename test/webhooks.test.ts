@@ -2,6 +2,7 @@ import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test"
 import { env } from "cloudflare:workers";
 import { verify } from "@octokit/webhooks-methods";
 import { eq } from "drizzle-orm";
+import { Webhook } from "standardwebhooks";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { webhookEndpoints } from "../src/db/schema";
 import { EVENT_TYPE_NAMES, EVENT_TYPES } from "../src/domain/events";
@@ -9,7 +10,7 @@ import worker from "../src/index";
 import { decrypt } from "../src/lib/crypto";
 import { checkOutboundUrl } from "../src/lib/outbound-url";
 import { SECRET_PURPOSE, secretBinding } from "../src/webhooks/endpoints";
-import { newSigningSecret, signPayload } from "../src/webhooks/signing";
+import { newSigningSecret, signatureHeaders, signPayload, standardSignature } from "../src/webhooks/signing";
 import { BASE, call, db, expectError, makeTenant, type Tenant } from "./harness";
 
 const register = (t: Tenant, body: Record<string, unknown>) => call("/api/v1/webhooks/endpoints", { key: t.key, body });
@@ -93,7 +94,7 @@ describe("registering endpoints", () => {
       is_active: true,
     });
     const secret: string = r.json.signing_secret;
-    expect(secret).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
+    expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
     const [row] = await db().select().from(webhookEndpoints).where(eq(webhookEndpoints.id, r.json.id)).all();
     expect(JSON.stringify(row)).not.toContain(secret.slice(6));
     expect(await decrypt(env.SECRET_KEY, SECRET_PURPOSE, row!.secretSealed, secretBinding(row!))).toBe(secret);
@@ -275,5 +276,25 @@ describe("signatures", () => {
     expect(await verify(secret, body, signature)).toBe(true);
     expect(await verify(secret, body.replace("abc1234", "abc1235"), signature)).toBe(false);
     expect(await verify(newSigningSecret(), body, signature)).toBe(false);
+  });
+
+  it("the Standard Webhooks signature equals the standardwebhooks library's own for the same id, time and body", async () => {
+    const secret = newSigningSecret();
+    const body = JSON.stringify({ event_id: "evt_1", timestamp: 1_790_000_000, data: { note: "é ✓" } });
+    const ours = await standardSignature(secret, "evt_1", 1_790_000_000, body);
+    expect(ours).toBe(new Webhook(secret).sign("evt_1", new Date(1_790_000_000_000), body));
+    expect(ours).not.toBe(await standardSignature(secret, "evt_2", 1_790_000_000, body));
+    expect(ours).not.toBe(await standardSignature(secret, "evt_1", 1_790_000_001, body));
+  });
+
+  it("a secret that is not whsec_ + padded standard base64 signs X-Webhook-Signature alone", async () => {
+    const attempt = { webhookId: "evt_1", timestamp: Math.floor(Date.now() / 1000), rawBody: "{}" };
+    for (const secret of ["whsec_abc-_def", "whsec_", "whsec_QUJDRA", "whsec_QUJD RA==", "sk_QUJDRA=="]) {
+      expect(Object.keys(await signatureHeaders(secret, attempt)), secret).toEqual(["X-Webhook-Signature"]);
+    }
+    for (const secret of ["whsec_QUJD", "whsec_QUJDRA==", "whsec_QUJDREU="]) {
+      const headers = await signatureHeaders(secret, attempt);
+      expect(new Webhook(secret).verify(attempt.rawBody, headers, { jsonParse: false }), secret).toBeUndefined();
+    }
   });
 });

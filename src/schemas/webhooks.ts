@@ -28,8 +28,10 @@ export const WebhookEndpointSchema = z
 export const CreatedWebhookEndpointSchema = WebhookEndpointSchema.extend({
   signing_secret: z.string().openapi({
     description:
-      "`whsec_…`: the HMAC-SHA256 key of `X-Webhook-Signature`. Returned only in this response; it cannot be recovered.",
-    example: "whsec_J3nB8mK1x0vQ7tP4yR2sW9dL6cF5hA0eG3iU8oZ1bN4",
+      "`whsec_` + standard base64 of 32 random bytes. The whole string is the HMAC-SHA256 key of " +
+      "`X-Webhook-Signature`; the decoded bytes after `whsec_` key the Standard Webhooks `webhook-signature` " +
+      "(pass the string as is to a standardwebhooks library). Returned only in this response; it cannot be recovered.",
+    example: "whsec_J3nB8mK1x0vQ7tP4yR2sW9dL6cF5hA0eG3iU8oZ1bN4=",
   }),
 }).openapi("CreatedWebhookEndpoint");
 

@@ -13,7 +13,7 @@ import { DomainError } from "../lib/errors";
 import { newId, nowIso, randomToken } from "../lib/ids";
 import { checkOutboundUrl } from "../lib/outbound-url";
 import { SECRET_PURPOSE, secretBinding } from "./endpoints";
-import { SIGNATURE_HEADER, signPayload } from "./signing";
+import { signatureHeaders } from "./signing";
 
 export const DELIVERY_TIMEOUT_MS = 10_000;
 export const FIRST_RETRY_SECONDS = 30;
@@ -254,7 +254,11 @@ async function signingSecret(
   }
 }
 
-/** One signed POST of an envelope built for this attempt. */
+/**
+ * One signed POST of an envelope built for this attempt: `X-Webhook-Signature` over the raw
+ * body, and the Standard Webhooks headers with `webhook-id` the event id (the same on every
+ * attempt) and `webhook-timestamp` the envelope's `timestamp` (this attempt's).
+ */
 async function post(
   url: string,
   secret: string,
@@ -263,11 +267,12 @@ async function post(
   started: number,
   timeoutMs = DELIVERY_TIMEOUT_MS,
 ) {
+  const timestamp = Math.floor(started / 1000);
   const body = JSON.stringify({
     event_id: event.id,
     event_type: event.type,
     api_version: event.apiVersion,
-    timestamp: Math.floor(started / 1000),
+    timestamp,
     nonce: randomToken(16),
     data: event.data,
   });
@@ -282,7 +287,7 @@ async function post(
       headers: {
         "Content-Type": "application/json",
         "User-Agent": "ALMS-Webhooks/1.0",
-        [SIGNATURE_HEADER]: await signPayload(secret, body),
+        ...(await signatureHeaders(secret, { webhookId: event.id, timestamp, rawBody: body })),
         "X-Webhook-Event": event.type,
         "X-Webhook-Id": event.id,
         "X-Webhook-Delivery": deliveryId,

@@ -1,21 +1,78 @@
-import { base64url } from "../lib/ids";
-
 export const SIGNATURE_HEADER = "X-Webhook-Signature";
 
-export const newSigningSecret = () => `whsec_${base64url(crypto.getRandomValues(new Uint8Array(32)))}`;
+const SECRET_PREFIX = "whsec_";
+
+function base64(bytes: Uint8Array): string {
+  let s = "";
+  for (const b of bytes) s += String.fromCharCode(b);
+  return btoa(s);
+}
+
+/**
+ * `whsec_` + standard base64 (padded) of 32 random bytes: the whole string keys
+ * `X-Webhook-Signature`, and the decoded bytes key the Standard Webhooks `webhook-signature`,
+ * as the standardwebhooks libraries read a `whsec_` secret.
+ */
+export const newSigningSecret = () => `${SECRET_PREFIX}${base64(crypto.getRandomValues(new Uint8Array(32)))}`;
+
+async function hmacSha256(key: Uint8Array, message: string): Promise<Uint8Array> {
+  const cryptoKey = await crypto.subtle.importKey("raw", key, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+  return new Uint8Array(await crypto.subtle.sign("HMAC", cryptoKey, new TextEncoder().encode(message)));
+}
 
 /**
  * `sha256=<hex>`: HMAC-SHA256 of the exact raw body, keyed with the whole signing secret
  * (UTF-8, `whsec_` included), the scheme of GitHub's X-Hub-Signature-256.
  */
 export async function signPayload(secret: string, rawBody: string): Promise<string> {
-  const key = await crypto.subtle.importKey(
-    "raw",
-    new TextEncoder().encode(secret),
-    { name: "HMAC", hash: "SHA-256" },
-    false,
-    ["sign"],
-  );
-  const mac = new Uint8Array(await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(rawBody)));
+  const mac = await hmacSha256(new TextEncoder().encode(secret), rawBody);
   return `sha256=${[...mac].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
+}
+
+const PADDED_BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+/**
+ * The Standard Webhooks key of a secret: the bytes of the standard, padded base64 after
+ * `whsec_`. Null for a secret not of that form (one minted before secrets took it), which
+ * then signs only `X-Webhook-Signature`.
+ */
+export function standardWebhooksKey(secret: string): Uint8Array | null {
+  if (!secret.startsWith(SECRET_PREFIX)) return null;
+  const encoded = secret.slice(SECRET_PREFIX.length);
+  if (!encoded || !PADDED_BASE64.test(encoded)) return null;
+  return Uint8Array.from(atob(encoded), (ch) => ch.charCodeAt(0));
+}
+
+/**
+ * Standard Webhooks `webhook-signature`: `v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<raw body>">`,
+ * keyed with the secret's decoded bytes; null when the secret has no such key.
+ */
+export async function standardSignature(
+  secret: string,
+  webhookId: string,
+  timestamp: number,
+  rawBody: string,
+): Promise<string | null> {
+  const key = standardWebhooksKey(secret);
+  if (!key) return null;
+  return `v1,${base64(await hmacSha256(key, `${webhookId}.${timestamp}.${rawBody}`))}`;
+}
+
+/**
+ * The signature headers of one attempt: `X-Webhook-Signature` always, and the Standard
+ * Webhooks set (`webhook-id`, `webhook-timestamp` in integer seconds, `webhook-signature`)
+ * whenever the secret is of the `whsec_<base64>` form; never half of that set.
+ */
+export async function signatureHeaders(
+  secret: string,
+  attempt: { webhookId: string; timestamp: number; rawBody: string },
+): Promise<Record<string, string>> {
+  const headers: Record<string, string> = { [SIGNATURE_HEADER]: await signPayload(secret, attempt.rawBody) };
+  const standard = await standardSignature(secret, attempt.webhookId, attempt.timestamp, attempt.rawBody);
+  if (standard) {
+    headers["webhook-id"] = attempt.webhookId;
+    headers["webhook-timestamp"] = String(attempt.timestamp);
+    headers["webhook-signature"] = standard;
+  }
+  return headers;
 }

@@ -21,8 +21,12 @@ export const createEndpointRoute = publicRoute(
     summary: "Register a webhook receiver",
     description:
       "Registers an https receiver for the given event types (all active types when omitted). The answer carries " +
-      "the signing secret exactly once. Deliveries are signed `X-Webhook-Signature: sha256=<hex>`: HMAC-SHA256 of " +
-      "the raw body keyed with the whole secret. An unknown or non-public event type is 422 " +
+      "the signing secret exactly once: `whsec_` + standard base64 of 32 random bytes. Each delivery carries two " +
+      "signatures; verify either. `X-Webhook-Signature: sha256=<hex>`: HMAC-SHA256 of the raw body keyed with the " +
+      "whole secret (`whsec_` included). Standard Webhooks: `webhook-signature: v1,<base64>`, HMAC-SHA256 of " +
+      "`<webhook-id>.<webhook-timestamp>.<raw body>` keyed with the base64-decoded bytes after `whsec_`, where " +
+      "`webhook-id` is the event id and `webhook-timestamp` the attempt's Unix seconds; standardwebhooks libraries " +
+      "verify it with the secret as given. An unknown or non-public event type is 422 " +
       "`webhook_event_type_not_allowed` naming it; a loopback, private, link-local or metadata receiver is 422 " +
       "`webhook_url_not_allowed`. An agency has at most 16 active endpoints: registering another is 409 " +
       "`webhook_endpoint_limit_reached` until one is deleted. " +
