@@ -1,4 +1,4 @@
-import { consumeMedia } from "./media/consumer";
+import { consumeDeadMedia, consumeMedia } from "./media/consumer";
 import { consumeDeadWebhooks, consumeWebhooks } from "./webhooks/delivery";
 import { kickOutbox } from "./webhooks/dispatch";
 
@@ -14,6 +14,9 @@ export async function runQueue(batch: MessageBatch, env: Env, ctx: ExecutionCont
     case "alms-media":
       await consumeMedia(batch, env, ctx);
       // media.delivery.* events it wrote leave now rather than at the next minute's sweep.
+      return kickOutbox(env, ctx);
+    case "alms-media-dlq":
+      await consumeDeadMedia(batch, env);
       return kickOutbox(env, ctx);
     case "alms-webhooks":
       return consumeWebhooks(batch as MessageBatch<{ delivery_id: string }>, env);

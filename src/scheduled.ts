@@ -2,6 +2,7 @@ import { RECONCILE_CRON, reconcileCalendars } from "./calendar/reconcile";
 import { database } from "./db/client";
 import { sweepRotatedSecrets } from "./domain/api-keys";
 import { keyGate } from "./durable/key-changes";
+import { sweepStuckDeliveries } from "./media/consumer";
 import { markStaleDeliveriesDead } from "./webhooks/delivery";
 import { sweepOutbox } from "./webhooks/dispatch";
 import { sweepRetention } from "./webhooks/retention";
@@ -31,6 +32,11 @@ export async function runScheduled(controller: ScheduledController, env: Env): P
     );
   }
   if (controller.cron === EVERY_MINUTE) {
+    const stuck = await sweepStuckDeliveries(env, controller.scheduledTime).catch((err: unknown) => {
+      console.error(JSON.stringify({ level: "error", job: "stuck_deliveries", error: String(err) }));
+      return { requeued: 0, ended: 0 };
+    });
+    if (stuck.requeued || stuck.ended) console.log(JSON.stringify({ job: "stuck_deliveries", ...stuck }));
     // The sweeper: whatever the after-write drain left behind (a failed send, a Worker that died) goes out now.
     const drained = await sweepOutbox(env);
     if (drained.events) console.log(JSON.stringify({ job: "outbox_sweep", ...drained }));

@@ -1,10 +1,17 @@
-import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
+import {
+  createExecutionContext,
+  createMessageBatch,
+  createScheduledController,
+  getQueueResult,
+  waitOnExecutionContext,
+} from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { deliveryDestinations, mediaDeliveries, mediaDeliveryFiles, mediaUploads } from "../src/db/schema";
+import { apiKeys, deliveryDestinations, mediaDeliveries, mediaDeliveryFiles, mediaUploads } from "../src/db/schema";
+import { keyGate } from "../src/durable/key-changes";
 import worker from "../src/index";
-import { MAX_DELIVERY_ATTEMPTS } from "../src/media/consumer";
+import { FILES_PER_RUN, MAX_DELIVERY_ATTEMPTS, PARALLEL_PUTS, r2Call, STUCK_DELIVERY_MS } from "../src/media/consumer";
 import type { MediaJob } from "../src/media/jobs";
 import { call, db, expectError, internal, makeListing, makeTenant, outbox, type Tenant } from "./harness";
 
@@ -614,5 +621,141 @@ describe("the internal surface", () => {
       404,
       "listing_not_found",
     );
+  });
+});
+
+async function runBatch(queue: string, bodies: unknown[]) {
+  const batch = createMessageBatch(
+    queue,
+    bodies.map((body, i) => ({ id: `m${i + 1}`, timestamp: new Date(), attempts: 1, body })),
+  );
+  const ctx = createExecutionContext();
+  await worker.queue(batch, env, ctx);
+  return getQueueResult(batch, ctx);
+}
+
+async function everyMinute(at = Date.now()) {
+  const ctx = createExecutionContext();
+  await worker.scheduled(createScheduledController({ cron: "* * * * *", scheduledTime: at }), env, ctx);
+  await waitOnExecutionContext(ctx);
+}
+
+const ago = (ms: number) => new Date(Date.now() - ms).toISOString();
+
+describe("bounded, resumable and idempotent background work", () => {
+  it("the same delivery message twice in a batch, and once more later, copies each file once and emits one event", async () => {
+    const { t, deliveryId } = await setup();
+    const job = { kind: "delivery", delivery_id: deliveryId };
+    const first = await runBatch("alms-media-local", [job, job]);
+    expect(first.explicitAcks.sort()).toEqual(["m1", "m2"]);
+    await runBatch("alms-media-local", [job]);
+    expect(stored).toHaveLength(3);
+    expect(new Set(stored.map((s) => s.url)).size).toBe(3);
+    expect(await outbox(t.agencyId, "media.delivery.completed")).toHaveLength(1);
+  });
+
+  it("a delivery larger than one run continues in a fresh job, a few files at a time, each copied once", async () => {
+    const t = await makeTenant();
+    // More uploads than the per-minute budget allows by default.
+    await db()
+      .update(apiKeys)
+      .set({ rateLimitOverrides: { upload_media: 100 } })
+      .where(eq(apiKeys.id, t.keyId));
+    await keyGate(env, t.keyId).reload();
+    const listing = await makeListing(t);
+    await configure(t);
+    const files = Array.from({ length: FILES_PER_RUN + 1 }, (_, i) => ({ name: `f${i}.jpg`, size: 8 }));
+    await upload(t, listing.listing_number, files);
+    const deliveryId = deliveryJobs()[0]!.delivery_id;
+    let inFlight = 0;
+    let widest = 0;
+    const put = vi.mocked(globalThis.fetch).getMockImplementation()!;
+    vi.mocked(globalThis.fetch).mockImplementation(async (input, init) => {
+      widest = Math.max(widest, ++inFlight);
+      try {
+        await new Promise((r) => setTimeout(r, 5));
+        return await put(input, init);
+      } finally {
+        inFlight--;
+      }
+    });
+    sent = [];
+    const first = await runJob({ kind: "delivery", delivery_id: deliveryId });
+    expect(first.explicitAcks).toEqual(["m1"]);
+    expect(stored).toHaveLength(FILES_PER_RUN);
+    expect(widest).toBeLessThanOrEqual(PARALLEL_PUTS);
+    // The continuation is a fresh message: it spends none of the queue's retries, and no attempt.
+    expect(sent.map((s) => s.body)).toEqual([{ kind: "delivery", delivery_id: deliveryId }]);
+    expect(await deliveryRow(deliveryId)).toMatchObject({ status: "delivering", attempts: 0 });
+    await runJob(sent[0]!.body);
+    expect(stored).toHaveLength(FILES_PER_RUN + 1);
+    expect(new Set(stored.map((s) => s.url)).size).toBe(FILES_PER_RUN + 1);
+    expect(await deliveryRow(deliveryId)).toMatchObject({
+      status: "completed",
+      attempts: 1,
+      filesDelivered: FILES_PER_RUN + 1,
+    });
+    expect(await outbox(t.agencyId, "media.delivery.completed")).toHaveLength(1);
+  });
+
+  it("a dead-lettered delivery job fails the delivery with one media.delivery.failed, even when delivered twice", async () => {
+    const { t, listing, deliveryId } = await setup();
+    const job = { kind: "delivery", delivery_id: deliveryId };
+    const first = await runBatch("alms-media-dlq-local", [job, job]);
+    expect(first.explicitAcks.sort()).toEqual(["m1", "m2"]);
+    const again = await runBatch("alms-media-dlq-local", [job]);
+    expect(again.explicitAcks).toEqual(["m1"]);
+    expect(stored).toEqual([]);
+    const reason = "delivery abandoned: its job failed on every retry";
+    expect(await deliveryRow(deliveryId)).toMatchObject({ status: "failed", filesFailed: 3, error: reason });
+    const files = await db().select().from(mediaDeliveryFiles).where(eq(mediaDeliveryFiles.deliveryId, deliveryId));
+    expect(files.map((f) => [f.status, f.error])).toEqual(Array(3).fill(["failed", reason]));
+    const events = await outbox(t.agencyId, "media.delivery.failed");
+    expect(events.map((e) => e.data)).toEqual([
+      { delivery_id: deliveryId, listing_number: listing.listing_number, attempts: 1, error: reason },
+    ]);
+    expect(await outbox(t.agencyId, "media.delivery.completed")).toEqual([]);
+  });
+
+  it("a delivery with no progress for 30 minutes is sent again once; with its attempts spent it is ended once", async () => {
+    const { t, deliveryId } = await setup();
+    const stale = ago(STUCK_DELIVERY_MS + 60_000);
+    await db().update(mediaDeliveries).set({ updatedAt: stale }).where(eq(mediaDeliveries.id, deliveryId));
+    sent = [];
+    await everyMinute();
+    await everyMinute();
+    expect(sent.map((s) => s.body)).toEqual([{ kind: "delivery", delivery_id: deliveryId }]);
+    expect(await deliveryRow(deliveryId)).toMatchObject({ status: "queued", attempts: 1 });
+
+    await db()
+      .update(mediaDeliveries)
+      .set({ attempts: MAX_DELIVERY_ATTEMPTS - 1, updatedAt: stale })
+      .where(eq(mediaDeliveries.id, deliveryId));
+    await everyMinute();
+    await everyMinute();
+    expect(sent).toHaveLength(1);
+    expect(await deliveryRow(deliveryId)).toMatchObject({
+      status: "failed",
+      error: "delivery abandoned: no progress for 30 minutes",
+    });
+    expect(await outbox(t.agencyId, "media.delivery.failed")).toHaveLength(1);
+    expect(stored).toEqual([]);
+  });
+
+  it("a delivery making progress is left alone by the sweep", async () => {
+    const { deliveryId } = await setup();
+    await db()
+      .update(mediaDeliveries)
+      .set({ updatedAt: ago(STUCK_DELIVERY_MS - 60_000) })
+      .where(eq(mediaDeliveries.id, deliveryId));
+    sent = [];
+    await everyMinute();
+    expect(sent).toEqual([]);
+    expect(await deliveryRow(deliveryId)).toMatchObject({ status: "queued", attempts: 0 });
+  });
+
+  it("a call to the uploads bucket that does not answer fails within its timeout", async () => {
+    await expect(r2Call("get", new Promise(() => {}), 20)).rejects.toThrow("R2 get did not answer within 0.02 s");
+    await expect(r2Call("get", Promise.resolve("ok"), 20)).resolves.toBe("ok");
   });
 });

@@ -2,8 +2,8 @@ import { createExecutionContext, createScheduledController, waitOnExecutionConte
 import { env } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { discrepancyOf } from "../src/calendar/reconcile";
-import { tours } from "../src/db/schema";
+import { discrepancyOf, RECONCILE_JOB, SUBJECTS_PER_RUN } from "../src/calendar/reconcile";
+import { appointments, calendarConnections, jobCursors, tours } from "../src/db/schema";
 import worker from "../src/index";
 import { call, db, internal, makeListing, makeTenant, outbox, type Tenant } from "./harness";
 
@@ -132,6 +132,70 @@ describe("calendar reconciliation", () => {
     vi.spyOn(globalThis, "fetch").mockImplementation(async () => new Response("down", { status: 503 }));
     await run();
     expect(await orphans(t)).toEqual([]);
+  });
+
+  it("a run checks a bounded slice and the next run resumes after it, within the D1 budget", async () => {
+    const t = await makeTenant();
+    const first = await bookedShoot(t, "ev-bulk-0");
+    const row = await db().select().from(appointments).where(eq(appointments.id, first)).get();
+    const mine = new Set(["ev-bulk-0"]);
+    for (let i = 1; i < SUBJECTS_PER_RUN + 10; i++) {
+      mine.add(`ev-bulk-${i}`);
+      await db()
+        .insert(appointments)
+        .values({ ...row!, id: `${first}x${String(i).padStart(3, "0")}`, calendarEventId: `ev-bulk-${i}` });
+    }
+    // Every event is where it should be, so only the fetches tell what each run checked.
+    const asked: string[] = [];
+    vi.spyOn(globalThis, "fetch").mockImplementation(async (input) => {
+      const url = new URL(String(input instanceof Request ? input.url : input));
+      const id = decodeURIComponent(url.pathname.split("/").pop()!);
+      asked.push(id);
+      return Response.json({ id, status: "confirmed", start: { dateTime: START } });
+    });
+    await run();
+    const firstRun = [...asked];
+    expect(firstRun.length).toBeLessThanOrEqual(SUBJECTS_PER_RUN);
+    const cursor = await db().select().from(jobCursors).where(eq(jobCursors.name, RECONCILE_JOB)).get();
+    expect(cursor?.position).toMatch(/^appointment:/);
+    asked.length = 0;
+    await run();
+    const secondRun = [...asked];
+    expect(secondRun.filter((id) => firstRun.includes(id))).toEqual([]);
+    for (const id of mine) expect([...firstRun, ...secondRun], id).toContain(id);
+    expect(await orphans(t)).toEqual([]);
+  });
+
+  it("a failing connection is recorded on its row and the run moves past it, reporting the rest once", async () => {
+    const broken = await makeTenant();
+    const down = await makeTenant();
+    const fine = await makeTenant();
+    await bookedShoot(broken, "ev-sealed-badly");
+    await bookedShoot(down, "ev-provider-down");
+    const id = await bookedShoot(fine, "ev-gone");
+    // Credentials that no longer open (a rotated secret, a damaged row): unexpected, not a provider answer.
+    await db()
+      .update(calendarConnections)
+      .set({ credentialsSealed: "v1.not-a-sealed-value" })
+      .where(eq(calendarConnections.userId, broken.agent.id));
+    vi.spyOn(globalThis, "fetch").mockImplementation(async (input) => {
+      const url = String(input instanceof Request ? input.url : input);
+      if (url.endsWith("ev-provider-down")) return new Response("down", { status: 503 });
+      return new Response("{}", { status: 404 });
+    });
+    await run();
+    await run();
+    expect(await orphans(fine)).toEqual([expect.objectContaining({ subject_id: id, discrepancy: "missing" })]);
+    const conn = (userId: string) =>
+      db().select().from(calendarConnections).where(eq(calendarConnections.userId, userId)).get();
+    expect(await conn(broken.agent.id)).toMatchObject({ lastError: expect.stringMatching(/^unexpected: /) });
+    expect(await conn(down.agent.id)).toMatchObject({
+      lastError: expect.stringMatching(/^calendar_provider_error: /),
+      lastCheckedAt: expect.any(String),
+    });
+    expect(await conn(fine.agent.id)).toMatchObject({ lastError: null, lastCheckedAt: expect.any(String) });
+    expect(await orphans(broken)).toEqual([]);
+    expect(await orphans(down)).toEqual([]);
   });
 
   it("classifies discrepancies", () => {

@@ -45,6 +45,9 @@ export async function connectCalendar(
     provider: input.provider,
     calendarId: input.provider === "google" ? input.calendarId : null,
     credentialsSealed: sealed,
+    // New credentials start with a clean record: the last check's failure was the old connection's.
+    lastError: null,
+    lastCheckedAt: null,
     updatedAt: nowIso(),
   };
   const [row] = await db

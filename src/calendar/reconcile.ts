@@ -1,6 +1,15 @@
-import { and, asc, eq, isNotNull, isNull } from "drizzle-orm";
+import { and, asc, eq, gt, isNotNull, isNull } from "drizzle-orm";
 import { type Db, database } from "../db/client";
-import { appointments, calendarDiscrepancies, listings, tours, users } from "../db/schema";
+import {
+  appointments,
+  type CalendarConnection,
+  calendarConnections,
+  calendarDiscrepancies,
+  jobCursors,
+  listings,
+  tours,
+  users,
+} from "../db/schema";
 import { isUniqueViolation } from "../domain/constraint";
 import { outboxInsert } from "../domain/outbox";
 import { DomainError } from "../lib/errors";
@@ -9,20 +18,35 @@ import { resolveConnection, sourceFor } from "./connections";
 import type { CalendarEvent, CalendarSource } from "./outbound";
 
 export const RECONCILE_CRON = "*/15 * * * *";
+export const RECONCILE_JOB = "calendar_reconciliation";
 /** A start that differs by more than this is "moved". */
 const MOVED_TOLERANCE_MS = 60_000;
+/**
+ * Stored events checked per run. Each costs at most two outbound fetches (its event, and
+ * the token refresh or feed download of its connection, made once per run), so a run
+ * makes at most 100 subrequests.
+ */
+export const SUBJECTS_PER_RUN = 50;
+/**
+ * D1 queries a run may spend before it starts no further subject: under the 1,000 per
+ * invocation, with room for the subject in progress and the outbox drain that follows.
+ */
+export const QUERY_BUDGET = 600;
+/** A run starts no further subject after this long, well inside a cron's 15 minutes. */
+export const RUN_DEADLINE_MS = 5 * 60_000;
 
 interface Subject {
   type: "appointment" | "tour";
   id: string;
   agencyId: string;
   calendarEventId: string;
-  /** Whose calendar holds it: the listing's first agent, or for tours the agency's owner. */
-  userId: string;
+  /** Whose calendar holds it: the listing's first agent, or for tours the agency's owner (null: none). */
+  userId: string | null;
   expectedStart: string | null;
 }
 
 type Kind = "missing" | "moved" | "malformed";
+type Position = { type: Subject["type"]; id: string } | null;
 
 export function discrepancyOf(subject: Pick<Subject, "expectedStart">, event: CalendarEvent): Kind | null {
   if (!event.found) return "missing";
@@ -35,139 +59,289 @@ export function discrepancyOf(subject: Pick<Subject, "expectedStart">, event: Ca
   return null;
 }
 
-/** Which stored calendar events a run checks: every agency's, or one agency's (at most `limit` of each kind). */
-export interface ReconcileScope {
-  agencyId?: string;
-  limit?: number;
-}
-
-async function subjects(db: Db, scope: ReconcileScope): Promise<Subject[]> {
-  const appts = await db
-    .select({
-      id: appointments.id,
-      agencyId: appointments.agencyId,
-      eventId: appointments.calendarEventId,
-      startsAt: appointments.startsAt,
-      userId: listings.agentOneId,
-    })
-    .from(appointments)
-    .innerJoin(listings, eq(listings.id, appointments.listingId))
-    .where(
-      and(
-        eq(appointments.status, "scheduled"),
-        isNotNull(appointments.calendarEventId),
-        scope.agencyId ? eq(appointments.agencyId, scope.agencyId) : undefined,
-      ),
-    )
-    .orderBy(asc(appointments.startsAt))
-    .limit(scope.limit ?? -1);
-  const tourRows = await db
-    .select({ id: tours.id, agencyId: tours.agencyId, eventId: tours.calendarEventId })
-    .from(tours)
-    .where(and(isNotNull(tours.calendarEventId), scope.agencyId ? eq(tours.agencyId, scope.agencyId) : undefined))
-    .orderBy(asc(tours.createdAt))
-    .limit(scope.limit ?? -1);
-  const owners = new Map<string, string>();
-  for (const t of tourRows) {
-    if (owners.has(t.agencyId)) continue;
-    const owner = await db
-      .select({ id: users.id })
-      .from(users)
-      .where(and(eq(users.agencyId, t.agencyId), isNull(users.managerId)))
-      .orderBy(asc(users.createdAt))
-      .get();
-    if (owner) owners.set(t.agencyId, owner.id);
-  }
-  return [
-    ...appts.map((a) => ({
-      type: "appointment" as const,
-      id: a.id,
-      agencyId: a.agencyId,
-      calendarEventId: a.eventId!,
-      userId: a.userId,
-      expectedStart: a.startsAt,
-    })),
-    ...tourRows
-      .filter((t) => owners.has(t.agencyId))
-      .map((t) => ({
-        type: "tour" as const,
-        id: t.id,
-        agencyId: t.agencyId,
-        calendarEventId: t.eventId!,
-        userId: owners.get(t.agencyId)!,
-        expectedStart: null,
-      })),
-  ];
+const encodePosition = (p: Position) => (p ? `${p.type}:${p.id}` : null);
+function decodePosition(value: string | null | undefined): Position {
+  const at = value?.indexOf(":") ?? -1;
+  if (!value || at < 0) return null;
+  const type = value.slice(0, at);
+  return type === "appointment" || type === "tour" ? { type, id: value.slice(at + 1) } : null;
 }
 
 /**
- * Checks every stored calendar event against its calendar. A discrepancy emits
- * `appointment.orphan.detected` once, in the same batch as its open record; while it
- * persists nothing more is emitted; when it heals the record is closed, so a later one
- * is reported again. A calendar that cannot be reached is skipped until the next run.
+ * The next `limit` subjects after `after`, in one fixed order (appointments by id, then
+ * tours by id), and whether the list ended within them.
  */
-export async function reconcileCalendars(
-  env: Env,
-  scope: ReconcileScope = {},
-): Promise<{ checked: number; detected: number; resolved: number; skipped: number }> {
-  const db = database(env.DB);
-  const sources = new Map<string, Promise<CalendarSource>>();
-  const counts = { checked: 0, detected: 0, resolved: 0, skipped: 0 };
-  for (const subject of await subjects(db, scope)) {
-    let event: CalendarEvent;
-    try {
-      const conn = await resolveConnection(db, subject.userId);
-      let source = sources.get(conn.id);
-      if (!source) {
-        source = sourceFor(db, env, conn);
-        sources.set(conn.id, source);
-      }
-      event = await (await source).event(subject.calendarEventId);
-    } catch (err) {
-      if (!(err instanceof DomainError)) throw err;
-      counts.skipped++;
-      continue;
-    }
-    counts.checked++;
-    const kind = discrepancyOf(subject, event);
-    const open = await db
-      .select()
-      .from(calendarDiscrepancies)
+async function subjectsAfter(
+  db: Db,
+  after: Position,
+  limit: number,
+  ownerOf: (agencyId: string) => Promise<string | null>,
+  agencyId?: string,
+): Promise<{ subjects: Subject[]; ended: boolean }> {
+  const found: Subject[] = [];
+  if (after?.type !== "tour") {
+    const appts = await db
+      .select({
+        id: appointments.id,
+        agencyId: appointments.agencyId,
+        eventId: appointments.calendarEventId,
+        startsAt: appointments.startsAt,
+        userId: listings.agentOneId,
+      })
+      .from(appointments)
+      .innerJoin(listings, eq(listings.id, appointments.listingId))
       .where(
         and(
-          eq(calendarDiscrepancies.subjectType, subject.type),
-          eq(calendarDiscrepancies.subjectId, subject.id),
-          isNull(calendarDiscrepancies.resolvedAt),
+          eq(appointments.status, "scheduled"),
+          isNotNull(appointments.calendarEventId),
+          agencyId ? eq(appointments.agencyId, agencyId) : undefined,
+          after ? gt(appointments.id, after.id) : undefined,
         ),
-      );
-    const healed = open.filter((d) => d.kind !== kind);
-    for (const d of healed)
-      await db.update(calendarDiscrepancies).set({ resolvedAt: nowIso() }).where(eq(calendarDiscrepancies.id, d.id));
-    counts.resolved += healed.length;
-    if (!kind || open.some((d) => d.kind === kind)) continue;
+      )
+      .orderBy(asc(appointments.id))
+      .limit(limit);
+    for (const a of appts)
+      found.push({
+        type: "appointment",
+        id: a.id,
+        agencyId: a.agencyId,
+        calendarEventId: a.eventId!,
+        userId: a.userId,
+        expectedStart: a.startsAt,
+      });
+  }
+  if (found.length < limit) {
+    const tourRows = await db
+      .select({ id: tours.id, agencyId: tours.agencyId, eventId: tours.calendarEventId })
+      .from(tours)
+      .where(
+        and(
+          isNotNull(tours.calendarEventId),
+          agencyId ? eq(tours.agencyId, agencyId) : undefined,
+          after?.type === "tour" ? gt(tours.id, after.id) : undefined,
+        ),
+      )
+      .orderBy(asc(tours.id))
+      .limit(limit - found.length);
+    for (const t of tourRows)
+      found.push({
+        type: "tour",
+        id: t.id,
+        agencyId: t.agencyId,
+        calendarEventId: t.eventId!,
+        userId: await ownerOf(t.agencyId),
+        expectedStart: null,
+      });
+  }
+  return { subjects: found, ended: found.length < limit };
+}
+
+/** A D1 binding that counts the statements prepared through it: one per query run. */
+function metered(d1: D1Database): { d1: D1Database; queries: () => number } {
+  let queries = 0;
+  const proxy = new Proxy(d1, {
+    get(target, prop) {
+      if (prop === "prepare")
+        return (query: string) => {
+          queries++;
+          return target.prepare(query);
+        };
+      const value = Reflect.get(target, prop);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+  return { d1: proxy, queries: () => queries };
+}
+
+const describeFailure = (err: unknown) =>
+  err instanceof DomainError ? `${err.code}: ${err.message}` : `unexpected: ${String(err)}`.slice(0, 500);
+
+/**
+ * Checks stored calendar events against their calendars, a bounded slice per run: at
+ * most SUBJECTS_PER_RUN subjects, resuming after the last one the previous run reached
+ * (a cursor in `job_cursors`) and starting over once the list ends. A discrepancy emits
+ * `appointment.orphan.detected` once, in the same batch as its open record; while it
+ * persists nothing more is emitted; when it heals the record is closed, so a later one
+ * is reported again. A connection that fails has its error recorded on its row
+ * (`last_error`, `last_checked_at`) and is not asked again in the same run; its subjects
+ * are skipped until a later run. A subject that fails unexpectedly is logged and passed.
+ */
+/** One agency's stored events only (at most `limit`), from the start and without moving the shared cursor. */
+export interface ReconcileScope {
+  agencyId: string;
+  limit: number;
+}
+
+export async function reconcileCalendars(
+  env: Env,
+  scope?: ReconcileScope,
+  now = Date.now(),
+): Promise<{
+  checked: number;
+  detected: number;
+  resolved: number;
+  skipped: number;
+  errors: number;
+  cursor: string | null;
+}> {
+  const meter = metered(env.DB);
+  const db = database(meter.d1);
+  const counts = { checked: 0, detected: 0, resolved: 0, skipped: 0, errors: 0 };
+
+  const stored = scope ? undefined : await db.select().from(jobCursors).where(eq(jobCursors.name, RECONCILE_JOB)).get();
+  const owners = new Map<string, Promise<string | null>>();
+  const ownerOf = (agencyId: string) => {
+    let owner = owners.get(agencyId);
+    if (!owner) {
+      owner = db
+        .select({ id: users.id })
+        .from(users)
+        .where(and(eq(users.agencyId, agencyId), isNull(users.managerId)))
+        .orderBy(asc(users.createdAt))
+        .get()
+        .then((row) => row?.id ?? null);
+      owners.set(agencyId, owner);
+    }
+    return owner;
+  };
+  const { subjects, ended } = await subjectsAfter(
+    db,
+    decodePosition(stored?.position),
+    scope?.limit ?? SUBJECTS_PER_RUN,
+    ownerOf,
+    scope?.agencyId,
+  );
+
+  const connections = new Map<string, Promise<CalendarConnection | null>>();
+  const connectionOf = (userId: string) => {
+    let conn = connections.get(userId);
+    if (!conn) {
+      conn = resolveConnection(db, userId).catch((err: unknown) => {
+        if (err instanceof DomainError && err.code === "calendar_not_connected") return null;
+        throw err;
+      });
+      connections.set(userId, conn);
+    }
+    return conn;
+  };
+  const sources = new Map<string, Promise<CalendarSource>>();
+  const failed = new Set<string>();
+  const answered = new Set<string>();
+  const recordCheck = (conn: CalendarConnection, error: string | null) =>
+    db
+      .update(calendarConnections)
+      .set({ lastError: error, lastCheckedAt: nowIso() })
+      .where(and(eq(calendarConnections.id, conn.id), eq(calendarConnections.agencyId, conn.agencyId)));
+
+  let reached: Position = null;
+  let stoppedEarly = false;
+  for (const subject of subjects) {
+    if (meter.queries() >= QUERY_BUDGET || Date.now() - now >= RUN_DEADLINE_MS) {
+      stoppedEarly = true;
+      break;
+    }
+    reached = { type: subject.type, id: subject.id };
     try {
-      await db.batch([
-        db.insert(calendarDiscrepancies).values({
-          id: newId("cdx"),
-          agencyId: subject.agencyId,
-          subjectType: subject.type,
-          subjectId: subject.id,
-          kind,
-        }),
-        outboxInsert(db, subject.agencyId, "appointment.orphan.detected", {
+      const conn = subject.userId ? await connectionOf(subject.userId) : null;
+      if (!conn || failed.has(conn.id)) {
+        counts.skipped++;
+        continue;
+      }
+      let event: CalendarEvent;
+      try {
+        let source = sources.get(conn.id);
+        if (!source) {
+          source = sourceFor(db, env, conn);
+          sources.set(conn.id, source);
+        }
+        event = await (await source).event(subject.calendarEventId);
+      } catch (err) {
+        // The connection's failure (its provider, or credentials that no longer open): recorded on it.
+        failed.add(conn.id);
+        counts.skipped++;
+        if (!(err instanceof DomainError))
+          console.error(
+            JSON.stringify({ level: "error", job: RECONCILE_JOB, connection_id: conn.id, error: String(err) }),
+          );
+        await recordCheck(conn, describeFailure(err));
+        continue;
+      }
+      if (!answered.has(conn.id)) {
+        answered.add(conn.id);
+        await recordCheck(conn, null);
+      }
+      counts.checked++;
+      const outcome = await settleSubject(db, subject, event);
+      counts.resolved += outcome.resolved;
+      if (outcome.detected) counts.detected++;
+    } catch (err) {
+      counts.errors++;
+      console.error(
+        JSON.stringify({
+          level: "error",
+          job: RECONCILE_JOB,
           subject_type: subject.type,
           subject_id: subject.id,
-          calendar_event_id: subject.calendarEventId,
-          discrepancy: kind,
-          expected_starts_at: subject.expectedStart,
-          calendar_starts_at: event.found ? event.start : null,
+          error: String(err),
+          stack: err instanceof Error ? err.stack : undefined,
         }),
-      ]);
-      counts.detected++;
-    } catch (err) {
-      // Another run recorded the same open discrepancy first.
-      if (!isUniqueViolation(err, "calendar_discrepancies")) throw err;
+      );
     }
   }
-  return counts;
+
+  // The whole list seen: the next run starts over. Otherwise it resumes after the last subject reached.
+  const cursor = ended && !stoppedEarly ? null : encodePosition(reached ?? decodePosition(stored?.position));
+  if (scope) return { ...counts, cursor };
+  await db
+    .insert(jobCursors)
+    .values({ name: RECONCILE_JOB, position: cursor, updatedAt: nowIso() })
+    .onConflictDoUpdate({ target: jobCursors.name, set: { position: cursor, updatedAt: nowIso() } });
+  return { ...counts, cursor };
+}
+
+/** Closes the subject's healed discrepancies and opens (and reports) a new one, once. */
+async function settleSubject(
+  db: Db,
+  subject: Subject,
+  event: CalendarEvent,
+): Promise<{ resolved: number; detected: boolean }> {
+  const kind = discrepancyOf(subject, event);
+  const open = await db
+    .select()
+    .from(calendarDiscrepancies)
+    .where(
+      and(
+        eq(calendarDiscrepancies.subjectType, subject.type),
+        eq(calendarDiscrepancies.subjectId, subject.id),
+        isNull(calendarDiscrepancies.resolvedAt),
+      ),
+    );
+  const healed = open.filter((d) => d.kind !== kind);
+  for (const d of healed)
+    await db.update(calendarDiscrepancies).set({ resolvedAt: nowIso() }).where(eq(calendarDiscrepancies.id, d.id));
+  if (!kind || open.some((d) => d.kind === kind)) return { resolved: healed.length, detected: false };
+  try {
+    await db.batch([
+      db.insert(calendarDiscrepancies).values({
+        id: newId("cdx"),
+        agencyId: subject.agencyId,
+        subjectType: subject.type,
+        subjectId: subject.id,
+        kind,
+      }),
+      outboxInsert(db, subject.agencyId, "appointment.orphan.detected", {
+        subject_type: subject.type,
+        subject_id: subject.id,
+        calendar_event_id: subject.calendarEventId,
+        discrepancy: kind,
+        expected_starts_at: subject.expectedStart,
+        calendar_starts_at: event.found ? event.start : null,
+      }),
+    ]);
+    return { resolved: healed.length, detected: true };
+  } catch (err) {
+    // Another run recorded the same open discrepancy first.
+    if (!isUniqueViolation(err, "calendar_discrepancies")) throw err;
+    return { resolved: healed.length, detected: false };
+  }
 }

@@ -364,7 +364,11 @@ export const mediaDeliveries = sqliteTable(
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
-  (t) => [index("media_deliveries_listing").on(t.listingId, t.createdAt)],
+  (t) => [
+    index("media_deliveries_listing").on(t.listingId, t.createdAt),
+    // The sweep for deliveries that stopped making progress reads unfinished ones by age.
+    index("media_deliveries_unfinished").on(t.status, t.updatedAt),
+  ],
 );
 
 /** The files a delivery carries, each with its own outcome, so a retry resends only what failed. */
@@ -497,6 +501,9 @@ export const calendarConnections = sqliteTable(
     provider: text("provider", { enum: ["google", "ics", "sandbox"] }).notNull(),
     calendarId: text("calendar_id"),
     credentialsSealed: text("credentials_sealed").notNull(),
+    /** What the last reconciliation got from the provider: null when it answered, else the failure. */
+    lastError: text("last_error"),
+    lastCheckedAt: text("last_checked_at"),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
@@ -550,3 +557,11 @@ export const calendarDiscrepancies = sqliteTable(
       .where(sql`${t.resolvedAt} IS NULL`),
   ],
 );
+
+/** Where a bounded background job resumes: its next run continues after `position`. */
+export const jobCursors = sqliteTable("job_cursors", {
+  name: text("name").primaryKey(),
+  /** Null when the job starts over from the beginning. */
+  position: text("position"),
+  updatedAt: updatedAt(),
+});

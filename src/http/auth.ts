@@ -9,6 +9,7 @@ import { type Caller, DEFAULT_SCOPES, isPlatformRole, type Role, type Scope } fr
 import type { GateVerdict, RateDecision } from "../durable/key-gate";
 import { DomainError } from "../lib/errors";
 import { nowIso, sha256Hex } from "../lib/ids";
+import { unavailableRetryAfter } from "../lib/transient";
 import type { AppEnv } from "./env";
 
 export const SESSION_COOKIE = "alms_session";
@@ -74,8 +75,8 @@ export async function callerFromKey(
   let answer: unknown;
   try {
     answer = await env.KEY_GATE.getByName(keyId).admit(keyId, hash, environmentMode, endpoint);
-  } catch {
-    throw new DomainError("rate_limit_unavailable", { retryAfter: 5 });
+  } catch (err) {
+    throw new DomainError("rate_limit_unavailable", { retryAfter: unavailableRetryAfter(err) });
   }
   // Fail closed on an answer that is not a verdict.
   if (!answer || typeof answer !== "object" || typeof (answer as { ok?: unknown }).ok !== "boolean") {

@@ -10,6 +10,7 @@ import { decrypt, encrypt, rowBinding } from "../lib/crypto";
 import { DomainError } from "../lib/errors";
 import { nowIso, sha256Hex } from "../lib/ids";
 import { IDEMPOTENCY_TTL_MS } from "../lib/limits";
+import { unavailableRetryAfter } from "../lib/transient";
 import type { AppEnv, IdempotencyContext } from "./env";
 import { readBodyText } from "./wire";
 
@@ -108,8 +109,8 @@ export function idempotency(): MiddlewareHandler<AppEnv> {
     let begin: Begin;
     try {
       begin = (await lock.begin(agencyId, key, idem.requestHash)) as Begin;
-    } catch {
-      throw new DomainError("idempotency_unavailable", { retryAfter: 5 });
+    } catch (err) {
+      throw new DomainError("idempotency_unavailable", { retryAfter: unavailableRetryAfter(err) });
     }
     if (begin.state === "replay") return replay(await unseal(c.env, idem, begin.response));
     if (begin.state === "conflict") throw new DomainError("idempotency_key_conflict");

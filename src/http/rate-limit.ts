@@ -2,6 +2,7 @@ import type { Context, MiddlewareHandler } from "hono";
 import type { EndpointName } from "../domain/budgets";
 import type { RateDecision } from "../durable/key-gate";
 import { DomainError } from "../lib/errors";
+import { unavailableRetryAfter } from "../lib/transient";
 import type { AppEnv } from "./env";
 
 export { DEFAULT_BUDGETS, type EndpointName } from "../domain/budgets";
@@ -33,8 +34,8 @@ export function rateLimit(endpoint: EndpointName): MiddlewareHandler<AppEnv> {
       let answer: Awaited<ReturnType<DurableObjectStub<import("../durable/key-gate").KeyGate>["hit"]>>;
       try {
         answer = await c.env.KEY_GATE.getByName(`session:${caller.userId}`).hit(endpoint);
-      } catch {
-        throw new DomainError("rate_limit_unavailable", { retryAfter: 5 });
+      } catch (err) {
+        throw new DomainError("rate_limit_unavailable", { retryAfter: unavailableRetryAfter(err) });
       }
       if ("misconfigured" in answer) throw new DomainError("rate_limit_misconfigured", { details: { endpoint } });
       rate = answer;

@@ -29,3 +29,13 @@ export function transientFailure(err: unknown): { retryAfter: number } | undefin
   }
   return undefined;
 }
+
+/** Seconds a caller waits after a backend (a key's gate, an idempotency lock) could not be asked. */
+export const UNAVAILABLE_RETRY_AFTER = 5;
+
+/**
+ * Retry-After for a backend that failed on the request path: an overloaded object is
+ * given its longer pause to drain, any other failure (retryable or not) the default.
+ */
+export const unavailableRetryAfter = (err: unknown): number =>
+  Math.max(transientFailure(err)?.retryAfter ?? 0, UNAVAILABLE_RETRY_AFTER);
