@@ -27,7 +27,7 @@ export const createUserRoute = internalRoute(
               z.strictObject({
                 agency_id: z.string().optional(),
                 manager_id: z.string().nullable().optional(),
-                role: z.enum(ROLES),
+                role: z.enum(ROLES).openapi({ example: "agent" }),
                 name: z.string().min(1).max(200),
                 email: z.email(),
                 source: z.enum(["admin_create", "invite"]).optional(),
