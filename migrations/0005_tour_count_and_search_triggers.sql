@@ -1,13 +1,17 @@
 -- Backfill, then keep exact with triggers: tour_counts (tours per agency and status),
 -- tour_search_grams (the address search index: the up-to-3 characters at every position
--- of lower(address)) and tour_search_gram_counts (tours per agency and gram).
+-- of lower(address)) and tour_search_gram_counts (tours per agency and gram). SQLite's
+-- character functions stop at a NUL and instr does not, so an address holding a NUL also
+-- gets the gram '' (every search checks those tours too).
 INSERT INTO tour_counts (agency_id, status, tours)
 SELECT agency_id, status, count(*) FROM tours GROUP BY agency_id, status;
 --> statement-breakpoint
 INSERT INTO tour_search_grams (agency_id, gram, tour_id)
 SELECT DISTINCT t.agency_id, substr(lower(t.address), p.key + 1, 3), t.id
 FROM tours AS t, json_each('[' || replace(hex(zeroblob(length(t.address))), '00', '0,') || '0]') AS p
-WHERE p.key < length(t.address);
+WHERE p.key < length(t.address)
+UNION
+SELECT t.agency_id, '', t.id FROM tours AS t WHERE instr(t.address, char(0)) > 0;
 --> statement-breakpoint
 INSERT INTO tour_search_gram_counts (agency_id, gram, tours)
 SELECT agency_id, gram, count(*) FROM tour_search_grams GROUP BY agency_id, gram;
@@ -32,7 +36,9 @@ CREATE TRIGGER tours_search_insert AFTER INSERT ON tours BEGIN
   INSERT INTO tour_search_grams (agency_id, gram, tour_id)
   SELECT DISTINCT new.agency_id, substr(lower(new.address), p.key + 1, 3), new.id
   FROM json_each('[' || replace(hex(zeroblob(length(new.address))), '00', '0,') || '0]') AS p
-  WHERE p.key < length(new.address);
+  WHERE p.key < length(new.address)
+  UNION
+  SELECT new.agency_id, '', new.id WHERE instr(new.address, char(0)) > 0;
 END;
 --> statement-breakpoint
 CREATE TRIGGER tours_search_delete AFTER DELETE ON tours BEGIN
@@ -41,6 +47,8 @@ CREATE TRIGGER tours_search_delete AFTER DELETE ON tours BEGIN
     SELECT substr(lower(old.address), p.key + 1, 3)
     FROM json_each('[' || replace(hex(zeroblob(length(old.address))), '00', '0,') || '0]') AS p
     WHERE p.key < length(old.address)
+    UNION ALL
+    SELECT ''
   );
 END;
 --> statement-breakpoint
@@ -51,11 +59,15 @@ WHEN old.agency_id IS NOT new.agency_id OR old.address IS NOT new.address BEGIN
     SELECT substr(lower(old.address), p.key + 1, 3)
     FROM json_each('[' || replace(hex(zeroblob(length(old.address))), '00', '0,') || '0]') AS p
     WHERE p.key < length(old.address)
+    UNION ALL
+    SELECT ''
   );
   INSERT INTO tour_search_grams (agency_id, gram, tour_id)
   SELECT DISTINCT new.agency_id, substr(lower(new.address), p.key + 1, 3), new.id
   FROM json_each('[' || replace(hex(zeroblob(length(new.address))), '00', '0,') || '0]') AS p
-  WHERE p.key < length(new.address);
+  WHERE p.key < length(new.address)
+  UNION
+  SELECT new.agency_id, '', new.id WHERE instr(new.address, char(0)) > 0;
 END;
 --> statement-breakpoint
 CREATE TRIGGER tour_search_grams_insert AFTER INSERT ON tour_search_grams BEGIN

@@ -135,7 +135,8 @@ describe("tour search", () => {
     const addresses = Array.from({ length: 300 }, (_, i) =>
       i % 10 === 0 ? word(1 + (i % 3)) : `${i} ${word(2 + Math.floor(rand() * 8))} Harbour Street`,
     );
-    addresses.push("100% Lane_1", "Ünïcode ÉCOLE", "abc", "ab", "a");
+    // SQLite's character functions stop at a NUL; instr, and so the search, does not.
+    addresses.push("100% Lane_1", "Ünïcode ÉCOLE", "abc", "ab", "a", "x\u0000Harbour Lane", "\u0000");
     const rows = tourRows(t, addresses, (i) => ["active", "inactive", "archived"][i % 3]!);
     await insertMany(tours, rows);
 
@@ -166,6 +167,10 @@ describe("tour search", () => {
       "zzz",
       "\\'",
       "😀😀😀",
+      "\u0000",
+      "x\u0000h",
+      "\u0000harbour lane",
+      "harbour lane",
       ...Array.from({ length: 14 }, () => {
         const source = addresses[Math.floor(rand() * addresses.length)]!;
         const chars = [...source];

@@ -119,6 +119,14 @@ export const MAX_TOUR_SEARCH = 100;
  */
 function searchCandidates(agencyId: string, term: string): SQL {
   const g = tourSearchGrams;
+  // Addresses holding a NUL (indexed only up to it) are under the gram '' and always checked.
+  const withNul = sql`SELECT ${g.tourId} FROM ${g} WHERE ${g.agencyId} = ${agencyId} AND ${g.gram} = ''`;
+  if (term.includes("\0")) return withNul;
+  return sql`${gramCandidates(agencyId, term)} UNION ALL ${withNul}`;
+}
+
+function gramCandidates(agencyId: string, term: string): SQL {
+  const g = tourSearchGrams;
   if ([...term].length < 3) {
     // Every occurrence of a 1–2 character term starts some gram: a prefix range on the
     // index. U+10FFFF twice sorts after any gram that starts with the term.
