@@ -128,6 +128,9 @@ export const listings = sqliteTable(
     uniqueIndex("listings_agency_number").on(t.agencyId, t.listingNumber),
     index("listings_agency_page").on(t.agencyId, t.createdAt, t.id),
     index("listings_agency_status_page").on(t.agencyId, t.status, t.createdAt, t.id),
+    index("listings_agency_owner_page").on(t.agencyId, t.ownerUserId, t.createdAt, t.id),
+    index("listings_agency_agent_one_page").on(t.agencyId, t.agentOneId, t.createdAt, t.id),
+    index("listings_agency_agent_two_page").on(t.agencyId, t.agentTwoId, t.createdAt, t.id),
   ],
 );
 
@@ -209,7 +212,51 @@ export const tours = sqliteTable(
   (t) => [
     uniqueIndex("tours_agency_number").on(t.agencyId, t.tourNumber),
     index("tours_agency_page").on(t.agencyId, t.createdAt, t.id),
+    index("tours_agency_status_page").on(t.agencyId, t.status, t.createdAt, t.id),
   ],
+);
+
+/**
+ * How many tours an agency has in each status. Kept exact by triggers on `tours` (the
+ * tour_count_and_search_triggers migration), so it changes in the same statement as the
+ * tour, whatever code writes it.
+ */
+export const tourCounts = sqliteTable(
+  "tour_counts",
+  {
+    agencyId: text("agency_id").notNull(),
+    status: text("status").notNull(),
+    tours: integer("tours").notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.agencyId, t.status] })],
+);
+
+/**
+ * The tour address search index, kept by triggers on `tours` (the same migration): for every
+ * character position of lower(address), the (up to) 3 characters starting there. A term of
+ * 3 or more characters is found through the postings of its rarest trigram; a term of 1 or
+ * 2 characters through the grams it starts (a prefix range). Plain table, not FTS5, so
+ * `wrangler d1 export` still works.
+ */
+export const tourSearchGrams = sqliteTable(
+  "tour_search_grams",
+  {
+    agencyId: text("agency_id").notNull(),
+    gram: text("gram").notNull(),
+    tourId: text("tour_id").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.agencyId, t.gram, t.tourId] })],
+);
+
+/** How many of an agency's tours hold each gram, so a search starts from its rarest trigram. */
+export const tourSearchGramCounts = sqliteTable(
+  "tour_search_gram_counts",
+  {
+    agencyId: text("agency_id").notNull(),
+    gram: text("gram").notNull(),
+    tours: integer("tours").notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.agencyId, t.gram] })],
 );
 
 /**

@@ -1,8 +1,10 @@
-import { and, asc, eq, inArray, or, sql } from "drizzle-orm";
+import { and, asc, eq, inArray, sql } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
+import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import type { Db } from "../db/client";
-import { keysetPage, type PageRequest } from "../db/pages";
+import { keysetPage, type Page, type PageRequest } from "../db/pages";
 import { agencies, appointments, events, type Listing, listings, users } from "../db/schema";
+import { decodeCursor, encodeCursor } from "../lib/cursor";
 import { DomainError } from "../lib/errors";
 import { newId, nowIso, randomAlnum } from "../lib/ids";
 import { isUniqueViolation } from "./constraint";
@@ -33,18 +35,40 @@ export async function findListing(db: Db, agencyId: string, listingNumber: strin
 }
 
 /** The agency's listings, oldest first, optionally by status and by a person on them. */
-export function pageListings(
+export async function pageListings(
   db: Db,
   agencyId: string,
   filters: { status?: ListingStatus; personId?: string },
   req: PageRequest,
-) {
+): Promise<Page<Listing>> {
   const { status, personId } = filters;
-  const person = personId
-    ? or(eq(listings.ownerUserId, personId), eq(listings.agentOneId, personId), eq(listings.agentTwoId, personId))
-    : undefined;
-  const where = and(eq(listings.agencyId, agencyId), status ? eq(listings.status, status) : undefined, person);
-  return keysetPage(db, listings, `listings:${agencyId}:${status ?? ""}:${personId ?? ""}`, where, req);
+  const list = `listings:${agencyId}:${status ?? ""}:${personId ?? ""}`;
+  const byStatus = status ? eq(listings.status, status) : undefined;
+  if (!personId) return keysetPage(db, listings, list, and(eq(listings.agencyId, agencyId), byStatus), req);
+  // A person is on a listing as its owner or either agent. One arm per role, each on its
+  // (agency, role column, created_at, id) index from the cursor on and cut at the page
+  // size, so at most three pages of ids are read however many listings the person has;
+  // the union is then ordered and cut once more.
+  const at = await decodeCursor(req.secret, list, req.cursor);
+  const after = at ? sql`(${listings.createdAt}, ${listings.id}) > (${at.createdAt}, ${at.id})` : undefined;
+  const arm = (column: SQLiteColumn) =>
+    sql`SELECT * FROM (${db
+      .select({ id: listings.id })
+      .from(listings)
+      .where(and(eq(listings.agencyId, agencyId), eq(column, personId), byStatus, after))
+      .orderBy(asc(listings.createdAt), asc(listings.id))
+      .limit(req.limit + 1)})`;
+  const ids = sql`${arm(listings.ownerUserId)} UNION ${arm(listings.agentOneId)} UNION ${arm(listings.agentTwoId)}`;
+  const rows = await db
+    .select()
+    .from(listings)
+    .where(and(sql`${listings.id} IN (${ids})`, sql`+${listings.agencyId} = ${agencyId}`))
+    .orderBy(asc(listings.createdAt), asc(listings.id))
+    .limit(req.limit + 1);
+  const more = rows.length > req.limit;
+  const page = more ? rows.slice(0, req.limit) : rows;
+  const last = page[page.length - 1];
+  return { rows: page, nextCursor: more && last ? await encodeCursor(req.secret, list, last) : "" };
 }
 
 /** A listing by its internal id, held to the agency; undefined when it is not the agency's. */

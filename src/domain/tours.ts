@@ -1,7 +1,7 @@
-import { and, count, desc, eq, sql } from "drizzle-orm";
+import { and, count, desc, eq, inArray, type SQL, sql } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../db/client";
-import { type Tour, tours } from "../db/schema";
+import { type Tour, tourCounts, tourSearchGramCounts, tourSearchGrams, tours } from "../db/schema";
 import { DomainError } from "../lib/errors";
 import { newId, nowIso, randomAlnum } from "../lib/ids";
 import { isUniqueViolation } from "./constraint";
@@ -110,28 +110,94 @@ export async function deleteTour(db: Db, tour: Tour, alsoWrite: BatchItem<"sqlit
 /** The longest `search` term, in characters. */
 export const MAX_TOUR_SEARCH = 100;
 
-/** A numbered page of an agency's tours, newest first, optionally by status and address. */
+/**
+ * The tours whose address holds `term`, as a subquery of tour ids: a superset, to be checked
+ * with `addressHolds`. Positions come from the `tour_search_grams` index (the up-to-3
+ * characters at each position of lower(address)), so only postings are read, never every
+ * tour of the agency. A term of 3 or more characters reads the postings of its rarest
+ * trigram (every match holds all of them); a shorter one reads the grams it starts.
+ */
+function searchCandidates(agencyId: string, term: string): SQL {
+  const g = tourSearchGrams;
+  // Addresses holding a NUL (indexed only up to it) are under the gram '' and always checked.
+  const withNul = sql`SELECT ${g.tourId} FROM ${g} WHERE ${g.agencyId} = ${agencyId} AND ${g.gram} = ''`;
+  if (term.includes("\0")) return withNul;
+  return sql`${gramCandidates(agencyId, term)} UNION ALL ${withNul}`;
+}
+
+function gramCandidates(agencyId: string, term: string): SQL {
+  const g = tourSearchGrams;
+  if ([...term].length < 3) {
+    // Every occurrence of a 1–2 character term starts some gram: a prefix range on the
+    // index. U+10FFFF twice sorts after any gram that starts with the term.
+    return sql`SELECT ${g.tourId} FROM ${g} WHERE ${g.agencyId} = ${agencyId}
+      AND ${g.gram} >= lower(${term}) AND ${g.gram} <= lower(${term}) || char(1114111, 1114111)`;
+  }
+  const c = tourSearchGramCounts;
+  // The term's distinct trigrams, each position of lower(term) a json_each key.
+  const termGrams = sql`SELECT DISTINCT substr(lower(${term}), p.key + 1, 3) AS gram
+    FROM json_each('[' || replace(hex(zeroblob(length(${term}) - 2)), '00', '0,') || '0]') AS p
+    WHERE p.key < length(${term}) - 2`;
+  const rarest = sql`SELECT t.gram FROM (${termGrams}) AS t
+    LEFT JOIN ${c} ON ${c.agencyId} = ${agencyId} AND ${c.gram} = t.gram
+    ORDER BY coalesce(${c.tours}, 0) LIMIT 1`;
+  return sql`SELECT ${g.tourId} FROM ${g} WHERE ${g.agencyId} = ${agencyId} AND ${g.gram} = (${rarest})`;
+}
+
+/**
+ * A numbered page of an agency's tours, newest first, optionally by status and address.
+ * Reads stay proportional to the page (and to the matches, for a search), not to the
+ * agency: the page's ids come from a covering index, the total from `tour_counts`.
+ */
 export async function pageTours(
   db: Db,
   agencyId: string,
   q: { page: number; limit: number; status?: string; search?: string },
 ) {
-  const where = and(
-    eq(tours.agencyId, agencyId),
-    q.status ? eq(tours.status, q.status) : undefined,
+  const newestFirst = [desc(tours.createdAt), desc(tours.id)];
+  const offset = (q.page - 1) * q.limit;
+  if (q.search) {
     // instr, not LIKE: the term is matched literally (% and _ are plain characters), and
     // D1's 50-byte cap on LIKE patterns does not apply. ASCII case folding, as NOCASE.
-    q.search ? sql`instr(lower(${tours.address}), lower(${q.search})) > 0` : undefined,
-  );
+    // The unary + keeps SQLite on the candidates' primary key instead of the agency index.
+    const where = and(
+      sql`${tours.id} IN (${searchCandidates(agencyId, q.search)})`,
+      sql`+${tours.agencyId} = ${agencyId}`,
+      q.status ? sql`+${tours.status} = ${q.status}` : undefined,
+      sql`instr(lower(${tours.address}), lower(${q.search})) > 0`,
+    );
+    const [rows, [total]] = await Promise.all([
+      db
+        .select()
+        .from(tours)
+        .where(where)
+        .orderBy(...newestFirst)
+        .limit(q.limit)
+        .offset(offset),
+      db.select({ n: count() }).from(tours).where(where),
+    ]);
+    return { rows, total: total?.n ?? 0 };
+  }
+  const filter = and(eq(tours.agencyId, agencyId), q.status ? eq(tours.status, q.status) : undefined);
+  // The page's ids are skipped to on the (agency[, status], created_at, id) index alone;
+  // only the page's own rows are read.
+  const pageIds = db
+    .select({ id: tours.id })
+    .from(tours)
+    .where(filter)
+    .orderBy(...newestFirst)
+    .limit(q.limit)
+    .offset(offset);
   const [rows, [total]] = await Promise.all([
     db
       .select()
       .from(tours)
-      .where(where)
-      .orderBy(desc(tours.createdAt), desc(tours.id))
-      .limit(q.limit)
-      .offset((q.page - 1) * q.limit),
-    db.select({ n: count() }).from(tours).where(where),
+      .where(inArray(tours.id, pageIds))
+      .orderBy(...newestFirst),
+    db
+      .select({ n: sql<number>`coalesce(sum(${tourCounts.tours}), 0)` })
+      .from(tourCounts)
+      .where(and(eq(tourCounts.agencyId, agencyId), q.status ? eq(tourCounts.status, q.status) : undefined)),
   ]);
-  return { rows, total: total?.n ?? 0 };
+  return { rows, total: Number(total?.n ?? 0) };
 }

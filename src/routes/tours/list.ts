@@ -25,7 +25,10 @@ export const listToursRoute = publicRoute(
     operationId: "listTours",
     tags: ["Tours"],
     summary: "List your agency's tours",
-    description: "A numbered page of tours, newest first. `search` matches part of the address, case-insensitively.",
+    description:
+      "A numbered page of tours, newest first. `search` matches part of the address, case-insensitively. " +
+      "`total` is exact at the moment of the read; its cost does not grow with the agency's size " +
+      "(with `search`, it grows with the number of addresses sharing the term's rarest 3 characters).",
     request: {
       query: z.strictObject({
         page: z.coerce.number().int().min(1).max(10_000).default(1).openapi({ example: 1 }),
