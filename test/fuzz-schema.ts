@@ -182,7 +182,7 @@ export const hostileString: fc.Arbitrary<string> = fc.oneof(
     "𝕏",
     "👨‍👩‍👧‍👦",
     "<script>alert(1)</script>",
-    "${7*7}",
+    "$" + "{7*7}",
     "null",
     "true",
   ),
