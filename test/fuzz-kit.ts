@@ -77,6 +77,13 @@ const queryValue = (doc: Doc, schema: any) =>
     { weight: 1, arbitrary: hostileString },
   );
 
+/** Body properties that name a user or the agency get the fuzzed agency's own ids most of the time. */
+const hints = (pools: Pools) => {
+  const users = pools.user_id ?? [];
+  const userFields = ["owner_user_id", "agent_one_id", "agent_two_id", "manager_id", "minted_by_user_id", "user_id"];
+  return { ...Object.fromEntries(userFields.map((f) => [f, users])), agency_id: pools.agency_id ?? [] };
+};
+
 /** A request for `op`: schema-shaped parameters and body, mutated with hostile values. */
 export function requestArb(doc: Doc, op: Operation, pools: Pools): fc.Arbitrary<FuzzRequest> {
   const pathParams = op.params.filter((p) => p.in === "path");
@@ -121,7 +128,10 @@ export function requestArb(doc: Doc, op: Operation, pools: Pools): fc.Arbitrary<
       ...extra,
     ]);
   const bodyArb: fc.Arbitrary<string | undefined> = op.body
-    ? fc.oneof({ weight: 20, arbitrary: schemaArb(doc, op.body).map(toJson) }, { weight: 1, arbitrary: rawBodies })
+    ? fc.oneof(
+        { weight: 20, arbitrary: schemaArb(doc, op.body, 0, hints(pools)).map(toJson) },
+        { weight: 1, arbitrary: rawBodies },
+      )
     : op.method === "GET" || op.method === "HEAD"
       ? fc.constant(undefined)
       : fc.oneof({ weight: 12, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: rawBodies });

@@ -264,21 +264,25 @@ function stringArb(s: any): fc.Arbitrary<string> {
   return fc.string({ minLength: min, maxLength: max });
 }
 
+/** Known-good values for properties of a given name (user ids of the fuzzed agency, say). */
+export type Hints = Record<string, string[]>;
+
 /** Values that mostly conform to `schema`, with hostile leaves and hostile extra keys mixed in. */
-export function schemaArb(doc: Doc, schema: Schema, depth = 0): fc.Arbitrary<unknown> {
+export function schemaArb(doc: Doc, schema: Schema, depth = 0, hints: Hints = {}): fc.Arbitrary<unknown> {
   if (schema === true || schema === undefined || schema === false || depth > 6) return hostileValue;
   const s = deref(doc, schema);
   if (Object.hasOwn(s, "const")) return mutated(fc.constant(s.const));
   if (Array.isArray(s.enum)) return mutated(fc.constantFrom(...s.enum));
   const alternatives = s.anyOf ?? s.oneOf;
-  if (Array.isArray(alternatives)) return fc.oneof(...alternatives.map((a: Schema) => schemaArb(doc, a, depth + 1)));
+  if (Array.isArray(alternatives))
+    return fc.oneof(...alternatives.map((a: Schema) => schemaArb(doc, a, depth + 1, hints)));
   if (Array.isArray(s.allOf)) {
     const merged: any = { type: "object", properties: {}, required: [] };
     for (const part of s.allOf.map((p: Schema) => deref(doc, p))) {
       Object.assign(merged.properties, part.properties ?? {});
       merged.required.push(...(part.required ?? []));
     }
-    return schemaArb(doc, merged, depth + 1);
+    return schemaArb(doc, merged, depth + 1, hints);
   }
   const types: string[] = Array.isArray(s.type) ? s.type : s.type ? [s.type] : ["object"];
   const arbs = types.map((type): fc.Arbitrary<unknown> => {
@@ -297,14 +301,23 @@ export function schemaArb(doc: Doc, schema: Schema, depth = 0): fc.Arbitrary<unk
       case "string":
         return stringArb(s);
       case "array":
-        return fc.array(schemaArb(doc, s.items, depth + 1), {
+        return fc.array(schemaArb(doc, s.items, depth + 1, hints), {
           minLength: s.minItems ?? 0,
           maxLength: Math.max(s.minItems ?? 0, Math.min(s.maxItems ?? 3, 3)),
         });
       default: {
         const props: Record<string, any> = s.properties ?? {};
         const record = fc.record(
-          Object.fromEntries(Object.entries(props).map(([k, v]) => [k, schemaArb(doc, v, depth + 1)])),
+          Object.fromEntries(
+            Object.entries(props).map(([k, v]) => {
+              const generated = schemaArb(doc, v, depth + 1, hints);
+              const known = Object.hasOwn(hints, k) ? hints[k]! : [];
+              return [
+                k,
+                known.length ? fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...known) }, generated) : generated,
+              ];
+            }),
+          ),
           { requiredKeys: (s.required ?? []).filter((k: string) => Object.hasOwn(props, k)) },
         );
         return fc
