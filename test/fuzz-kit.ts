@@ -1,7 +1,7 @@
 import { env, exports } from "cloudflare:workers";
 import fc from "fast-check";
 import { vi } from "vitest";
-import { type Doc, deref, hostileString, PROTO_NAMES, schemaArb, toJson, validate } from "./fuzz-schema";
+import { type Doc, deref, hostileString, oneMutation, PROTO_NAMES, schemaArb, toJson, validate } from "./fuzz-schema";
 import { BASE, call, internal, makeTenant, OPERATOR_TOKEN, type Tenant } from "./harness";
 
 const MUTATING = new Set(["POST", "PUT", "PATCH", "DELETE"]);
@@ -129,7 +129,8 @@ export function requestArb(doc: Doc, op: Operation, pools: Pools): fc.Arbitrary<
     ]);
   const bodyArb: fc.Arbitrary<string | undefined> = op.body
     ? fc.oneof(
-        { weight: 20, arbitrary: schemaArb(doc, op.body, 0, hints(pools)).map(toJson) },
+        { weight: 10, arbitrary: schemaArb(doc, op.body, 0, hints(pools)).map(toJson) },
+        { weight: 10, arbitrary: oneMutation(doc, op.body, hints(pools)).map(toJson) },
         { weight: 1, arbitrary: rawBodies },
       )
     : op.method === "GET" || op.method === "HEAD"

@@ -229,13 +229,44 @@ export const hostileValue: fc.Arbitrary<unknown> = fc.oneof(hostileString, hosti
 const hostileKey = fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...PROTO_NAMES) }, hostileString);
 
 /** Sometimes-present extra keys: prototype names and hostile strings, with hostile values. */
-const extraEntries = fc.oneof(
-  { weight: 6, arbitrary: fc.constant([] as [string, unknown][]) },
+const someExtraEntries = fc.oneof(
+  { weight: 9, arbitrary: fc.constant([] as [string, unknown][]) },
   { weight: 1, arbitrary: fc.array(fc.tuple(hostileKey, hostileValue), { minLength: 1, maxLength: 2 }) },
 );
 
-const mutated = <T>(a: fc.Arbitrary<T>): fc.Arbitrary<unknown> =>
+const mutate = <T>(a: fc.Arbitrary<T>): fc.Arbitrary<unknown> =>
   fc.oneof({ weight: 12, arbitrary: a as fc.Arbitrary<unknown> }, { weight: 1, arbitrary: hostileValue });
+
+/** Every primitive leaf of a JSON value, as the container and key holding it. */
+function leaves(v: unknown, out: [any, string][] = []): [any, string][] {
+  if (v === null || typeof v !== "object") return out;
+  for (const [k, item] of Object.entries(v)) {
+    if (item !== null && typeof item === "object") leaves(item, out);
+    else out.push([v, k]);
+  }
+  return out;
+}
+
+/**
+ * A conforming value with exactly one leaf replaced by a hostile string or value, so that the
+ * rest passes validation and the hostile part reaches the handler.
+ */
+export function oneMutation(doc: Doc, schema: Schema, hints: Hints): fc.Arbitrary<unknown> {
+  return fc
+    .tuple(
+      schemaArb(doc, schema, 0, hints, true),
+      fc.nat(),
+      fc.oneof({ weight: 3, arbitrary: hostileString as fc.Arbitrary<unknown> }, hostileValue),
+    )
+    .map(([value, at, hostile]) => {
+      const copy = structuredClone(value);
+      const all = leaves(copy);
+      if (all.length === 0) return copy;
+      const [container, key] = all[at % all.length]!;
+      container[key] = hostile;
+      return copy;
+    });
+}
 
 function stringArb(s: any): fc.Arbitrary<string> {
   const max = Math.min(s.maxLength ?? 40, 40);
@@ -268,21 +299,30 @@ function stringArb(s: any): fc.Arbitrary<string> {
 export type Hints = Record<string, string[]>;
 
 /** Values that mostly conform to `schema`, with hostile leaves and hostile extra keys mixed in. */
-export function schemaArb(doc: Doc, schema: Schema, depth = 0, hints: Hints = {}): fc.Arbitrary<unknown> {
-  if (schema === true || schema === undefined || schema === false || depth > 6) return hostileValue;
+export function schemaArb(
+  doc: Doc,
+  schema: Schema,
+  depth = 0,
+  hints: Hints = {},
+  valid = false,
+): fc.Arbitrary<unknown> {
+  if (schema === true || schema === undefined || schema === false || depth > 6)
+    return valid ? fc.constant({}) : hostileValue;
   const s = deref(doc, schema);
+  const mutated = <T>(a: fc.Arbitrary<T>): fc.Arbitrary<unknown> => (valid ? a : mutate(a));
+  const extraEntries = valid ? fc.constant([] as [string, unknown][]) : someExtraEntries;
   if (Object.hasOwn(s, "const")) return mutated(fc.constant(s.const));
   if (Array.isArray(s.enum)) return mutated(fc.constantFrom(...s.enum));
   const alternatives = s.anyOf ?? s.oneOf;
   if (Array.isArray(alternatives))
-    return fc.oneof(...alternatives.map((a: Schema) => schemaArb(doc, a, depth + 1, hints)));
+    return fc.oneof(...alternatives.map((a: Schema) => schemaArb(doc, a, depth + 1, hints, valid)));
   if (Array.isArray(s.allOf)) {
     const merged: any = { type: "object", properties: {}, required: [] };
     for (const part of s.allOf.map((p: Schema) => deref(doc, p))) {
       Object.assign(merged.properties, part.properties ?? {});
       merged.required.push(...(part.required ?? []));
     }
-    return schemaArb(doc, merged, depth + 1, hints);
+    return schemaArb(doc, merged, depth + 1, hints, valid);
   }
   const types: string[] = Array.isArray(s.type) ? s.type : s.type ? [s.type] : ["object"];
   const arbs = types.map((type): fc.Arbitrary<unknown> => {
@@ -301,7 +341,7 @@ export function schemaArb(doc: Doc, schema: Schema, depth = 0, hints: Hints = {}
       case "string":
         return stringArb(s);
       case "array":
-        return fc.array(schemaArb(doc, s.items, depth + 1, hints), {
+        return fc.array(schemaArb(doc, s.items, depth + 1, hints, valid), {
           minLength: s.minItems ?? 0,
           maxLength: Math.max(s.minItems ?? 0, Math.min(s.maxItems ?? 3, 3)),
         });
@@ -310,12 +350,11 @@ export function schemaArb(doc: Doc, schema: Schema, depth = 0, hints: Hints = {}
         const record = fc.record(
           Object.fromEntries(
             Object.entries(props).map(([k, v]) => {
-              const generated = schemaArb(doc, v, depth + 1, hints);
+              const generated = schemaArb(doc, v, depth + 1, hints, valid);
               const known = Object.hasOwn(hints, k) ? hints[k]! : [];
-              return [
-                k,
-                known.length ? fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...known) }, generated) : generated,
-              ];
+              if (!known.length) return [k, generated];
+              const hinted = fc.constantFrom(...known);
+              return [k, valid ? hinted : fc.oneof({ weight: 6, arbitrary: hinted }, generated)];
             }),
           ),
           { requiredKeys: (s.required ?? []).filter((k: string) => Object.hasOwn(props, k)) },
