@@ -33,6 +33,9 @@ export default defineConfig(async () => ({
               bindings: {
                 TEST_MIGRATIONS: await readD1Migrations("./migrations"),
                 ...TEST_SECRETS,
+                // `npm run fuzz` hands its seed and request count to the fuzz files.
+                FUZZ_SEED: process.env.FUZZ_SEED ?? "",
+                FUZZ_RUNS: process.env.FUZZ_RUNS ?? "",
               },
             },
           }),
