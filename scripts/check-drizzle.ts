@@ -32,12 +32,16 @@ function checkJournal(): string | undefined {
   const sqlFiles = readdirSync(migrations).filter((f) => f.endsWith(".sql"));
   const unknown = sqlFiles.filter((f) => !tags.has(f.slice(0, -".sql".length)));
   if (unknown.length) {
-    return `not written by drizzle-kit (absent from migrations/meta/_journal.json): ${unknown.map((f) => `migrations/${f}`).join(", ")}
+    const files = unknown.map((f) => `migrations/${f}`).join(", ");
+    return `not written by drizzle-kit (absent from migrations/meta/_journal.json): ${files}
 Put the change in src/db/schema.ts instead, delete the file, and run npm run db:generate.`;
   }
   const missing = [...tags].filter((t) => !sqlFiles.includes(`${t}.sql`));
-  if (missing.length)
-    return `listed in migrations/meta/_journal.json but missing: ${missing.map((t) => `migrations/${t}.sql`).join(", ")}`;
+  if (missing.length) {
+    const files = missing.map((t) => `migrations/${t}.sql`).join(", ");
+    return `listed in migrations/meta/_journal.json but missing: ${files}`;
+  }
+  return undefined;
 }
 
 /** Runs drizzle-kit generate against a temporary copy of migrations/ and reports what it would write. */
@@ -50,7 +54,8 @@ function checkGenerate(): string | undefined {
     // drizzle-kit reads the snapshots at `./${out}`, so `out` must be relative to the project.
     writeFileSync(
       config,
-      `import base from ${JSON.stringify(join(root, "drizzle.config.ts"))};\nexport default { ...base, out: ${JSON.stringify(relative(root, out))} };\n`,
+      `import base from ${JSON.stringify(join(root, "drizzle.config.ts"))};\n` +
+        `export default { ...base, out: ${JSON.stringify(relative(root, out))} };\n`,
     );
 
     const before = files(out);

@@ -145,7 +145,8 @@ function describeOperation(name: string, { method, path, op }: Command): string 
         ? schema.type.join("|")
         : (schema.type ?? (schema.anyOf ? "value" : "object"));
     lines.push(
-      `  --${field}${body?.required?.includes(field) ? " (required)" : ""}  [body: ${type}]${schema.description ? ` ${schema.description}` : ""}`,
+      `  --${field}${body?.required?.includes(field) ? " (required)" : ""}  [body: ${type}]` +
+        (schema.description ? ` ${schema.description}` : ""),
     );
   }
   return lines.join("\n");

@@ -96,7 +96,8 @@ export async function seedDemo(
   const demo = empty ? await seed(api, origin) : await findDemo(api);
   if (!demo)
     throw new Error(
-      `The local database has data but no "${DEMO_AGENCY}" agency with an active owner; delete .wrangler/state to start over.`,
+      `The local database has data but no "${DEMO_AGENCY}" agency with an active owner; ` +
+        "delete .wrangler/state to start over.",
     );
   const keys = await api("GET", `/internal/v1/api-keys?agency_id=${demo.agencyId}`);
   for (const k of keys.data as { id: string; name: string; state: string }[]) {

@@ -11,7 +11,8 @@ try {
     numTodoTests: number;
   };
   console.log(
-    `\n${report.numPassedTests} passed, ${report.numFailedTests} failed, ${report.numPendingTests + report.numTodoTests} skipped`,
+    `\n${report.numPassedTests} passed, ${report.numFailedTests} failed, ` +
+      `${report.numPendingTests + report.numTodoTests} skipped`,
   );
 } catch {
   console.log("\nNo test report was written: the run did not complete.");

@@ -37,14 +37,17 @@ async function nothingWritten(t: Tenant) {
 }
 
 describe("a Durable Object failing on the request path", () => {
-  it("an overloaded key gate is 503 rate_limit_unavailable with the longer Retry-After; nothing is written", async () => {
-    const t = await makeTenant();
-    const gate = { getByName: () => ({ admit: () => Promise.reject(overloaded()) }) };
-    const r = await direct(createListing(t, "gate-overloaded"), { KEY_GATE: gate });
-    expectError(r, 503, "rate_limit_unavailable");
-    expect(r.headers.get("Retry-After")).toBe("10");
-    await nothingWritten(t);
-  });
+  it(
+    "an overloaded key gate is 503 rate_limit_unavailable with the longer Retry-After; nothing is " + "written",
+    async () => {
+      const t = await makeTenant();
+      const gate = { getByName: () => ({ admit: () => Promise.reject(overloaded()) }) };
+      const r = await direct(createListing(t, "gate-overloaded"), { KEY_GATE: gate });
+      expectError(r, 503, "rate_limit_unavailable");
+      expect(r.headers.get("Retry-After")).toBe("10");
+      await nothingWritten(t);
+    },
+  );
 
   it("a retryable key gate error is 503 rate_limit_unavailable with Retry-After; nothing is written", async () => {
     const t = await makeTenant();

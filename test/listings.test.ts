@@ -238,36 +238,39 @@ describe("cancellation", () => {
     expect(await outbox(t.agencyId, "listing.cancelled")).toHaveLength(1);
   });
 
-  it("inside the window: cancels, cancels the shoots, emits once; a second cancel is listing_already_cancelled", async () => {
-    const t = await makeTenant();
-    const l = await makeListing(t);
-    const apt = await internal(`/internal/v1/agencies/${t.agencyId}/listings/${l.listing_number}/appointments`, {
-      method: "POST",
-      body: { starts_at: hours(72), ends_at: hours(74) },
-    });
-    expect(apt.status, apt.text).toBe(201);
-    const r = await call(`/api/v1/listings/${l.listing_number}/cancel`, {
-      key: t.key,
-      body: { reason: "Seller withdrew" },
-    });
-    expect(r.json, r.text).toMatchObject({ status: "Cancelled", cancelled_at: expect.any(String) });
-    expectError(
-      await call(`/api/v1/listings/${l.listing_number}/cancel`, { key: t.key, body: {} }),
-      409,
-      "listing_already_cancelled",
-    );
-    expect((await outbox(t.agencyId, "listing.cancelled")).map((e) => e.data)).toEqual([
-      expect.objectContaining({
-        listing_number: l.listing_number,
-        reason: "Seller withdrew",
-        source: "api",
-        previous_status: "Coming Soon",
-      }),
-    ]);
-    expect((await outbox(t.agencyId, "appointment.cancelled")).map((e) => e.data)).toEqual([
-      expect.objectContaining({ appointment_id: apt.json.id, reason: "listing_cancelled" }),
-    ]);
-  });
+  it(
+    "inside the window: cancels, cancels the shoots, emits once; a second cancel is " + "listing_already_cancelled",
+    async () => {
+      const t = await makeTenant();
+      const l = await makeListing(t);
+      const apt = await internal(`/internal/v1/agencies/${t.agencyId}/listings/${l.listing_number}/appointments`, {
+        method: "POST",
+        body: { starts_at: hours(72), ends_at: hours(74) },
+      });
+      expect(apt.status, apt.text).toBe(201);
+      const r = await call(`/api/v1/listings/${l.listing_number}/cancel`, {
+        key: t.key,
+        body: { reason: "Seller withdrew" },
+      });
+      expect(r.json, r.text).toMatchObject({ status: "Cancelled", cancelled_at: expect.any(String) });
+      expectError(
+        await call(`/api/v1/listings/${l.listing_number}/cancel`, { key: t.key, body: {} }),
+        409,
+        "listing_already_cancelled",
+      );
+      expect((await outbox(t.agencyId, "listing.cancelled")).map((e) => e.data)).toEqual([
+        expect.objectContaining({
+          listing_number: l.listing_number,
+          reason: "Seller withdrew",
+          source: "api",
+          previous_status: "Coming Soon",
+        }),
+      ]);
+      expect((await outbox(t.agencyId, "appointment.cancelled")).map((e) => e.data)).toEqual([
+        expect.objectContaining({ appointment_id: apt.json.id, reason: "listing_cancelled" }),
+      ]);
+    },
+  );
 
   it("concurrent cancels emit one listing.cancelled", async () => {
     const t = await makeTenant();

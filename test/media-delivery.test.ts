@@ -166,36 +166,46 @@ describe("delivery is triggered when a listing's uploads complete", () => {
     expect(deliveryJobs()).toEqual([]);
   });
 
-  it("when the delivery cannot be queued, the PUT answers 503 and takes the bytes back; a retried PUT succeeds", async () => {
-    const t = await makeTenant();
-    const listing = await makeListing(t);
-    await configure(t);
-    const r = await call("/api/v1/media/upload", {
-      key: t.key,
-      body: { asset_type: "photo", content_type: "image/jpeg", size_bytes: 64, listing_number: listing.listing_number },
-    });
-    expect(r.status, r.text).toBe(201);
-    vi.mocked(env.MEDIA_QUEUE.send).mockRejectedValueOnce(new Error("queue down"));
-    const put = () =>
-      worker.fetch(
-        new Request(r.json.url, { method: "PUT", headers: r.json.headers, body: bytesOf(1, 64) }),
-        env,
-        createExecutionContext(),
+  it(
+    "when the delivery cannot be queued, the PUT answers 503 and takes the bytes back; a retried " + "PUT succeeds",
+    async () => {
+      const t = await makeTenant();
+      const listing = await makeListing(t);
+      await configure(t);
+      const r = await call("/api/v1/media/upload", {
+        key: t.key,
+        body: {
+          asset_type: "photo",
+          content_type: "image/jpeg",
+          size_bytes: 64,
+          listing_number: listing.listing_number,
+        },
+      });
+      expect(r.status, r.text).toBe(201);
+      vi.mocked(env.MEDIA_QUEUE.send).mockRejectedValueOnce(new Error("queue down"));
+      const put = () =>
+        worker.fetch(
+          new Request(r.json.url, { method: "PUT", headers: r.json.headers, body: bytesOf(1, 64) }),
+          env,
+          createExecutionContext(),
+        );
+      const refused = await put();
+      const text = await refused.text();
+      expect(refused.status, text).toBe(503);
+      expect(JSON.parse(text).error.code).toBe("queue_unavailable");
+      expect(refused.headers.get("Retry-After")).toBeTruthy();
+      const row = await db().select().from(mediaUploads).where(eq(mediaUploads.id, r.json.upload_id)).get();
+      expect(row?.status).toBe("pending");
+      expect(await env.UPLOADS.head(row!.objectKey)).toBeNull();
+      expect(await db().select().from(mediaDeliveries).where(eq(mediaDeliveries.agencyId, t.agencyId)).all()).toEqual(
+        [],
       );
-    const refused = await put();
-    const text = await refused.text();
-    expect(refused.status, text).toBe(503);
-    expect(JSON.parse(text).error.code).toBe("queue_unavailable");
-    expect(refused.headers.get("Retry-After")).toBeTruthy();
-    const row = await db().select().from(mediaUploads).where(eq(mediaUploads.id, r.json.upload_id)).get();
-    expect(row?.status).toBe("pending");
-    expect(await env.UPLOADS.head(row!.objectKey)).toBeNull();
-    expect(await db().select().from(mediaDeliveries).where(eq(mediaDeliveries.agencyId, t.agencyId)).all()).toEqual([]);
 
-    const again = await put();
-    expect(again.status, await again.text()).toBe(200);
-    expect(deliveryJobs()).toHaveLength(1);
-  });
+      const again = await put();
+      expect(again.status, await again.text()).toBe(200);
+      expect(deliveryJobs()).toHaveLength(1);
+    },
+  );
 });
 
 describe("end to end through the real queue", () => {
@@ -220,42 +230,49 @@ describe("end to end through the real queue", () => {
 });
 
 describe("the delivery job", () => {
-  it("success: every file is PUT, SigV4-signed, to the agent's bucket; media.delivery.completed with the summary", async () => {
-    const { t, listing, uploads, deliveryId } = await setup();
-    const result = await runJob({ kind: "delivery", delivery_id: deliveryId });
-    expect(result.explicitAcks).toEqual(["m1"]);
-    expect(result.retryMessages).toEqual([]);
+  it(
+    "success: every file is PUT, SigV4-signed, to the agent's bucket; media.delivery.completed " + "with the summary",
+    async () => {
+      const { t, listing, uploads, deliveryId } = await setup();
+      const result = await runJob({ kind: "delivery", delivery_id: deliveryId });
+      expect(result.explicitAcks).toEqual(["m1"]);
+      expect(result.retryMessages).toEqual([]);
 
-    const paths = stored.map((s) => decodeURIComponent(new URL(s.url).pathname)).sort();
-    const prefix = `/${BUCKET}/media/${listing.listing_number}`;
-    expect(paths).toEqual([`${prefix}/floorplan/plan.pdf`, `${prefix}/photo/front.jpg`, `${prefix}/photo/kitchen.jpg`]);
-    const front = stored.find((s) => s.url.endsWith("front.jpg"))!;
-    expect(front.method).toBe("PUT");
-    expect(front.bytes).toEqual(bytesOf(0, 2048));
-    expect(front.headers.get("Content-Type")).toBe("image/jpeg");
-    expect(front.headers.get("Authorization")).toMatch(
-      /^AWS4-HMAC-SHA256 Credential=AKIDAGENT\/\d{8}\/us-east-1\/s3\/aws4_request, SignedHeaders=[^,]*host[^,]*, Signature=[0-9a-f]{64}$/,
-    );
-    expect(front.headers.get("X-Amz-Content-Sha256")).toBe("UNSIGNED-PAYLOAD");
+      const paths = stored.map((s) => decodeURIComponent(new URL(s.url).pathname)).sort();
+      const prefix = `/${BUCKET}/media/${listing.listing_number}`;
+      expect(paths).toEqual([
+        `${prefix}/floorplan/plan.pdf`,
+        `${prefix}/photo/front.jpg`,
+        `${prefix}/photo/kitchen.jpg`,
+      ]);
+      const front = stored.find((s) => s.url.endsWith("front.jpg"))!;
+      expect(front.method).toBe("PUT");
+      expect(front.bytes).toEqual(bytesOf(0, 2048));
+      expect(front.headers.get("Content-Type")).toBe("image/jpeg");
+      expect(front.headers.get("Authorization")).toMatch(
+        /^AWS4-HMAC-SHA256 Credential=AKIDAGENT\/\d{8}\/us-east-1\/s3\/aws4_request, SignedHeaders=[^,]*host[^,]*, Signature=[0-9a-f]{64}$/,
+      );
+      expect(front.headers.get("X-Amz-Content-Sha256")).toBe("UNSIGNED-PAYLOAD");
 
-    expect(await deliveryRow(deliveryId)).toMatchObject({
-      status: "completed",
-      attempts: 1,
-      filesTotal: 3,
-      filesDelivered: 3,
-      filesFailed: 0,
-      error: null,
-    });
-    const events = await outbox(t.agencyId, "media.delivery.completed");
-    expect(events).toHaveLength(1);
-    expect(events[0]!.data).toEqual({
-      delivery_id: deliveryId,
-      listing_number: listing.listing_number,
-      summary: { files_total: 3, files_delivered: 3, files_failed: 0, failed: [] },
-    });
-    expect(await outbox(t.agencyId, "media.delivery.failed")).toEqual([]);
-    expect(uploads).toHaveLength(3);
-  });
+      expect(await deliveryRow(deliveryId)).toMatchObject({
+        status: "completed",
+        attempts: 1,
+        filesTotal: 3,
+        filesDelivered: 3,
+        filesFailed: 0,
+        error: null,
+      });
+      const events = await outbox(t.agencyId, "media.delivery.completed");
+      expect(events).toHaveLength(1);
+      expect(events[0]!.data).toEqual({
+        delivery_id: deliveryId,
+        listing_number: listing.listing_number,
+        summary: { files_total: 3, files_delivered: 3, files_failed: 0, failed: [] },
+      });
+      expect(await outbox(t.agencyId, "media.delivery.failed")).toEqual([]);
+      expect(uploads).toHaveLength(3);
+    },
+  );
 
   it("a job run again after the delivery finished changes nothing and emits nothing", async () => {
     const { t, deliveryId } = await setup();
@@ -267,30 +284,34 @@ describe("the delivery job", () => {
     expect(await outbox(t.agencyId, "media.delivery.completed")).toHaveLength(1);
   });
 
-  it("partial failure: a refused file is not retried; the delivery is completed and its summary names the failed file", async () => {
-    const { t, listing, uploads, deliveryId } = await setup();
-    answers[`/${BUCKET}/media/${listing.listing_number}/photo/kitchen.jpg`] = 403;
-    const result = await runJob({ kind: "delivery", delivery_id: deliveryId });
-    expect(result.explicitAcks).toEqual(["m1"]);
-    expect(await deliveryRow(deliveryId)).toMatchObject({
-      status: "completed",
-      filesTotal: 3,
-      filesDelivered: 2,
-      filesFailed: 1,
-    });
-    const [event] = await outbox(t.agencyId, "media.delivery.completed");
-    expect(event?.data).toEqual({
-      delivery_id: deliveryId,
-      listing_number: listing.listing_number,
-      summary: {
-        files_total: 3,
-        files_delivered: 2,
-        files_failed: 1,
-        failed: [{ upload_id: uploads[1], filename: "kitchen.jpg", error: "HTTP 403 AccessDenied" }],
-      },
-    });
-    expect(await outbox(t.agencyId, "media.delivery.failed")).toEqual([]);
-  });
+  it(
+    "partial failure: a refused file is not retried; the delivery is completed and its summary names the failed " +
+      "file",
+    async () => {
+      const { t, listing, uploads, deliveryId } = await setup();
+      answers[`/${BUCKET}/media/${listing.listing_number}/photo/kitchen.jpg`] = 403;
+      const result = await runJob({ kind: "delivery", delivery_id: deliveryId });
+      expect(result.explicitAcks).toEqual(["m1"]);
+      expect(await deliveryRow(deliveryId)).toMatchObject({
+        status: "completed",
+        filesTotal: 3,
+        filesDelivered: 2,
+        filesFailed: 1,
+      });
+      const [event] = await outbox(t.agencyId, "media.delivery.completed");
+      expect(event?.data).toEqual({
+        delivery_id: deliveryId,
+        listing_number: listing.listing_number,
+        summary: {
+          files_total: 3,
+          files_delivered: 2,
+          files_failed: 1,
+          failed: [{ upload_id: uploads[1], filename: "kitchen.jpg", error: "HTTP 403 AccessDenied" }],
+        },
+      });
+      expect(await outbox(t.agencyId, "media.delivery.failed")).toEqual([]);
+    },
+  );
 
   it("a transient failure is retried with backoff, and only the files still missing are sent again", async () => {
     const { t, listing, deliveryId } = await setup();
@@ -460,26 +481,29 @@ describe("uploads settled by the queue (pre-signed R2 PUTs)", () => {
     expect(failed?.data).toMatchObject({ error: "the uploaded file was replaced after its upload completed" });
   });
 
-  it("the settle job completes an upload whose bytes arrived unreported, and expires one whose bytes never came", async () => {
-    const t = await makeTenant();
-    const listing = await makeListing(t);
-    await configure(t);
-    const arrived = await announce(t, listing.listing_number);
-    const abandoned = await announce(t, listing.listing_number);
-    await env.UPLOADS.put(arrived.objectKey, bytesOf(4, 32));
-    await runJob({ kind: "upload.settle", upload_id: arrived.id });
-    expect((await db().select().from(mediaUploads).where(eq(mediaUploads.id, arrived.id)).get())?.status).toBe(
-      "completed",
-    );
-    // The other upload's URL is still valid: the listing's delivery waits for it.
-    expect(deliveryJobs()).toEqual([]);
-    await runJob({ kind: "upload.settle", upload_id: abandoned.id });
-    expect((await db().select().from(mediaUploads).where(eq(mediaUploads.id, abandoned.id)).get())?.status).toBe(
-      "expired",
-    );
-    const [job] = deliveryJobs();
-    expect(await deliveryRow(job!.delivery_id)).toMatchObject({ filesTotal: 1 });
-  });
+  it(
+    "the settle job completes an upload whose bytes arrived unreported, and expires one whose " + "bytes never came",
+    async () => {
+      const t = await makeTenant();
+      const listing = await makeListing(t);
+      await configure(t);
+      const arrived = await announce(t, listing.listing_number);
+      const abandoned = await announce(t, listing.listing_number);
+      await env.UPLOADS.put(arrived.objectKey, bytesOf(4, 32));
+      await runJob({ kind: "upload.settle", upload_id: arrived.id });
+      expect((await db().select().from(mediaUploads).where(eq(mediaUploads.id, arrived.id)).get())?.status).toBe(
+        "completed",
+      );
+      // The other upload's URL is still valid: the listing's delivery waits for it.
+      expect(deliveryJobs()).toEqual([]);
+      await runJob({ kind: "upload.settle", upload_id: abandoned.id });
+      expect((await db().select().from(mediaUploads).where(eq(mediaUploads.id, abandoned.id)).get())?.status).toBe(
+        "expired",
+      );
+      const [job] = deliveryJobs();
+      expect(await deliveryRow(job!.delivery_id)).toMatchObject({ filesTotal: 1 });
+    },
+  );
 });
 
 describe("the internal surface", () => {
@@ -556,33 +580,36 @@ describe("the internal surface", () => {
     );
   });
 
-  it("re-trigger refusals: no destination, nothing uploaded, another agency's listing, the queue refusing", async () => {
-    const t = await makeTenant();
-    const listing = await makeListing(t);
-    const path = `/internal/v1/agencies/${t.agencyId}/listings/${listing.listing_number}/media/deliveries`;
-    expectError(await internal(path, { method: "POST", body: {} }), 404, "delivery_destination_not_found");
-    await configure(t);
-    expectError(await internal(path, { method: "POST", body: {} }), 409, "nothing_to_deliver");
-    const other = await makeTenant();
-    expectError(
-      await internal(`/internal/v1/agencies/${other.agencyId}/listings/${listing.listing_number}/media/deliveries`, {
-        method: "POST",
-        body: {},
-      }),
-      404,
-      "listing_not_found",
-    );
+  it(
+    "re-trigger refusals: no destination, nothing uploaded, another agency's listing, the queue " + "refusing",
+    async () => {
+      const t = await makeTenant();
+      const listing = await makeListing(t);
+      const path = `/internal/v1/agencies/${t.agencyId}/listings/${listing.listing_number}/media/deliveries`;
+      expectError(await internal(path, { method: "POST", body: {} }), 404, "delivery_destination_not_found");
+      await configure(t);
+      expectError(await internal(path, { method: "POST", body: {} }), 409, "nothing_to_deliver");
+      const other = await makeTenant();
+      expectError(
+        await internal(`/internal/v1/agencies/${other.agencyId}/listings/${listing.listing_number}/media/deliveries`, {
+          method: "POST",
+          body: {},
+        }),
+        404,
+        "listing_not_found",
+      );
 
-    await upload(t, listing.listing_number, [{ name: "a.jpg", size: 10 }]);
-    const before = await db().select().from(mediaDeliveries).where(eq(mediaDeliveries.agencyId, t.agencyId)).all();
-    vi.mocked(env.MEDIA_QUEUE.send).mockRejectedValueOnce(new Error("queue down"));
-    const r = await internal(path, { method: "POST", body: {} });
-    expectError(r, 503, "queue_unavailable");
-    expect(r.headers.get("Retry-After")).toBeTruthy();
-    expect(
-      await db().select().from(mediaDeliveries).where(eq(mediaDeliveries.agencyId, t.agencyId)).all(),
-    ).toHaveLength(before.length);
-  });
+      await upload(t, listing.listing_number, [{ name: "a.jpg", size: 10 }]);
+      const before = await db().select().from(mediaDeliveries).where(eq(mediaDeliveries.agencyId, t.agencyId)).all();
+      vi.mocked(env.MEDIA_QUEUE.send).mockRejectedValueOnce(new Error("queue down"));
+      const r = await internal(path, { method: "POST", body: {} });
+      expectError(r, 503, "queue_unavailable");
+      expect(r.headers.get("Retry-After")).toBeTruthy();
+      expect(
+        await db().select().from(mediaDeliveries).where(eq(mediaDeliveries.agencyId, t.agencyId)).all(),
+      ).toHaveLength(before.length);
+    },
+  );
 
   it("lists a listing's media with every delivery and its own files, however many deliveries there are", async () => {
     const { t, listing, uploads, deliveryId } = await setup();
@@ -643,16 +670,19 @@ async function everyMinute(at = Date.now()) {
 const ago = (ms: number) => new Date(Date.now() - ms).toISOString();
 
 describe("bounded, resumable and idempotent background work", () => {
-  it("the same delivery message twice in a batch, and once more later, copies each file once and emits one event", async () => {
-    const { t, deliveryId } = await setup();
-    const job = { kind: "delivery", delivery_id: deliveryId };
-    const first = await runBatch("alms-media-local", [job, job]);
-    expect(first.explicitAcks.sort()).toEqual(["m1", "m2"]);
-    await runBatch("alms-media-local", [job]);
-    expect(stored).toHaveLength(3);
-    expect(new Set(stored.map((s) => s.url)).size).toBe(3);
-    expect(await outbox(t.agencyId, "media.delivery.completed")).toHaveLength(1);
-  });
+  it(
+    "the same delivery message twice in a batch, and once more later, copies each file once and " + "emits one event",
+    async () => {
+      const { t, deliveryId } = await setup();
+      const job = { kind: "delivery", delivery_id: deliveryId };
+      const first = await runBatch("alms-media-local", [job, job]);
+      expect(first.explicitAcks.sort()).toEqual(["m1", "m2"]);
+      await runBatch("alms-media-local", [job]);
+      expect(stored).toHaveLength(3);
+      expect(new Set(stored.map((s) => s.url)).size).toBe(3);
+      expect(await outbox(t.agencyId, "media.delivery.completed")).toHaveLength(1);
+    },
+  );
 
   it("a delivery larger than one run continues in a fresh job, a few files at a time, each copied once", async () => {
     const t = await makeTenant();
@@ -698,49 +728,55 @@ describe("bounded, resumable and idempotent background work", () => {
     expect(await outbox(t.agencyId, "media.delivery.completed")).toHaveLength(1);
   });
 
-  it("a dead-lettered delivery job fails the delivery with one media.delivery.failed, even when delivered twice", async () => {
-    const { t, listing, deliveryId } = await setup();
-    const job = { kind: "delivery", delivery_id: deliveryId };
-    const first = await runBatch("alms-media-dlq-local", [job, job]);
-    expect(first.explicitAcks.sort()).toEqual(["m1", "m2"]);
-    const again = await runBatch("alms-media-dlq-local", [job]);
-    expect(again.explicitAcks).toEqual(["m1"]);
-    expect(stored).toEqual([]);
-    const reason = "delivery abandoned: its job failed on every retry";
-    expect(await deliveryRow(deliveryId)).toMatchObject({ status: "failed", filesFailed: 3, error: reason });
-    const files = await db().select().from(mediaDeliveryFiles).where(eq(mediaDeliveryFiles.deliveryId, deliveryId));
-    expect(files.map((f) => [f.status, f.error])).toEqual(Array(3).fill(["failed", reason]));
-    const events = await outbox(t.agencyId, "media.delivery.failed");
-    expect(events.map((e) => e.data)).toEqual([
-      { delivery_id: deliveryId, listing_number: listing.listing_number, attempts: 1, error: reason },
-    ]);
-    expect(await outbox(t.agencyId, "media.delivery.completed")).toEqual([]);
-  });
+  it(
+    "a dead-lettered delivery job fails the delivery with one media.delivery.failed, even when " + "delivered twice",
+    async () => {
+      const { t, listing, deliveryId } = await setup();
+      const job = { kind: "delivery", delivery_id: deliveryId };
+      const first = await runBatch("alms-media-dlq-local", [job, job]);
+      expect(first.explicitAcks.sort()).toEqual(["m1", "m2"]);
+      const again = await runBatch("alms-media-dlq-local", [job]);
+      expect(again.explicitAcks).toEqual(["m1"]);
+      expect(stored).toEqual([]);
+      const reason = "delivery abandoned: its job failed on every retry";
+      expect(await deliveryRow(deliveryId)).toMatchObject({ status: "failed", filesFailed: 3, error: reason });
+      const files = await db().select().from(mediaDeliveryFiles).where(eq(mediaDeliveryFiles.deliveryId, deliveryId));
+      expect(files.map((f) => [f.status, f.error])).toEqual(Array(3).fill(["failed", reason]));
+      const events = await outbox(t.agencyId, "media.delivery.failed");
+      expect(events.map((e) => e.data)).toEqual([
+        { delivery_id: deliveryId, listing_number: listing.listing_number, attempts: 1, error: reason },
+      ]);
+      expect(await outbox(t.agencyId, "media.delivery.completed")).toEqual([]);
+    },
+  );
 
-  it("a delivery with no progress for 30 minutes is sent again once; with its attempts spent it is ended once", async () => {
-    const { t, deliveryId } = await setup();
-    const stale = ago(STUCK_DELIVERY_MS + 60_000);
-    await db().update(mediaDeliveries).set({ updatedAt: stale }).where(eq(mediaDeliveries.id, deliveryId));
-    sent = [];
-    await everyMinute();
-    await everyMinute();
-    expect(sent.map((s) => s.body)).toEqual([{ kind: "delivery", delivery_id: deliveryId }]);
-    expect(await deliveryRow(deliveryId)).toMatchObject({ status: "queued", attempts: 1 });
+  it(
+    "a delivery with no progress for 30 minutes is sent again once; with its attempts spent it is " + "ended once",
+    async () => {
+      const { t, deliveryId } = await setup();
+      const stale = ago(STUCK_DELIVERY_MS + 60_000);
+      await db().update(mediaDeliveries).set({ updatedAt: stale }).where(eq(mediaDeliveries.id, deliveryId));
+      sent = [];
+      await everyMinute();
+      await everyMinute();
+      expect(sent.map((s) => s.body)).toEqual([{ kind: "delivery", delivery_id: deliveryId }]);
+      expect(await deliveryRow(deliveryId)).toMatchObject({ status: "queued", attempts: 1 });
 
-    await db()
-      .update(mediaDeliveries)
-      .set({ attempts: MAX_DELIVERY_ATTEMPTS - 1, updatedAt: stale })
-      .where(eq(mediaDeliveries.id, deliveryId));
-    await everyMinute();
-    await everyMinute();
-    expect(sent).toHaveLength(1);
-    expect(await deliveryRow(deliveryId)).toMatchObject({
-      status: "failed",
-      error: "delivery abandoned: no progress for 30 minutes",
-    });
-    expect(await outbox(t.agencyId, "media.delivery.failed")).toHaveLength(1);
-    expect(stored).toEqual([]);
-  });
+      await db()
+        .update(mediaDeliveries)
+        .set({ attempts: MAX_DELIVERY_ATTEMPTS - 1, updatedAt: stale })
+        .where(eq(mediaDeliveries.id, deliveryId));
+      await everyMinute();
+      await everyMinute();
+      expect(sent).toHaveLength(1);
+      expect(await deliveryRow(deliveryId)).toMatchObject({
+        status: "failed",
+        error: "delivery abandoned: no progress for 30 minutes",
+      });
+      expect(await outbox(t.agencyId, "media.delivery.failed")).toHaveLength(1);
+      expect(stored).toEqual([]);
+    },
+  );
 
   it("a delivery making progress is left alone by the sweep", async () => {
     const { deliveryId } = await setup();

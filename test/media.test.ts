@@ -209,14 +209,17 @@ describe("dual authentication", () => {
     expect(r.status, r.text).toBe(201);
   });
 
-  it("the cookie wins over the key: an agency's cookie with another agency's key acts for the cookie's agency", async () => {
-    const t = await makeTenant();
-    const other = await makeTenant();
-    const r = await call(UPLOAD, { key: other.key, body: photo, headers: cookie(await sessionFor(t.teamLead.id)) });
-    expect(r.status, r.text).toBe(201);
-    expect(await uploadsOf(t.agencyId)).toHaveLength(1);
-    expect(await uploadsOf(other.agencyId)).toHaveLength(0);
-  });
+  it(
+    "the cookie wins over the key: an agency's cookie with another agency's key acts for the " + "cookie's agency",
+    async () => {
+      const t = await makeTenant();
+      const other = await makeTenant();
+      const r = await call(UPLOAD, { key: other.key, body: photo, headers: cookie(await sessionFor(t.teamLead.id)) });
+      expect(r.status, r.text).toBe(201);
+      expect(await uploadsOf(t.agencyId)).toHaveLength(1);
+      expect(await uploadsOf(other.agencyId)).toHaveLength(0);
+    },
+  );
 
   it("neither key nor cookie is 401 auth_required", async () => {
     expectError(await call(UPLOAD, { body: photo }), 401, "auth_required");

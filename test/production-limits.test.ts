@@ -75,28 +75,31 @@ describe("the D1 guard in the test setup", () => {
 });
 
 describe("paths that grow with data stay inside D1's limits", () => {
-  it("a long or multi-byte tour search answers, % and _ match literally, and past 100 characters it is 422", async () => {
-    const t = await makeTenant();
-    const address = `${"Harbour ".repeat(6)}100% Lane_1 ${"こんにちは".repeat(12)}`;
-    const created = await call("/api/v1/tours", {
-      key: t.key,
-      body: { address, city: "Portside", state: "CA", zipcode: "94110" },
-    });
-    expect(created.status, created.text).toBe(201);
-    const search = (term: string) => call(`/api/v1/tours?search=${encodeURIComponent(term)}`, { key: t.key });
+  it(
+    "a long or multi-byte tour search answers, % and _ match literally, and past 100 characters it " + "is 422",
+    async () => {
+      const t = await makeTenant();
+      const address = `${"Harbour ".repeat(6)}100% Lane_1 ${"こんにちは".repeat(12)}`;
+      const created = await call("/api/v1/tours", {
+        key: t.key,
+        body: { address, city: "Portside", state: "CA", zipcode: "94110" },
+      });
+      expect(created.status, created.text).toBe(201);
+      const search = (term: string) => call(`/api/v1/tours?search=${encodeURIComponent(term)}`, { key: t.key });
 
-    const ascii = await search("harbour ".repeat(6).trim());
-    expect(ascii.status, ascii.text).toBe(200);
-    expect(ascii.json.total).toBe(1);
-    const multibyte = await search("こんにちは".repeat(12));
-    expect(multibyte.status, multibyte.text).toBe(200);
-    expect(multibyte.json.tours.map((x: { address: string }) => x.address)).toEqual([address]);
-    expect((await search("100%")).json.total).toBe(1);
-    expect((await search("Lane_1")).json.total).toBe(1);
-    expect((await search("10_%")).json.total).toBe(0);
-    expect((await search("Lane%1")).json.total).toBe(0);
-    expectError(await search("x".repeat(101)), 422, "request_query_invalid");
-  });
+      const ascii = await search("harbour ".repeat(6).trim());
+      expect(ascii.status, ascii.text).toBe(200);
+      expect(ascii.json.total).toBe(1);
+      const multibyte = await search("こんにちは".repeat(12));
+      expect(multibyte.status, multibyte.text).toBe(200);
+      expect(multibyte.json.tours.map((x: { address: string }) => x.address)).toEqual([address]);
+      expect((await search("100%")).json.total).toBe(1);
+      expect((await search("Lane_1")).json.total).toBe(1);
+      expect((await search("10_%")).json.total).toBe(0);
+      expect((await search("Lane%1")).json.total).toBe(0);
+      expectError(await search("x".repeat(101)), 422, "request_query_invalid");
+    },
+  );
 
   it("a manager with hundreds of people under them moves to another agency with all of them", async () => {
     const from = await makeTenant();

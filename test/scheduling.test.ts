@@ -181,7 +181,8 @@ describe("availability", () => {
 describe("ICS parsing", () => {
   it("unfolds lines and reads UTC, zoned and all-day times", () => {
     const events = parseIcs(
-      "BEGIN:VEVENT\r\nUID:a\r\n long-uid\r\nDTSTART;VALUE=DATE:20261201\r\nEND:VEVENT\r\nBEGIN:VEVENT\r\nUID:b\r\nDTSTART;TZID=Europe/Berlin:20260701T120000\r\nSTATUS:CANCELLED\r\nEND:VEVENT",
+      "BEGIN:VEVENT\r\nUID:a\r\n " +
+        "long-uid\r\nDTSTART;VALUE=DATE:20261201\r\nEND:VEVENT\r\nBEGIN:VEVENT\r\nUID:b\r\nDTSTART;TZID=Europe/Berlin:20260701T120000\r\nSTATUS:CANCELLED\r\nEND:VEVENT",
     );
     expect(events[0]).toMatchObject({ uid: "along-uid", start: Date.UTC(2026, 11, 1) });
     expect(events[1]).toMatchObject({ uid: "b", start: Date.UTC(2026, 6, 1, 10), cancelled: true });

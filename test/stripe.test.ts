@@ -42,31 +42,34 @@ const invoicePaid = (agencyId: string, listingNumber: string | null, id = `in_${
 });
 
 describe("the Stripe receiver", () => {
-  it("invoice.paid records the invoice and payment on the listing's orders and emits invoice.payment_made once", async () => {
-    const t = await makeTenant();
-    const listing = await makeListing(t);
-    const event = invoicePaid(t.agencyId, listing.listing_number);
-    const r = await deliver(event);
-    expect(r.json, r.text).toEqual({ received: true, outcome: "applied" });
-    const again = await deliver(event);
-    expect(again.json.outcome).toBe("duplicate");
-    const orders = await call(`/api/v1/listings/${listing.listing_number}/orders`, { key: t.key });
-    expect(orders.json.data.map((o: any) => [o.type, o.status, o.amount_minor])).toEqual([
-      ["invoice", "paid", 24900],
-      ["payment", "succeeded", 24900],
-    ]);
-    expect(orders.json.data[0].provider_reference).toBe(event.data.object.id);
-    const emitted = await outbox(t.agencyId, "invoice.payment_made");
-    expect(emitted.map((e) => e.data)).toEqual([
-      expect.objectContaining({
-        invoice_id: event.data.object.id,
-        listing_number: listing.listing_number,
-        amount_minor: 24900,
-        currency: "usd",
-        paid_at: new Date(1_790_000_100_000).toISOString(),
-      }),
-    ]);
-  });
+  it(
+    "invoice.paid records the invoice and payment on the listing's orders and emits " + "invoice.payment_made once",
+    async () => {
+      const t = await makeTenant();
+      const listing = await makeListing(t);
+      const event = invoicePaid(t.agencyId, listing.listing_number);
+      const r = await deliver(event);
+      expect(r.json, r.text).toEqual({ received: true, outcome: "applied" });
+      const again = await deliver(event);
+      expect(again.json.outcome).toBe("duplicate");
+      const orders = await call(`/api/v1/listings/${listing.listing_number}/orders`, { key: t.key });
+      expect(orders.json.data.map((o: any) => [o.type, o.status, o.amount_minor])).toEqual([
+        ["invoice", "paid", 24900],
+        ["payment", "succeeded", 24900],
+      ]);
+      expect(orders.json.data[0].provider_reference).toBe(event.data.object.id);
+      const emitted = await outbox(t.agencyId, "invoice.payment_made");
+      expect(emitted.map((e) => e.data)).toEqual([
+        expect.objectContaining({
+          invoice_id: event.data.object.id,
+          listing_number: listing.listing_number,
+          amount_minor: 24900,
+          currency: "usd",
+          paid_at: new Date(1_790_000_100_000).toISOString(),
+        }),
+      ]);
+    },
+  );
 
   it("maps subscription creation and deletion", async () => {
     const t = await makeTenant();

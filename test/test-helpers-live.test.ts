@@ -87,30 +87,33 @@ describe("test helpers in live mode", () => {
     expect(options.status, options.text).toBe(204);
   });
 
-  it("the live description leaves the test helpers out; the sandbox description lists them under Test helpers", async () => {
-    const live = await direct(new Request(`${BASE}/api/v1/openapi.json`), LIVE);
-    const sandbox = await direct(new Request(`${BASE}/api/v1/openapi.json`), {});
-    expect(live.status, live.text).toBe(200);
-    expect(sandbox.status, sandbox.text).toBe(200);
-    const paths = (doc: any) => Object.keys(doc.paths);
-    const tags = (doc: any) => (doc.tags as { name: string }[]).map((t) => t.name);
-    const operationIds = (doc: any) =>
-      Object.values(doc.paths).flatMap((p: any) => Object.values(p).map((o: any) => o.operationId as string));
+  it(
+    "the live description leaves the test helpers out; the sandbox description lists them under " + "Test helpers",
+    async () => {
+      const live = await direct(new Request(`${BASE}/api/v1/openapi.json`), LIVE);
+      const sandbox = await direct(new Request(`${BASE}/api/v1/openapi.json`), {});
+      expect(live.status, live.text).toBe(200);
+      expect(sandbox.status, sandbox.text).toBe(200);
+      const paths = (doc: any) => Object.keys(doc.paths);
+      const tags = (doc: any) => (doc.tags as { name: string }[]).map((t) => t.name);
+      const operationIds = (doc: any) =>
+        Object.values(doc.paths).flatMap((p: any) => Object.values(p).map((o: any) => o.operationId as string));
 
-    expect(paths(live.json).filter((p) => p.includes("test_helpers"))).toEqual([]);
-    expect(tags(live.json)).not.toContain("Test helpers");
-    expect(operationIds(live.json).filter((id) => id.startsWith("testHelper"))).toEqual([]);
-    expect(live.text).not.toContain("/api/v1/test_helpers/");
-    // Everything else is the same document.
-    expect(paths(live.json).length).toBe(paths(sandbox.json).length - new Set(helpers().map((h) => h.path)).size);
+      expect(paths(live.json).filter((p) => p.includes("test_helpers"))).toEqual([]);
+      expect(tags(live.json)).not.toContain("Test helpers");
+      expect(operationIds(live.json).filter((id) => id.startsWith("testHelper"))).toEqual([]);
+      expect(live.text).not.toContain("/api/v1/test_helpers/");
+      // Everything else is the same document.
+      expect(paths(live.json).length).toBe(paths(sandbox.json).length - new Set(helpers().map((h) => h.path)).size);
 
-    for (const op of helpers()) {
-      const documented = sandbox.json.paths[op.path]?.[op.method];
-      expect(documented, `${op.method} ${op.path}`).toBeDefined();
-      expect(documented.tags).toEqual(["Test helpers"]);
-      expect(documented["x-rate-limit"]).toEqual({ endpoint: "test_helpers", requests_per_60s: 100 });
-      expect(documented["x-required-scope"]).toBeDefined();
-    }
-    expect(tags(sandbox.json)).toContain("Test helpers");
-  });
+      for (const op of helpers()) {
+        const documented = sandbox.json.paths[op.path]?.[op.method];
+        expect(documented, `${op.method} ${op.path}`).toBeDefined();
+        expect(documented.tags).toEqual(["Test helpers"]);
+        expect(documented["x-rate-limit"]).toEqual({ endpoint: "test_helpers", requests_per_60s: 100 });
+        expect(documented["x-required-scope"]).toBeDefined();
+      }
+      expect(tags(sandbox.json)).toContain("Test helpers");
+    },
+  );
 });

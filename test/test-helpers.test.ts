@@ -62,68 +62,74 @@ describe("listing helpers", () => {
     expectError(outsider, 422, "agent_not_in_hierarchy");
   });
 
-  it("pay_invoice applies a Stripe-format invoice.paid: the orders list it and invoice.payment_made is emitted", async () => {
-    const t = await makeTenant();
-    const listing = await makeListing(t);
-    const idem = crypto.randomUUID();
-    const r = await helper(
-      t,
-      `/listings/${listing.listing_number}/invoices/pay`,
-      { amount_minor: 12_500 },
-      {
-        idempotencyKey: idem,
-      },
-    );
-    expect(r.status, r.text).toBe(200);
-    expect(r.json).toMatchObject({ amount_minor: 12_500, currency: "usd", listing_number: listing.listing_number });
-    expect(r.json.invoice_id).toMatch(/^in_/);
-    expect(r.json.stripe_event).toMatchObject({ type: "invoice.paid", outcome: "applied" });
-    const again = await helper(
-      t,
-      `/listings/${listing.listing_number}/invoices/pay`,
-      { amount_minor: 12_500 },
-      {
-        idempotencyKey: idem,
-      },
-    );
-    expect(again.headers.get("X-Idempotent-Replay")).toBe("true");
-    expect(again.json.invoice_id).toBe(r.json.invoice_id);
-    const paid = await dataOf(t, "invoice.payment_made");
-    expect(paid, "one payment however often the same request is sent").toHaveLength(1);
-    expect(paid[0]).toMatchObject({ invoice_id: r.json.invoice_id, amount_minor: 12_500, currency: "usd" });
-    const orders = await call(`/api/v1/listings/${listing.listing_number}/orders`, { key: t.key });
-    expect(orders.json.data.map((o: any) => o.type).sort(), orders.text).toEqual(["invoice", "payment"]);
-  });
+  it(
+    "pay_invoice applies a Stripe-format invoice.paid: the orders list it and invoice.payment_made " + "is emitted",
+    async () => {
+      const t = await makeTenant();
+      const listing = await makeListing(t);
+      const idem = crypto.randomUUID();
+      const r = await helper(
+        t,
+        `/listings/${listing.listing_number}/invoices/pay`,
+        { amount_minor: 12_500 },
+        {
+          idempotencyKey: idem,
+        },
+      );
+      expect(r.status, r.text).toBe(200);
+      expect(r.json).toMatchObject({ amount_minor: 12_500, currency: "usd", listing_number: listing.listing_number });
+      expect(r.json.invoice_id).toMatch(/^in_/);
+      expect(r.json.stripe_event).toMatchObject({ type: "invoice.paid", outcome: "applied" });
+      const again = await helper(
+        t,
+        `/listings/${listing.listing_number}/invoices/pay`,
+        { amount_minor: 12_500 },
+        {
+          idempotencyKey: idem,
+        },
+      );
+      expect(again.headers.get("X-Idempotent-Replay")).toBe("true");
+      expect(again.json.invoice_id).toBe(r.json.invoice_id);
+      const paid = await dataOf(t, "invoice.payment_made");
+      expect(paid, "one payment however often the same request is sent").toHaveLength(1);
+      expect(paid[0]).toMatchObject({ invoice_id: r.json.invoice_id, amount_minor: 12_500, currency: "usd" });
+      const orders = await call(`/api/v1/listings/${listing.listing_number}/orders`, { key: t.key });
+      expect(orders.json.data.map((o: any) => o.type).sort(), orders.text).toEqual(["invoice", "payment"]);
+    },
+  );
 });
 
 describe("appointment helpers", () => {
-  it("schedule, reschedule and cancel emit their events; a cancelled one cannot move or be cancelled again", async () => {
-    const t = await makeTenant();
-    const listing = await makeListing(t);
-    const base = `/listings/${listing.listing_number}/appointments`;
-    const s = await helper(t, base, { ...SHOOT, source: "order_form" });
-    expect(s.status, s.text).toBe(201);
-    expect(s.json).toMatchObject({ status: "scheduled", starts_at: "2026-12-02T17:00:00.000Z" });
-    const moved = await helper(t, `${base}/${s.json.id}/reschedule`, {
-      starts_at: "2026-12-03T17:00:00Z",
-      ends_at: "2026-12-03T19:00:00Z",
-    });
-    expect(moved.status, moved.text).toBe(200);
-    const cancelled = await helper(t, `${base}/${s.json.id}/cancel`);
-    expect(cancelled.status, cancelled.text).toBe(200);
-    expect(cancelled.json.status).toBe("cancelled");
-    expect((await dataOf(t, "appointment.scheduled"))[0]).toMatchObject({
-      appointment_id: s.json.id,
-      source: "order_form",
-    });
-    expect((await dataOf(t, "appointment.rescheduled"))[0]).toMatchObject({
-      previous_starts_at: "2026-12-02T17:00:00.000Z",
-      starts_at: "2026-12-03T17:00:00.000Z",
-    });
-    expect((await dataOf(t, "appointment.cancelled"))[0]).toMatchObject({ reason: "dashboard" });
-    expectError(await helper(t, `${base}/${s.json.id}/cancel`), 409, "appointment_not_scheduled");
-    expectError(await helper(t, `${base}/${s.json.id}/reschedule`, SHOOT), 409, "appointment_not_scheduled");
-  });
+  it(
+    "schedule, reschedule and cancel emit their events; a cancelled one cannot move or be " + "cancelled again",
+    async () => {
+      const t = await makeTenant();
+      const listing = await makeListing(t);
+      const base = `/listings/${listing.listing_number}/appointments`;
+      const s = await helper(t, base, { ...SHOOT, source: "order_form" });
+      expect(s.status, s.text).toBe(201);
+      expect(s.json).toMatchObject({ status: "scheduled", starts_at: "2026-12-02T17:00:00.000Z" });
+      const moved = await helper(t, `${base}/${s.json.id}/reschedule`, {
+        starts_at: "2026-12-03T17:00:00Z",
+        ends_at: "2026-12-03T19:00:00Z",
+      });
+      expect(moved.status, moved.text).toBe(200);
+      const cancelled = await helper(t, `${base}/${s.json.id}/cancel`);
+      expect(cancelled.status, cancelled.text).toBe(200);
+      expect(cancelled.json.status).toBe("cancelled");
+      expect((await dataOf(t, "appointment.scheduled"))[0]).toMatchObject({
+        appointment_id: s.json.id,
+        source: "order_form",
+      });
+      expect((await dataOf(t, "appointment.rescheduled"))[0]).toMatchObject({
+        previous_starts_at: "2026-12-02T17:00:00.000Z",
+        starts_at: "2026-12-03T17:00:00.000Z",
+      });
+      expect((await dataOf(t, "appointment.cancelled"))[0]).toMatchObject({ reason: "dashboard" });
+      expectError(await helper(t, `${base}/${s.json.id}/cancel`), 409, "appointment_not_scheduled");
+      expectError(await helper(t, `${base}/${s.json.id}/reschedule`, SHOOT), 409, "appointment_not_scheduled");
+    },
+  );
 
   it("refuses backwards times, another listing's appointment and a cancelled listing", async () => {
     const t = await makeTenant();

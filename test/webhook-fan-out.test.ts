@@ -67,63 +67,67 @@ async function burst() {
 }
 
 describe("one agency's burst does not hold back another agency's delivery", () => {
-  it("healthy receivers: B's delivery is in the first page and the first consumer batch; the poisoned row holds nothing", async () => {
-    const { a, aEndpoints, bEndpoint, poisoned, aEvents, bEvent } = await burst();
+  it(
+    "healthy receivers: B's delivery is in the first page and the first consumer batch; the poisoned row holds " +
+      "nothing",
+    async () => {
+      const { a, aEndpoints, bEndpoint, poisoned, aEvents, bEvent } = await burst();
 
-    const first = await drain();
-    // The page takes turns: A's oldest (the poisoned row) and B's only event, then A's next 24.
-    expect(first).toEqual({ events: 1 + (AGENCY_EVENTS_PER_PAGE - 1) + 1, messages: 24 * 16 + 1, failed: 1 });
-    expect((await eventRow(bEvent))!.enqueuedAt, "B's event left in the first page").not.toBeNull();
-    const [toB] = await deliveriesTo(bEndpoint);
-    const firstBatch = queue.sent.slice(0, CONSUMER_BATCH);
-    expect(firstBatch, "B's message is in the first consumer batch").toContain(toB!.id);
-    expect(queue.sent.indexOf(toB!.id)).toBeLessThan(2);
+      const first = await drain();
+      // The page takes turns: A's oldest (the poisoned row) and B's only event, then A's next 24.
+      expect(first).toEqual({ events: 1 + (AGENCY_EVENTS_PER_PAGE - 1) + 1, messages: 24 * 16 + 1, failed: 1 });
+      expect((await eventRow(bEvent))!.enqueuedAt, "B's event left in the first page").not.toBeNull();
+      const [toB] = await deliveriesTo(bEndpoint);
+      const firstBatch = queue.sent.slice(0, CONSUMER_BATCH);
+      expect(firstBatch, "B's message is in the first consumer batch").toContain(toB!.id);
+      expect(queue.sent.indexOf(toB!.id)).toBeLessThan(2);
 
-    // The poisoned row is recorded and waits; the rest of A's page went out.
-    const poison = (await eventRow(poisoned))!;
-    expect(poison).toMatchObject({ attempts: 1, enqueuedAt: null, setAsideAt: null });
-    expect(poison.lastError).toMatch(/JSON/);
-    expect(Date.parse(poison.claimedUntil!)).toBeGreaterThan(Date.now() + 30_000);
+      // The poisoned row is recorded and waits; the rest of A's page went out.
+      const poison = (await eventRow(poisoned))!;
+      expect(poison).toMatchObject({ attempts: 1, enqueuedAt: null, setAsideAt: null });
+      expect(poison.lastError).toMatch(/JSON/);
+      expect(Date.parse(poison.claimedUntil!)).toBeGreaterThan(Date.now() + 30_000);
 
-    const consumed = await consumeBatch(firstBatch);
-    expect(consumed.acked.sort()).toEqual([...firstBatch].sort());
-    expect((await deliveriesTo(bEndpoint))[0]!.status).toBe("delivered");
+      const consumed = await consumeBatch(firstBatch);
+      expect(consumed.acked.sort()).toEqual([...firstBatch].sort());
+      expect((await deliveriesTo(bEndpoint))[0]!.status).toBe("delivered");
 
-    // The rest drains in one Cron invocation's sweep, inside D1's limits (the guard counts every statement).
-    const swept = await asInvocation(() => sweepOutbox(env));
-    expect(swept.events).toBe(1_000 - 24);
-    const [left] = await db()
-      .select({ n: count() })
-      .from(events)
-      .where(and(inArray(events.agencyId, [a.agencyId]), isNull(events.enqueuedAt)));
-    expect(left!.n, "only the poisoned row is left").toBe(1);
-    const [made] = await db()
-      .select({ n: count() })
-      .from(webhookDeliveries)
-      .where(
-        and(
-          inArray(webhookDeliveries.endpointId, aEndpoints),
-          inArray(webhookDeliveries.eventId, sql`(SELECT value FROM json_each(${JSON.stringify(aEvents)}))`),
-        ),
-      );
-    expect(made!.n, "one delivery per event and endpoint").toBe(aEvents.length * 16);
-    expect(queue.sent).toHaveLength(aEvents.length * 16 + 1);
-    expect(new Set(queue.sent).size, "one message per delivery").toBe(queue.sent.length);
+      // The rest drains in one Cron invocation's sweep, inside D1's limits (the guard counts every statement).
+      const swept = await asInvocation(() => sweepOutbox(env));
+      expect(swept.events).toBe(1_000 - 24);
+      const [left] = await db()
+        .select({ n: count() })
+        .from(events)
+        .where(and(inArray(events.agencyId, [a.agencyId]), isNull(events.enqueuedAt)));
+      expect(left!.n, "only the poisoned row is left").toBe(1);
+      const [made] = await db()
+        .select({ n: count() })
+        .from(webhookDeliveries)
+        .where(
+          and(
+            inArray(webhookDeliveries.endpointId, aEndpoints),
+            inArray(webhookDeliveries.eventId, sql`(SELECT value FROM json_each(${JSON.stringify(aEvents)}))`),
+          ),
+        );
+      expect(made!.n, "one delivery per event and endpoint").toBe(aEvents.length * 16);
+      expect(queue.sent).toHaveLength(aEvents.length * 16 + 1);
+      expect(new Set(queue.sent).size, "one message per delivery").toBe(queue.sent.length);
 
-    // After its last attempt the poisoned row is set aside with its error, and no drain takes it again.
-    for (let attempt = 2; attempt <= MAX_FAN_OUT_ATTEMPTS; attempt++) {
-      await db()
-        .update(events)
-        .set({ claimedUntil: new Date(Date.now() - 1).toISOString() })
-        .where(eq(events.id, poisoned));
-      expect(await drain()).toEqual({ events: 1, messages: 0, failed: 1 });
-    }
-    const setAside = (await eventRow(poisoned))!;
-    expect(setAside).toMatchObject({ attempts: MAX_FAN_OUT_ATTEMPTS, enqueuedAt: null, claimedUntil: null });
-    expect(setAside.setAsideAt).not.toBeNull();
-    expect(setAside.lastError).toMatch(/JSON/);
-    expect(await drain()).toEqual({ events: 0, messages: 0, failed: 0 });
-  });
+      // After its last attempt the poisoned row is set aside with its error, and no drain takes it again.
+      for (let attempt = 2; attempt <= MAX_FAN_OUT_ATTEMPTS; attempt++) {
+        await db()
+          .update(events)
+          .set({ claimedUntil: new Date(Date.now() - 1).toISOString() })
+          .where(eq(events.id, poisoned));
+        expect(await drain()).toEqual({ events: 1, messages: 0, failed: 1 });
+      }
+      const setAside = (await eventRow(poisoned))!;
+      expect(setAside).toMatchObject({ attempts: MAX_FAN_OUT_ATTEMPTS, enqueuedAt: null, claimedUntil: null });
+      expect(setAside.setAsideAt).not.toBeNull();
+      expect(setAside.lastError).toMatch(/JSON/);
+      expect(await drain()).toEqual({ events: 0, messages: 0, failed: 0 });
+    },
+  );
 
   it.each([
     ["hang past the timeout", "hang" as const],
@@ -174,41 +178,44 @@ describe("one agency's burst does not hold back another agency's delivery", () =
     },
   );
 
-  it("even queued behind a whole burst to hanging receivers, B's delivery waits for at most a few timeouts", async () => {
-    // The worst case for the queue: A's 10 events were drained (160 messages) before B's event existed.
-    const a = await makeTenant();
-    const b = await makeTenant();
-    await registerEndpoints(a, 16, "a");
-    const [bEndpoint] = await registerEndpoints(b, 1, "b", ["listing.created"]);
-    await emptyOutbox();
-    queue.sent.length = 0;
-    await insertEvents(a.agencyId, 10, { firstCreatedAt: Date.now() - 60_000 });
-    await drain();
-    await insertEvents(b.agencyId, 1, { firstCreatedAt: Date.now() });
-    await drain();
-    const [toB] = await deliveriesTo(bEndpoint!);
-    expect(queue.sent.indexOf(toB!.id)).toBe(160);
+  it(
+    "even queued behind a whole burst to hanging receivers, B's delivery waits for at most a few " + "timeouts",
+    async () => {
+      // The worst case for the queue: A's 10 events were drained (160 messages) before B's event existed.
+      const a = await makeTenant();
+      const b = await makeTenant();
+      await registerEndpoints(a, 16, "a");
+      const [bEndpoint] = await registerEndpoints(b, 1, "b", ["listing.created"]);
+      await emptyOutbox();
+      queue.sent.length = 0;
+      await insertEvents(a.agencyId, 10, { firstCreatedAt: Date.now() - 60_000 });
+      await drain();
+      await insertEvents(b.agencyId, 1, { firstCreatedAt: Date.now() });
+      await drain();
+      const [toB] = await deliveriesTo(bEndpoint!);
+      expect(queue.sent.indexOf(toB!.id)).toBe(160);
 
-    const timeoutMs = 250;
-    const network = receivers((url) => (url.includes("/a/") ? "hang" : "ok"));
-    let waited = 0;
-    let batches = 0;
-    const settled = new Set<string>();
-    for (let i = 0; i < queue.sent.length && !network.received.length; i += CONSUMER_BATCH) {
-      const ids = queue.sent.slice(i, i + CONSUMER_BATCH);
-      const result = await consumeBatch(ids, { limits: { timeoutMs } });
-      for (const id of [...result.acked, ...result.retried.keys()]) settled.add(id);
-      batches++;
-      if (result.ms >= timeoutMs) waited++;
-    }
-    expect(network.received.map((r) => r.url)).toEqual(["http://localhost:9999/b/0"]);
-    expect(batches).toBe(17);
-    const aAttempts = network.calls.filter((c) => c.url.includes("/a/")).length;
-    // Each hanging endpoint costs one timeout; its breaker then holds its other messages without a request.
-    expect(aAttempts, `A's receivers were called ${aAttempts} times before B's delivery`).toBeLessThanOrEqual(16);
-    expect(waited, `${waited} of ${batches} batches waited for a timeout`).toBeLessThanOrEqual(3);
-    expect(settled.size, "every message was acked or retried, none left unsettled").toBe(161);
-  });
+      const timeoutMs = 250;
+      const network = receivers((url) => (url.includes("/a/") ? "hang" : "ok"));
+      let waited = 0;
+      let batches = 0;
+      const settled = new Set<string>();
+      for (let i = 0; i < queue.sent.length && !network.received.length; i += CONSUMER_BATCH) {
+        const ids = queue.sent.slice(i, i + CONSUMER_BATCH);
+        const result = await consumeBatch(ids, { limits: { timeoutMs } });
+        for (const id of [...result.acked, ...result.retried.keys()]) settled.add(id);
+        batches++;
+        if (result.ms >= timeoutMs) waited++;
+      }
+      expect(network.received.map((r) => r.url)).toEqual(["http://localhost:9999/b/0"]);
+      expect(batches).toBe(17);
+      const aAttempts = network.calls.filter((c) => c.url.includes("/a/")).length;
+      // Each hanging endpoint costs one timeout; its breaker then holds its other messages without a request.
+      expect(aAttempts, `A's receivers were called ${aAttempts} times before B's delivery`).toBeLessThanOrEqual(16);
+      expect(waited, `${waited} of ${batches} batches waited for a timeout`).toBeLessThanOrEqual(3);
+      expect(settled.size, "every message was acked or retried, none left unsettled").toBe(161);
+    },
+  );
 });
 
 describe("one consumer batch", () => {
@@ -226,22 +233,25 @@ describe("one consumer batch", () => {
     expect(network.most).toEqual({ overall: CONNECTIONS_PER_BATCH, perUrl: ENDPOINT_IN_FLIGHT });
   });
 
-  it("ends within its start window and one timeout: attempts that cannot start in time wait for a later batch", async () => {
-    const t = await makeTenant();
-    await registerEndpoints(t, 1, "slow");
-    await emptyOutbox();
-    queue.sent.length = 0;
-    await insertEvents(t.agencyId, 10, { firstCreatedAt: Date.now() - 1_000 });
-    await drain();
-    receivers(() => ({ afterMs: 100 }));
-    const consumed = await consumeBatch(queue.sent, { limits: { startWindowMs: 150, timeoutMs: 1_000 } });
-    // Two at a time: two start at once, two more after 100 ms; the rest would start after the window.
-    expect(consumed.acked.length, JSON.stringify(consumed)).toBeGreaterThanOrEqual(2);
-    expect(consumed.acked.length).toBeLessThanOrEqual(6);
-    expect(consumed.acked.length + consumed.retried.size).toBe(10);
-    for (const delay of consumed.retried.values()) expect(delay).toBe(30);
-    expect(consumed.ms).toBeLessThan(150 + 1_000);
-  });
+  it(
+    "ends within its start window and one timeout: attempts that cannot start in time wait for a " + "later batch",
+    async () => {
+      const t = await makeTenant();
+      await registerEndpoints(t, 1, "slow");
+      await emptyOutbox();
+      queue.sent.length = 0;
+      await insertEvents(t.agencyId, 10, { firstCreatedAt: Date.now() - 1_000 });
+      await drain();
+      receivers(() => ({ afterMs: 100 }));
+      const consumed = await consumeBatch(queue.sent, { limits: { startWindowMs: 150, timeoutMs: 1_000 } });
+      // Two at a time: two start at once, two more after 100 ms; the rest would start after the window.
+      expect(consumed.acked.length, JSON.stringify(consumed)).toBeGreaterThanOrEqual(2);
+      expect(consumed.acked.length).toBeLessThanOrEqual(6);
+      expect(consumed.acked.length + consumed.retried.size).toBe(10);
+      for (const delay of consumed.retried.values()) expect(delay).toBe(30);
+      expect(consumed.ms).toBeLessThan(150 + 1_000);
+    },
+  );
 });
 
 /** The events of these agencies that a drain has sent. */
@@ -277,23 +287,26 @@ describe("the claim", () => {
       );
   });
 
-  it("with more agencies waiting than a page has room for, each next page starts where the last one ended", async () => {
-    await emptyOutbox();
-    const agencies = Array.from({ length: 70 }, (_, i) => `agy_many_${String(i).padStart(3, "0")}`);
-    const t0 = Date.now() - 600_000;
-    for (const [i, agency] of agencies.entries()) await insertEvents(agency, 3, { firstCreatedAt: t0 + i });
-    const turns = async () => {
-      const sent = await sentOf(agencies);
-      return agencies.map((a) => sent.filter((r) => r.agencyId === a).length);
-    };
-    expect(await drain()).toMatchObject({ events: PAGE_EVENTS });
-    expect(
-      (await turns()).filter((n) => n === 1),
-      "one turn each",
-    ).toHaveLength(PAGE_EVENTS);
-    expect(await drain()).toMatchObject({ events: PAGE_EVENTS });
-    expect(Math.min(...(await turns())), "every agency has had a turn within two pages").toBe(1);
-    expect(await drain()).toMatchObject({ events: PAGE_EVENTS });
-    expect(Math.min(...(await turns())), "and a second one within three").toBe(2);
-  });
+  it(
+    "with more agencies waiting than a page has room for, each next page starts where the last one " + "ended",
+    async () => {
+      await emptyOutbox();
+      const agencies = Array.from({ length: 70 }, (_, i) => `agy_many_${String(i).padStart(3, "0")}`);
+      const t0 = Date.now() - 600_000;
+      for (const [i, agency] of agencies.entries()) await insertEvents(agency, 3, { firstCreatedAt: t0 + i });
+      const turns = async () => {
+        const sent = await sentOf(agencies);
+        return agencies.map((a) => sent.filter((r) => r.agencyId === a).length);
+      };
+      expect(await drain()).toMatchObject({ events: PAGE_EVENTS });
+      expect(
+        (await turns()).filter((n) => n === 1),
+        "one turn each",
+      ).toHaveLength(PAGE_EVENTS);
+      expect(await drain()).toMatchObject({ events: PAGE_EVENTS });
+      expect(Math.min(...(await turns())), "every agency has had a turn within two pages").toBe(1);
+      expect(await drain()).toMatchObject({ events: PAGE_EVENTS });
+      expect(Math.min(...(await turns())), "and a second one within three").toBe(2);
+    },
+  );
 });

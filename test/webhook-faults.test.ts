@@ -142,22 +142,26 @@ describe("every consumer and the sweep are idempotent under redelivery", () => {
     expect(queue.sent).toHaveLength(deliveries.length);
   });
 
-  it("a drain that sent its messages but could not mark its events: the next drain sends again, the receiver gets one", async () => {
-    const { eventIds } = await agencyWith(1, 1);
-    failD1(/^UPDATE events SET enqueued_at/, 1);
-    await expect(drain()).rejects.toSatisfy(overloaded);
-    expect(queue.sent).toHaveLength(1);
-    expect(await unsent(eventIds)).toEqual([{ id: eventIds[0], enqueuedAt: null, claimedUntil: null }]);
-    await drain();
-    expect((await unsent(eventIds))[0]!.enqueuedAt).not.toBeNull();
-    expect(queue.sent).toHaveLength(2);
-    expect(queue.sent[0]).toBe(queue.sent[1]);
-    // Sent apart, the two messages come in different batches.
-    expect((await consumeBatch([queue.sent[0]!])).acked).toEqual([queue.sent[0]]);
-    expect((await consumeBatch([queue.sent[1]!], { attempts: 1 })).acked).toEqual([queue.sent[1]]);
-    expect(network.received).toHaveLength(1);
-    expect(await attemptsOf(queue.sent[0]!)).toHaveLength(1);
-  });
+  it(
+    "a drain that sent its messages but could not mark its events: the next drain sends again, the receiver gets " +
+      "one",
+    async () => {
+      const { eventIds } = await agencyWith(1, 1);
+      failD1(/^UPDATE events SET enqueued_at/, 1);
+      await expect(drain()).rejects.toSatisfy(overloaded);
+      expect(queue.sent).toHaveLength(1);
+      expect(await unsent(eventIds)).toEqual([{ id: eventIds[0], enqueuedAt: null, claimedUntil: null }]);
+      await drain();
+      expect((await unsent(eventIds))[0]!.enqueuedAt).not.toBeNull();
+      expect(queue.sent).toHaveLength(2);
+      expect(queue.sent[0]).toBe(queue.sent[1]);
+      // Sent apart, the two messages come in different batches.
+      expect((await consumeBatch([queue.sent[0]!])).acked).toEqual([queue.sent[0]]);
+      expect((await consumeBatch([queue.sent[1]!], { attempts: 1 })).acked).toEqual([queue.sent[1]]);
+      expect(network.received).toHaveLength(1);
+      expect(await attemptsOf(queue.sent[0]!)).toHaveLength(1);
+    },
+  );
 });
 
 describe("faults survived", () => {
@@ -238,37 +242,42 @@ describe("faults survived", () => {
     expect([...unread.retried.keys()].sort()).toEqual([id, other].sort());
   });
 
-  it("a receiver that hangs past the timeout is retried later, without a request while its endpoint is paused", async () => {
-    const id = await oneDelivery();
-    const { endpointId } = await deliveryRow(id);
-    answer = "hang";
-    const first = await consumeBatch([id], { limits: { timeoutMs: 100 } });
-    expect(first.retried.get(id)).toBe(30);
-    const [attempt] = await attemptsOf(id);
-    expect(attempt).toMatchObject({ attempt: 1, responseStatus: null, error: "no answer within 0.1 s" });
-    const endpoint = (await db().select().from(webhookEndpoints).where(eq(webhookEndpoints.id, endpointId)).get())!;
-    expect(endpoint.consecutiveFailures).toBe(1);
-    const pause = Date.parse(endpoint.pausedUntil!) - Date.now();
-    expect(pause).toBeGreaterThan(20_000);
-    expect(pause).toBeLessThanOrEqual(30_000);
+  it(
+    "a receiver that hangs past the timeout is retried later, without a request while its endpoint " + "is paused",
+    async () => {
+      const id = await oneDelivery();
+      const { endpointId } = await deliveryRow(id);
+      answer = "hang";
+      const first = await consumeBatch([id], { limits: { timeoutMs: 100 } });
+      expect(first.retried.get(id)).toBe(30);
+      const [attempt] = await attemptsOf(id);
+      expect(attempt).toMatchObject({ attempt: 1, responseStatus: null, error: "no answer within 0.1 s" });
+      const endpoint = (await db().select().from(webhookEndpoints).where(eq(webhookEndpoints.id, endpointId)).get())!;
+      expect(endpoint.consecutiveFailures).toBe(1);
+      const pause = Date.parse(endpoint.pausedUntil!) - Date.now();
+      expect(pause).toBeGreaterThan(20_000);
+      expect(pause).toBeLessThanOrEqual(30_000);
 
-    // Redelivered while the endpoint is paused: retried again without a request.
-    const early = await consumeBatch([id], { attempts: 2, limits: { timeoutMs: 100 } });
-    expect(network.calls).toHaveLength(1);
-    expect(early.retried.get(id)).toBeGreaterThanOrEqual(60);
+      // Redelivered while the endpoint is paused: retried again without a request.
+      const early = await consumeBatch([id], { attempts: 2, limits: { timeoutMs: 100 } });
+      expect(network.calls).toHaveLength(1);
+      expect(early.retried.get(id)).toBeGreaterThanOrEqual(60);
 
-    // After the pause, the receiver answers: delivered, and the breaker closes.
-    await db()
-      .update(webhookEndpoints)
-      .set({ pausedUntil: new Date(Date.now() - 1).toISOString() })
-      .where(eq(webhookEndpoints.id, endpointId));
-    answer = "ok";
-    const later = await consumeBatch([id], { attempts: 3 });
-    expect(later.acked).toEqual([id]);
-    expect(await deliveryRow(id)).toMatchObject({ status: "delivered", attempts: 2 });
-    expect(await db().select().from(webhookEndpoints).where(eq(webhookEndpoints.id, endpointId)).get()).toMatchObject({
-      consecutiveFailures: 0,
-      pausedUntil: null,
-    });
-  });
+      // After the pause, the receiver answers: delivered, and the breaker closes.
+      await db()
+        .update(webhookEndpoints)
+        .set({ pausedUntil: new Date(Date.now() - 1).toISOString() })
+        .where(eq(webhookEndpoints.id, endpointId));
+      answer = "ok";
+      const later = await consumeBatch([id], { attempts: 3 });
+      expect(later.acked).toEqual([id]);
+      expect(await deliveryRow(id)).toMatchObject({ status: "delivered", attempts: 2 });
+      expect(await db().select().from(webhookEndpoints).where(eq(webhookEndpoints.id, endpointId)).get()).toMatchObject(
+        {
+          consecutiveFailures: 0,
+          pausedUntil: null,
+        },
+      );
+    },
+  );
 });

@@ -117,7 +117,8 @@ export async function insertEvents(
 export async function insertPoisonedEvent(agencyId: string, createdAt: number): Promise<string> {
   const id = newId("evt");
   await env.DB.prepare(
-    "INSERT INTO events (id, agency_id, event_type, api_version, timestamp, data, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+    "INSERT INTO events (id, agency_id, event_type, api_version, timestamp, data, created_at) VALUES (?, ?, ?, " +
+      "?, ?, ?, ?)",
   )
     .bind(id, agencyId, "listing.created", "2026-11-01", 1, "{not json", new Date(createdAt).toISOString())
     .run();

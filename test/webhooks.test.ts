@@ -261,31 +261,37 @@ describe("registering endpoints", () => {
 });
 
 describe("signatures", () => {
-  it("a GitHub-style verifier from npm accepts our signature over the raw body, and rejects a changed body", async () => {
-    const secret = newSigningSecret();
-    const body = JSON.stringify({
-      event_id: "evt_1",
-      event_type: "listing.created",
-      api_version: "2026-11-01",
-      timestamp: 1_790_000_000,
-      nonce: "n1",
-      data: { listing_number: "abc1234", status: "Coming Soon" },
-    });
-    const signature = await signPayload(secret, body);
-    expect(signature).toMatch(/^sha256=[0-9a-f]{64}$/);
-    expect(await verify(secret, body, signature)).toBe(true);
-    expect(await verify(secret, body.replace("abc1234", "abc1235"), signature)).toBe(false);
-    expect(await verify(newSigningSecret(), body, signature)).toBe(false);
-  });
+  it(
+    "a GitHub-style verifier from npm accepts our signature over the raw body, and rejects a " + "changed body",
+    async () => {
+      const secret = newSigningSecret();
+      const body = JSON.stringify({
+        event_id: "evt_1",
+        event_type: "listing.created",
+        api_version: "2026-11-01",
+        timestamp: 1_790_000_000,
+        nonce: "n1",
+        data: { listing_number: "abc1234", status: "Coming Soon" },
+      });
+      const signature = await signPayload(secret, body);
+      expect(signature).toMatch(/^sha256=[0-9a-f]{64}$/);
+      expect(await verify(secret, body, signature)).toBe(true);
+      expect(await verify(secret, body.replace("abc1234", "abc1235"), signature)).toBe(false);
+      expect(await verify(newSigningSecret(), body, signature)).toBe(false);
+    },
+  );
 
-  it("the Standard Webhooks signature equals the standardwebhooks library's own for the same id, time and body", async () => {
-    const secret = newSigningSecret();
-    const body = JSON.stringify({ event_id: "evt_1", timestamp: 1_790_000_000, data: { note: "é ✓" } });
-    const ours = await standardSignature(secret, "evt_1", 1_790_000_000, body);
-    expect(ours).toBe(new Webhook(secret).sign("evt_1", new Date(1_790_000_000_000), body));
-    expect(ours).not.toBe(await standardSignature(secret, "evt_2", 1_790_000_000, body));
-    expect(ours).not.toBe(await standardSignature(secret, "evt_1", 1_790_000_001, body));
-  });
+  it(
+    "the Standard Webhooks signature equals the standardwebhooks library's own for the same id, " + "time and body",
+    async () => {
+      const secret = newSigningSecret();
+      const body = JSON.stringify({ event_id: "evt_1", timestamp: 1_790_000_000, data: { note: "é ✓" } });
+      const ours = await standardSignature(secret, "evt_1", 1_790_000_000, body);
+      expect(ours).toBe(new Webhook(secret).sign("evt_1", new Date(1_790_000_000_000), body));
+      expect(ours).not.toBe(await standardSignature(secret, "evt_2", 1_790_000_000, body));
+      expect(ours).not.toBe(await standardSignature(secret, "evt_1", 1_790_000_001, body));
+    },
+  );
 
   it("a secret that is not whsec_ + padded standard base64 signs X-Webhook-Signature alone", async () => {
     const attempt = { webhookId: "evt_1", timestamp: Math.floor(Date.now() / 1000), rawBody: "{}" };

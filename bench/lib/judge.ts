@@ -29,7 +29,8 @@ export function judgeRun(
     get && floorGet
       ? verdict(
           get.rps >= 0.9 * floorGet.rps && get.p50 <= floorGet.p50 + 3,
-          `${(get.rps / floorGet.rps).toFixed(3)}× floor (≥ 0.9), p50 +${(get.p50 - floorGet.p50).toFixed(1)} ms (≤ +3)`,
+          `${(get.rps / floorGet.rps).toFixed(3)}× floor (≥ 0.9), ` +
+            `p50 +${(get.p50 - floorGet.p50).toFixed(1)} ms (≤ +3)`,
         )
       : undefined;
   const post = f("post");

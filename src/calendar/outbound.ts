@@ -69,7 +69,10 @@ export interface CalendarSource {
   event(eventId: string): Promise<CalendarEvent>;
 }
 
-/** Wraps a source so that anything unexpected from the provider (an unreadable body, a missing field) is a 502, never a 500. */
+/**
+ * Wraps a source so that anything unexpected from the provider (an unreadable body, a missing
+ * field) is a 502, never a 500.
+ */
 export function guarded(provider: string, source: CalendarSource): CalendarSource {
   const wrap =
     <A extends unknown[], R>(fn: (...a: A) => Promise<R>) =>

@@ -157,7 +157,8 @@ export const EVENT_TYPES = {
     category: "Media",
     apiVersion: "2026-11-01",
     description:
-      "Delivery of listing media to the agent's cloud storage finished. A partial success (summary.files_failed greater than 0) still counts as completed.",
+      "Delivery of listing media to the agent's cloud storage finished. A partial success (summary.files_failed " +
+      "greater than 0) still counts as completed.",
     data: z.object({
       delivery_id: z.string(),
       listing_number: listingNumber,

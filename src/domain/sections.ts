@@ -28,7 +28,10 @@ function httpsUrl(field: string, value: string | undefined): string {
   return url.toString();
 }
 
-/** The floorplan section is an ordered list of URLs: set makes it one URL, append adds one, replace swaps the whole list. */
+/**
+ * The floorplan section is an ordered list of URLs: set makes it one URL, append adds one, replace
+ * swaps the whole list.
+ */
 export function nextFloorplans(current: string[], change: FloorplanChange): string[] {
   const { operation } = change;
   if (operation === "replace") {

@@ -46,7 +46,9 @@ export function rateLimit(endpoint: EndpointName): MiddlewareHandler<AppEnv> {
     setRateHeaders(c, rate);
     if (rate.retryAfter !== undefined) {
       throw new DomainError("rate_limit_exceeded", {
-        message: `The budget of ${rate.limit} requests per 60 s for ${endpoint} is exhausted; retry after ${rate.retryAfter} s.`,
+        message:
+          `The budget of ${rate.limit} requests per 60 s for ${endpoint} is exhausted; ` +
+          `retry after ${rate.retryAfter} s.`,
         details: { endpoint, limit: rate.limit, window_seconds: 60 },
         retryAfter: rate.retryAfter,
       });

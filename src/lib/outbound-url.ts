@@ -87,7 +87,8 @@ function blockedIpv6(g: number[]): boolean {
   if (zeroPrefix(5) && g[5] === 0xffff) return blockedIpv4(embedded(g[6]!, g[7]!)); // IPv4-mapped
   if (zeroPrefix(6)) return blockedIpv4(embedded(g[6]!, g[7]!)); // IPv4-compatible
   if (zeroPrefix(4) && g[4] === 0xffff && g[5] === 0) return blockedIpv4(embedded(g[6]!, g[7]!)); // IPv4-translated
-  if (g[0] === 0x64 && g[1] === 0xff9b) return g[2] !== 0 || blockedIpv4(embedded(g[6]!, g[7]!)); // NAT64; local-use 64:ff9b:1::/48 always
+  // NAT64; local-use 64:ff9b:1::/48 always
+  if (g[0] === 0x64 && g[1] === 0xff9b) return g[2] !== 0 || blockedIpv4(embedded(g[6]!, g[7]!));
   if (g[0] === 0x2002) return blockedIpv4(embedded(g[1]!, g[2]!)); // 6to4
   const first = g[0]!;
   return (

@@ -4,8 +4,18 @@ export const OVERLOADED_RETRY_AFTER = 10;
 
 // What D1 and Durable Objects say when a retry may succeed: a dropped connection, an
 // object reset or moved, a storage timeout, a queue of requests too long.
-const TRANSIENT_MESSAGES =
-  /Network connection lost|overloaded|Too many requests queued|object to be reset|exceeded timeout|Durable Object reset|internal error in D1/i;
+const TRANSIENT_MESSAGES = new RegExp(
+  [
+    "Network connection lost",
+    "overloaded",
+    "Too many requests queued",
+    "object to be reset",
+    "exceeded timeout",
+    "Durable Object reset",
+    "internal error in D1",
+  ].join("|"),
+  "i",
+);
 
 /**
  * Whether a failure from D1 or a Durable Object is transient, and how long to wait: an

@@ -45,7 +45,8 @@ const candidates = (listingId: string, scope: DeliveryScope) => sql`
   WHERE u.listing_id = ${listingId} AND u.status = 'completed'
   ${
     scope === "undelivered"
-      ? sql`AND NOT EXISTS (SELECT 1 FROM media_delivery_files f WHERE f.upload_id = u.id AND f.status IN ('pending', 'delivered'))`
+      ? sql`AND NOT EXISTS (SELECT 1 FROM media_delivery_files f
+          WHERE f.upload_id = u.id AND f.status IN ('pending', 'delivered'))`
       : sql``
   }`;
 
@@ -74,7 +75,8 @@ export function createDeliveryStatements(
   // INSERT … SELECT lists every column of the table, in table order.
   return [
     db.insert(mediaDeliveries).select(
-      sql`SELECT ${d.id}, ${d.agencyId}, ${d.listingId}, ${d.destinationUserId}, ${d.trigger}, 'queued', 0, 0, 0, 0, NULL, NULL, ${now}, ${now}
+      sql`SELECT ${d.id}, ${d.agencyId}, ${d.listingId}, ${d.destinationUserId}, ${d.trigger},
+            'queued', 0, 0, 0, 0, NULL, NULL, ${now}, ${now}
           WHERE EXISTS (${candidates(d.listingId, d.scope)})`,
     ),
     db.insert(mediaDeliveryFiles).select(

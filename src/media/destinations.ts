@@ -92,7 +92,10 @@ export async function removeDestination(db: Db, user: User): Promise<void> {
   if (!gone.length) throw new DomainError("delivery_destination_not_found");
 }
 
-/** A delivery's destination with its secret unsealed, read when the delivery runs (so a changed destination applies). */
+/**
+ * A delivery's destination with its secret unsealed, read when the delivery runs (so a changed
+ * destination applies).
+ */
 export async function openDestination(
   db: Db,
   secretKey: string,

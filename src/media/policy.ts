@@ -27,7 +27,9 @@ export function checkUpload(assetType: AssetType, contentType: string, sizeBytes
   const normalized = normalizeContentType(contentType);
   if (!(policy.contentTypes as readonly string[]).includes(normalized)) {
     throw new DomainError("unsupported_mime_type", {
-      message: `'${contentType}' is not accepted for asset_type '${assetType}'. Accepted: ${policy.contentTypes.join(", ")}.`,
+      message:
+        `'${contentType}' is not accepted for asset_type '${assetType}'. ` +
+        `Accepted: ${policy.contentTypes.join(", ")}.`,
       details: { asset_type: assetType, content_type: contentType, allowed_content_types: policy.contentTypes },
     });
   }

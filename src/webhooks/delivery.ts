@@ -21,7 +21,8 @@ export const MAX_RETRY_DELAY_SECONDS = 12 * 60 * 60;
 
 /**
  * Seconds before the queue redelivers a message after its failed attempt `attempt`
- * (1-based; a replay starts again at 1): 30 s doubling, capped at 12 hours. With the queue's 15 retries that is 16 attempts over about 65 hours, after
+ * (1-based; a replay starts again at 1): 30 s doubling, capped at 12 hours. With the queue's 15 retries that
+ * is 16 attempts over about 65 hours, after
  * which the message goes to the dead-letter queue.
  */
 export const retryDelay = (attempt: number) =>

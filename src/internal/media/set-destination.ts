@@ -44,7 +44,7 @@ export const setDeliveryDestinationRoute = internalRoute(["user_not_found", "inv
             path_prefix: z
               .string()
               .max(200)
-              // biome-ignore lint/suspicious/noControlCharactersInRegex: a folder name must not hold control characters.
+              // biome-ignore lint/suspicious/noControlCharactersInRegex: no control characters in a folder name.
               .regex(/^[^\x00-\x1f\\]*$/)
               .default("")
               .openapi({ description: "Folder inside the bucket.", example: "listings" }),

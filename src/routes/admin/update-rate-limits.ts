@@ -38,7 +38,9 @@ export const updateRateLimitsRoute = publicRoute(
             schema: z
               .strictObject({
                 overrides: BudgetOverridesInput.openapi({
-                  description: `Budgets by endpoint name, ${MIN_BUDGET} to ${MAX_BUDGET} requests per 60 s; null clears an override.`,
+                  description:
+                    `Budgets by endpoint name, ${MIN_BUDGET} to ${MAX_BUDGET} requests per 60 s; ` +
+                    "null clears an override.",
                   example: { create_listing: 500, upload_media: null },
                 }),
               })

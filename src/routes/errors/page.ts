@@ -16,7 +16,8 @@ function page(): string {
   const rows = errorCatalog()
     .map(
       (e) =>
-        `<tr id="${escapeHtml(e.code)}"><td><a href="#${escapeHtml(e.code)}"><code>${escapeHtml(e.code)}</code></a></td>` +
+        `<tr id="${escapeHtml(e.code)}">` +
+        `<td><a href="#${escapeHtml(e.code)}"><code>${escapeHtml(e.code)}</code></a></td>` +
         `<td>${e.status}</td><td>${escapeHtml(e.message)}</td><td>${RETRY_TEXT[e.retry]}</td>` +
         `<td>${escapeHtml(e.action)}</td></tr>`,
     )
@@ -31,7 +32,9 @@ code{font-size:.95em}</style></head>
 <p>Every error answers <code>{"error": {"code", "message", "request_id", "details", "doc_url"}}</code>; branch on
 <code>error.code</code>. The same catalog as JSON: <a href="/api/v1/errors"><code>GET /api/v1/errors</code></a>.
 The API reference: <a href="/api/v1/docs">/api/v1/docs</a>.</p>
-<table><thead><tr><th>Code</th><th>Status</th><th>Meaning</th><th>Does a retry help?</th><th>What to do</th></tr></thead>
+<table><thead>
+<tr><th>Code</th><th>Status</th><th>Meaning</th><th>Does a retry help?</th><th>What to do</th></tr>
+</thead>
 <tbody>
 ${rows}
 </tbody></table></body></html>`;

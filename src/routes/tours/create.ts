@@ -22,7 +22,8 @@ export const createTourRoute = publicRoute(
     tags: ["Tours"],
     summary: "Create a tour",
     description:
-      "`address`, `city`, `state` and `zipcode` are required; the rest is optional. The tour starts `active`, with a server-minted `tour_number`.",
+      "`address`, `city`, `state` and `zipcode` are required; the rest is optional. The tour starts `active`, " +
+      "with a server-minted `tour_number`.",
     request: { body: { content: { "application/json": { schema: CreateTourBody } } } },
     responses: tourAnswer(201, "The created tour."),
   },

@@ -20,7 +20,8 @@ export const updateTourRoute = publicRoute(
     tags: ["Tours"],
     summary: "Update a tour's status, price or description",
     description:
-      "Send any of `status`, `price`, `description` (at least one); fields left out keep their value, null clears price or description.",
+      "Send any of `status`, `price`, `description` (at least one); fields left out keep their value, null " +
+      "clears price or description.",
     request: { params: tourNumberParam, body: { content: { "application/json": { schema: UpdateTourBody } } } },
     responses: tourAnswer(200, "The updated tour."),
   },

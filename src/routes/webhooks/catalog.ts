@@ -32,7 +32,8 @@ export const catalogRoute = publicRoute(
     tags: ["Webhooks"],
     summary: "The catalog of public event types",
     description:
-      "The 17 event types you can subscribe to, each with its current `api_version` and a JSON Schema of its `data`. The same schemas appear in this document's `webhooks` section.",
+      "The 17 event types you can subscribe to, each with its current `api_version` and a JSON Schema of its " +
+      "`data`. The same schemas appear in this document's `webhooks` section.",
     responses: { 200: { description: "The catalog.", content: { "application/json": { schema: CatalogSchema } } } },
   },
 );

@@ -30,7 +30,9 @@ export const testEndpointRoute = publicRoute(
     tags: ["Webhooks"],
     summary: "Send a signed test event to a receiver",
     description:
-      "Sends one `webhook.test` event now, signed like every delivery (`X-Webhook-Event: webhook.test`; `data` holds `endpoint_id` and `message`), and answers what the receiver said. Not retried, not recorded as a delivery; use it to check your verifier.",
+      "Sends one `webhook.test` event now, signed like every delivery (`X-Webhook-Event: webhook.test`; `data` " +
+      "holds `endpoint_id` and `message`), and answers what the receiver said. Not retried, not recorded as a " +
+      "delivery; use it to check your verifier.",
     request: { params: endpointIdParam },
     responses: {
       200: { description: "The receiver's answer.", content: { "application/json": { schema: TestResultSchema } } },
