@@ -1,20 +1,13 @@
-import {
-  createExecutionContext,
-  createMessageBatch,
-  createScheduledController,
-  getQueueResult,
-  waitOnExecutionContext,
-} from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { verify } from "@octokit/webhooks-methods";
-import { and, count, eq, gt, inArray, isNull } from "drizzle-orm";
+import { and, count, eq, inArray, isNull } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { events, webhookDeliveries, webhookDeliveryAttempts, webhookEndpoints } from "../src/db/schema";
 import { outboxInsert } from "../src/domain/outbox";
-import worker from "../src/index";
 import { consumeWebhooks, retryDelay } from "../src/webhooks/delivery";
 import { drainOutbox } from "../src/webhooks/dispatch";
-import { call, db, internal, makeListing, makeTenant, type Tenant } from "./harness";
+import { call, db, internal, makeListing, makeTenant } from "./harness";
+import { consume, cron, drained, registerEndpoint, settle } from "./webhook-harness";
 
 let sent: { delivery_id: string }[] = [];
 let received: { url: string; headers: Headers; body: string }[] = [];
@@ -43,59 +36,6 @@ beforeEach(() => {
 });
 afterEach(() => vi.restoreAllMocks());
 
-async function endpoint(t: Tenant, url: string, eventTypes?: string[]) {
-  const r = await call("/api/v1/webhooks/endpoints", {
-    key: t.key,
-    body: { url, ...(eventTypes ? { event_types: eventTypes } : {}) },
-  });
-  expect(r.status, r.text).toBe(201);
-  return r.json as { id: string; signing_secret: string };
-}
-
-async function consume(queue: string, messages: { delivery_id: string; attempts?: number }[]) {
-  const batch = createMessageBatch(
-    queue,
-    messages.map((m, i) => ({
-      id: `m${i}`,
-      timestamp: new Date(),
-      attempts: m.attempts ?? 1,
-      body: { delivery_id: m.delivery_id },
-    })),
-  );
-  const ctx = createExecutionContext();
-  await worker.queue(batch, env, ctx);
-  await waitOnExecutionContext(ctx);
-  return getQueueResult(batch, ctx);
-}
-
-/**
- * Every successful request also drains the outbox in the background; wait until no drain
- * holds a claim, so the drain a test runs next is the only one.
- */
-async function settle() {
-  await vi.waitFor(
-    async () => {
-      const [row] = await db()
-        .select({ n: count() })
-        .from(events)
-        .where(and(isNull(events.enqueuedAt), gt(events.claimedUntil, new Date().toISOString())));
-      expect(row!.n, "outbox events still claimed by a background drain").toBe(0);
-    },
-    { timeout: 5_000, interval: 20 },
-  );
-}
-
-async function drained() {
-  await settle();
-  return drainOutbox(env);
-}
-
-async function cron(expression: string) {
-  const ctx = createExecutionContext();
-  await worker.scheduled(createScheduledController({ cron: expression, scheduledTime: Date.now() }), env, ctx);
-  await waitOnExecutionContext(ctx);
-}
-
 /** Events written straight to the outbox, as a change would, without a request that drains them. */
 async function writeEvents(agencyId: string, n: number) {
   const d = db();
@@ -114,7 +54,7 @@ const deliveriesOf = (endpointId: string) =>
 describe("delivery", () => {
   it("a listing.created reaches the receiver signed over the raw body, with the envelope and headers", async () => {
     const t = await makeTenant();
-    const hook = await endpoint(t, "http://localhost:9999/hooks", ["listing.created"]);
+    const hook = await registerEndpoint(t, "http://localhost:9999/hooks", ["listing.created"]);
     const listing = await makeListing(t);
     await drained();
     const [delivery] = await deliveriesOf(hook.id);
@@ -149,9 +89,9 @@ describe("delivery", () => {
   it("delivers only subscribed types, only to the event's agency; a repeated drain adds nothing", async () => {
     const a = await makeTenant();
     const b = await makeTenant();
-    const cancelledOnly = await endpoint(a, "http://localhost:9999/cancelled", ["listing.cancelled"]);
-    const everything = await endpoint(a, "http://localhost:9999/all");
-    const otherAgency = await endpoint(b, "http://localhost:9999/b");
+    const cancelledOnly = await registerEndpoint(a, "http://localhost:9999/cancelled", ["listing.cancelled"]);
+    const everything = await registerEndpoint(a, "http://localhost:9999/all");
+    const otherAgency = await registerEndpoint(b, "http://localhost:9999/b");
     await makeListing(a);
     await drained();
     await drained();
@@ -172,8 +112,8 @@ describe("delivery", () => {
   it("user.hierarchy_changed goes to the new owning agency", async () => {
     const a = await makeTenant();
     const b = await makeTenant();
-    const hookA = await endpoint(a, "http://localhost:9999/a", ["user.hierarchy_changed"]);
-    const hookB = await endpoint(b, "http://localhost:9999/b", ["user.hierarchy_changed"]);
+    const hookA = await registerEndpoint(a, "http://localhost:9999/a", ["user.hierarchy_changed"]);
+    const hookB = await registerEndpoint(b, "http://localhost:9999/b", ["user.hierarchy_changed"]);
     await internal(`/internal/v1/users/${a.agent.id}/manager`, { method: "PATCH", body: { manager_id: b.owner.id } });
     await drained();
     expect(await deliveriesOf(hookA.id)).toEqual([]);
@@ -182,7 +122,7 @@ describe("delivery", () => {
 
   it("a failed enqueue loses nothing: the event stays in the outbox for the next drain", async () => {
     const t = await makeTenant();
-    const hook = await endpoint(t, "http://localhost:9999/hooks", ["listing.created"]);
+    const hook = await registerEndpoint(t, "http://localhost:9999/hooks", ["listing.created"]);
     vi.mocked(env.WEBHOOK_QUEUE.sendBatch).mockRejectedValue(new Error("queue down"));
     const listing = await makeListing(t);
     await settle();
@@ -204,7 +144,7 @@ describe("delivery", () => {
 describe("draining the outbox", () => {
   it("concurrent drains claim each event once: one message per delivery", async () => {
     const t = await makeTenant();
-    const hook = await endpoint(t, "http://localhost:9999/once", ["user.deactivated"]);
+    const hook = await registerEndpoint(t, "http://localhost:9999/once", ["user.deactivated"]);
     await settle();
     sent = [];
     await writeEvents(t.agencyId, 30);
@@ -221,7 +161,7 @@ describe("draining the outbox", () => {
 
   it("an event claimed by a drain that died waits for the claim to expire, then goes out", async () => {
     const t = await makeTenant();
-    const hook = await endpoint(t, "http://localhost:9999/claimed", ["user.deactivated"]);
+    const hook = await registerEndpoint(t, "http://localhost:9999/claimed", ["user.deactivated"]);
     await settle();
     await writeEvents(t.agencyId, 1);
     const [event] = await db()
@@ -247,7 +187,7 @@ describe("draining the outbox", () => {
 
   it("the every-minute sweep drains a backlog larger than one drain", async () => {
     const t = await makeTenant();
-    const hook = await endpoint(t, "http://localhost:9999/backlog", ["user.deactivated"]);
+    const hook = await registerEndpoint(t, "http://localhost:9999/backlog", ["user.deactivated"]);
     await settle();
     await writeEvents(t.agencyId, 230);
     await cron("* * * * *");
@@ -261,7 +201,7 @@ describe("draining the outbox", () => {
 
   it("the nightly and reconciliation schedules do not replace the sweep", async () => {
     const t = await makeTenant();
-    const hook = await endpoint(t, "http://localhost:9999/nightly", ["user.deactivated"]);
+    const hook = await registerEndpoint(t, "http://localhost:9999/nightly", ["user.deactivated"]);
     await settle();
     await writeEvents(t.agencyId, 1);
     await cron("0 3 * * *");
@@ -274,7 +214,7 @@ describe("draining the outbox", () => {
 describe("retries and dead letters", () => {
   it("a failing receiver is retried with exponential backoff; every attempt is recorded", async () => {
     const t = await makeTenant();
-    const hook = await endpoint(t, "http://localhost:9999/flaky", ["listing.created"]);
+    const hook = await registerEndpoint(t, "http://localhost:9999/flaky", ["listing.created"]);
     await makeListing(t);
     await drained();
     const [delivery] = await deliveriesOf(hook.id);
@@ -330,7 +270,7 @@ describe("retries and dead letters", () => {
 
   it("the dead-letter consumer marks the delivery dead", async () => {
     const t = await makeTenant();
-    const hook = await endpoint(t, "http://localhost:9999/dead", ["listing.created"]);
+    const hook = await registerEndpoint(t, "http://localhost:9999/dead", ["listing.created"]);
     await makeListing(t);
     await drained();
     const [delivery] = await deliveriesOf(hook.id);
@@ -343,8 +283,8 @@ describe("retries and dead letters", () => {
 
   it("a failure of our own retries that message alone, on the same schedule", async () => {
     const t = await makeTenant();
-    const good = await endpoint(t, "http://localhost:9999/good", ["listing.created"]);
-    const broken = await endpoint(t, "http://localhost:9999/broken", ["listing.created"]);
+    const good = await registerEndpoint(t, "http://localhost:9999/good", ["listing.created"]);
+    const broken = await registerEndpoint(t, "http://localhost:9999/broken", ["listing.created"]);
     await makeListing(t);
     await drained();
     await db()
@@ -374,8 +314,8 @@ describe("retries and dead letters", () => {
 
   it("signing secrets swapped between two endpoints' rows fail closed: logged, retried, never sent", async () => {
     const t = await makeTenant();
-    const one = await endpoint(t, "http://localhost:9999/one", ["listing.created"]);
-    const two = await endpoint(t, "http://localhost:9999/two", ["listing.created"]);
+    const one = await registerEndpoint(t, "http://localhost:9999/one", ["listing.created"]);
+    const two = await registerEndpoint(t, "http://localhost:9999/two", ["listing.created"]);
     await makeListing(t);
     await drained();
     const sealedOf = async (id: string) =>
@@ -395,7 +335,7 @@ describe("retries and dead letters", () => {
 
   it("a late dead letter does not undo a delivery that succeeded since", async () => {
     const t = await makeTenant();
-    const hook = await endpoint(t, "http://localhost:9999/late", ["listing.created"]);
+    const hook = await registerEndpoint(t, "http://localhost:9999/late", ["listing.created"]);
     await makeListing(t);
     await drained();
     const [delivery] = await deliveriesOf(hook.id);
@@ -408,7 +348,7 @@ describe("retries and dead letters", () => {
 
   it("deliveries pending for a removed endpoint end dead without a request", async () => {
     const t = await makeTenant();
-    const hook = await endpoint(t, "http://localhost:9999/removed", ["listing.created"]);
+    const hook = await registerEndpoint(t, "http://localhost:9999/removed", ["listing.created"]);
     await makeListing(t);
     await drained();
     const [delivery] = await deliveriesOf(hook.id);
@@ -422,8 +362,8 @@ describe("retries and dead letters", () => {
 
   it("the nightly job marks dead a delivery pending long past its schedule, and only that one", async () => {
     const t = await makeTenant();
-    const stale = await endpoint(t, "http://localhost:9999/stale", ["listing.created"]);
-    const fresh = await endpoint(t, "http://localhost:9999/fresh", ["listing.created"]);
+    const stale = await registerEndpoint(t, "http://localhost:9999/stale", ["listing.created"]);
+    const fresh = await registerEndpoint(t, "http://localhost:9999/fresh", ["listing.created"]);
     await makeListing(t);
     await drained();
     const [lost] = await deliveriesOf(stale.id);
@@ -438,7 +378,7 @@ describe("retries and dead letters", () => {
 
   it("the receiver URL is checked again on every delivery", async () => {
     const t = await makeTenant();
-    const hook = await endpoint(t, "http://localhost:9999/moved", ["listing.created"]);
+    const hook = await registerEndpoint(t, "http://localhost:9999/moved", ["listing.created"]);
     await makeListing(t);
     await drained();
     await db().update(webhookEndpoints).set({ url: "https://10.0.0.5/hook" }).where(eq(webhookEndpoints.id, hook.id));
@@ -462,7 +402,7 @@ describe("retries and dead letters", () => {
 describe("the dashboard's view of deliveries", () => {
   it("lists deliveries with their attempts and replays a dead one as a fresh attempt", async () => {
     const t = await makeTenant();
-    const hook = await endpoint(t, "http://localhost:9999/replay", ["listing.created"]);
+    const hook = await registerEndpoint(t, "http://localhost:9999/replay", ["listing.created"]);
     await makeListing(t);
     await drained();
     const [delivery] = await deliveriesOf(hook.id);
@@ -514,7 +454,7 @@ describe("the dashboard's view of deliveries", () => {
 describe("the test event", () => {
   it("sends a signed webhook.test now and answers what the receiver said", async () => {
     const t = await makeTenant();
-    const hook = await endpoint(t, "http://localhost:9999/test");
+    const hook = await registerEndpoint(t, "http://localhost:9999/test");
     const ok = await call(`/api/v1/webhooks/endpoints/${hook.id}/test`, { method: "POST", key: t.key });
     expect(ok.json, ok.text).toMatchObject({ delivered: true, response_status: 200, error: null });
     const [req] = received;

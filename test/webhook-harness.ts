@@ -72,8 +72,11 @@ export async function consume(queue: string, messages: { delivery_id: string; at
 export const WEBHOOK_QUEUE = "alms-webhooks-local";
 export const WEBHOOK_DLQ = "alms-webhooks-dlq-local";
 
-/** Waits until no background drain holds a claim on the outbox, then drains it once. */
-export async function drained() {
+/**
+ * Every successful request also drains the outbox in the background; wait until no drain
+ * holds a claim, so the drain a test runs next is the only one.
+ */
+export async function settle() {
   await vi.waitFor(
     async () => {
       const [row] = await db()
@@ -84,6 +87,11 @@ export async function drained() {
     },
     { timeout: 5_000, interval: 20 },
   );
+}
+
+/** Waits until no background drain holds a claim on the outbox, then drains it once. */
+export async function drained() {
+  await settle();
   return drainOutbox(env);
 }
 
