@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { parseIcs } from "../src/calendar/ics";
 import { calendarConnections } from "../src/db/schema";
 import worker from "../src/index";
-import { BASE, call, db, expectError, internal, makeTenant } from "./harness";
+import { BASE, call, db, expectError, internal, makePlatformKey, makeTenant } from "./harness";
 
 afterEach(() => vi.restoreAllMocks());
 
@@ -60,6 +60,26 @@ describe("availability", () => {
       "2026-11-30T23:00:00.000Z",
     ]);
     expect(calls[0]!.url).toBe("https://cal.example.com/feed.ics");
+  });
+
+  it("the defaulted subject is held to the agency too: a key minted from outside it reads no calendar", async () => {
+    const t = await makeTenant();
+    // A platform admin mints a key for the agency; the admin belongs to the platform agency.
+    const platform = await makePlatformKey(t.agencyId, { scopes: ["scheduling:read"] });
+    await internal(`/internal/v1/users/${platform.admin.id}/calendar`, {
+      method: "PUT",
+      body: { provider: "ics", feed_url: "https://cal.example.com/platform.ics" },
+    });
+    const calls = intercept(() => new Response(ICS, { headers: { "Content-Type": "text/calendar" } }));
+    expectError(await call(query(), { key: platform.key }), 404, "user_not_found");
+    expect(calls, "no calendar of another agency was read").toEqual([]);
+    // Naming a user of the agency still works for that key.
+    await internal(`/internal/v1/users/${t.owner.id}/calendar`, {
+      method: "PUT",
+      body: { provider: "ics", feed_url: "https://cal.example.com/owner.ics" },
+    });
+    const named = await call(query(`&user_id=${t.owner.id}`), { key: platform.key });
+    expect(named.json.calendar, named.text).toEqual({ provider: "ics", connected_user_id: t.owner.id });
   });
 
   it("resolves the connection up the manager chain", async () => {
