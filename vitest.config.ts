@@ -1,6 +1,6 @@
-import { fileURLToPath } from "node:url";
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
+import { textModules } from "./scripts/text-modules.ts";
 
 /** Test-only secrets, handed to the Worker as bindings. */
 const TEST_SECRETS = {
@@ -11,14 +11,6 @@ const TEST_SECRETS = {
 // Wrangler checks the required secrets against the environment before the bindings
 // below override them; a clean clone has no .dev.vars, so it would warn on every file.
 process.env.SECRET_KEY ??= TEST_SECRETS.SECRET_KEY;
-
-// The Worker imports the API reference's browser script as a Text module (`rules` in
-// wrangler.jsonc); its package does not export the file, so tests name it by path and read
-// it as a string through Vite's `?raw`.
-const REFERENCE_SCRIPT = "@scalar/api-reference/dist/browser/standalone.js";
-const textModules = {
-  alias: { [REFERENCE_SCRIPT]: `${fileURLToPath(new URL(`./node_modules/${REFERENCE_SCRIPT}`, import.meta.url))}?raw` },
-};
 
 export default defineConfig(async () => ({
   test: {
