@@ -11,6 +11,7 @@ import { presignR2 } from "../src/media/presign";
 import {
   BASE,
   call,
+  captureErrorLogs,
   db,
   expectError,
   makeListing,
@@ -299,10 +300,14 @@ describe("queue faults", () => {
       const t = await makeTenant();
       const listing = await makeListing(t);
       const send = vi.spyOn(env.MEDIA_QUEUE, "send").mockRejectedValue(new Error("queue down"));
+      const logs = captureErrorLogs();
       const idem = crypto.randomUUID();
       const body = { ...photo, listing_number: listing.listing_number };
       const r = await call(UPLOAD, { key: t.key, body, idempotencyKey: idem });
       expectError(r, 503, "queue_unavailable");
+      expect(logs).toEqual([
+        expect.objectContaining({ level: "error", job: "upload.settle", error: "Error: queue down" }),
+      ]);
       expect(Number(r.headers.get("Retry-After")), r.text).toBeGreaterThan(0);
       expect(send).toHaveBeenCalled();
       expect(await uploadsOf(t.agencyId)).toEqual([]);
