@@ -1,6 +1,10 @@
-import { fileURLToPath } from "node:url";
+import { existsSync } from "node:fs";
+import { readFile } from "node:fs/promises";
+import { dirname, resolve } from "node:path";
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
+import type { Plugin } from "vite";
 import { defineConfig } from "vitest/config";
+import { textModules } from "./scripts/text-modules.ts";
 
 /** Test-only secrets, handed to the Worker as bindings. */
 const TEST_SECRETS = {
@@ -12,13 +16,35 @@ const TEST_SECRETS = {
 // below override them; a clean clone has no .dev.vars, so it would warn on every file.
 process.env.SECRET_KEY ??= TEST_SECRETS.SECRET_KEY;
 
-// The Worker imports the API reference's browser script as a Text module (`rules` in
-// wrangler.jsonc); its package does not export the file, so tests name it by path and read
-// it as a string through Vite's `?raw`.
-const REFERENCE_SCRIPT = "@scalar/api-reference/dist/browser/standalone.js";
-const textModules = {
-  alias: { [REFERENCE_SCRIPT]: `${fileURLToPath(new URL(`./node_modules/${REFERENCE_SCRIPT}`, import.meta.url))}?raw` },
-};
+/**
+ * Some packages (stripe, standardwebhooks) publish source maps that point to sources they do not
+ * publish; Vite reads each map and warns that its sources are missing. Such a file is loaded without
+ * its map, which has nothing to map to; a map whose sources exist is read as usual.
+ */
+function withoutDanglingSourceMaps(): Plugin {
+  return {
+    name: "without-dangling-source-maps",
+    enforce: "pre",
+    async load(id) {
+      const file = id.split("?")[0]!;
+      if (!file.includes("/node_modules/") || !/\.[cm]?js$/.test(file)) return null;
+      const code = await readFile(file, "utf8").catch(() => null);
+      const comment = code === null ? null : /\n\/\/# sourceMappingURL=(?!data:)(\S+)\s*$/.exec(code);
+      if (!code || !comment) return null;
+      const mapPath = resolve(dirname(file), comment[1]!);
+      const map = JSON.parse(await readFile(mapPath, "utf8").catch(() => "{}")) as {
+        sourceRoot?: string;
+        sources?: string[];
+        sourcesContent?: (string | null)[];
+      };
+      const root = resolve(dirname(mapPath), map.sourceRoot ?? "");
+      const dangling = (map.sources ?? []).some(
+        (source, i) => map.sourcesContent?.[i] == null && !existsSync(resolve(root, source)),
+      );
+      return dangling ? code.slice(0, comment.index) : null;
+    },
+  };
+}
 
 export default defineConfig(async () => ({
   test: {
@@ -27,6 +53,7 @@ export default defineConfig(async () => ({
         // Integration tests inside the Workers runtime, against real D1, Durable Objects, Queues and R2.
         resolve: textModules,
         plugins: [
+          withoutDanglingSourceMaps(),
           cloudflareTest({
             wrangler: { configPath: "./wrangler.jsonc" },
             miniflare: {

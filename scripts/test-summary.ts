@@ -1,20 +1,71 @@
 // Prints the plain closing line of a test run ("N passed, N failed, N skipped") from
-// vitest's JSON report, and keeps vitest's exit status.
+// vitest's JSON report, and keeps vitest's exit status. Given the run's printed output too,
+// it holds the run to being quiet: a line that shows an uncaught error, a runtime exception
+// or warning, an error or warning log no test captured, or a toolchain warning fails the run
+// (exit 1) and is listed, even when every test passed.
+//
+//   node scripts/test-summary.ts .vitest/report.json <vitest exit status> [.vitest/output.log]
 import { readFileSync } from "node:fs";
 
-const [reportPath, status] = process.argv.slice(2);
-try {
-  const report = JSON.parse(readFileSync(reportPath!, "utf8")) as {
-    numPassedTests: number;
-    numFailedTests: number;
-    numPendingTests: number;
-    numTodoTests: number;
-  };
-  console.log(
-    `\n${report.numPassedTests} passed, ${report.numFailedTests} failed, ` +
-      `${report.numPendingTests + report.numTodoTests} skipped`,
-  );
-} catch {
-  console.log("\nNo test report was written: the run did not complete.");
+/** What a quiet run never prints; each names the kind of noise it catches. */
+export const NOISE: [kind: string, pattern: RegExp][] = [
+  ["uncaught error", /\buncaught\b|\bunhandled (error|rejection)/i],
+  // workerd's own exceptions ("exception = kj/…", "e = rust/…") and console warnings.
+  ["runtime exception", /^\s*(exception|e) = \S+:\d+: /],
+  ["runtime warning", /^console warning;/],
+  ["uncaptured log", /"level":\s*"(error|warn)"/],
+  // vitest's heading over console.error/console.warn output of a test.
+  ["uncaptured log", /^stderr \| /],
+  ["toolchain warning", /\bsourcemap\b.*\b(missing|outside)\b|\bdeprecat|^\s*(\[\w+\]\s*)?warn(ing)?\b[:!]?/i],
+];
+
+/** The noise lines of a run's output, with their kind; ANSI colours are ignored. */
+export function noise(output: string): { kind: string; line: string }[] {
+  const found: { kind: string; line: string }[] = [];
+  // Lines that name a test ("✓ …", "× …") are the reporter's own.
+  for (const raw of output.split("\n")) {
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: ANSI escape sequences
+    const line = raw.replace(/\u001b\[[0-9;]*m/g, "").trimEnd();
+    if (/^\s*[✓×↓]\s/.test(line)) continue;
+    const hit = NOISE.find(([, pattern]) => pattern.test(line));
+    if (hit) found.push({ kind: hit[0], line });
+  }
+  return found;
 }
-process.exit(Number(status ?? 1));
+
+if (import.meta.main) {
+  const [reportPath, status, outputPath] = process.argv.slice(2);
+  let exitCode = Number(status ?? 1);
+  try {
+    const report = JSON.parse(readFileSync(reportPath!, "utf8")) as {
+      numPassedTests: number;
+      numFailedTests: number;
+      numPendingTests: number;
+      numTodoTests: number;
+    };
+    console.log(
+      `\n${report.numPassedTests} passed, ${report.numFailedTests} failed, ` +
+        `${report.numPendingTests + report.numTodoTests} skipped`,
+    );
+  } catch {
+    console.log("\nNo test report was written: the run did not complete.");
+    if (!exitCode) exitCode = 1;
+  }
+  if (outputPath) {
+    let output = "";
+    try {
+      output = readFileSync(outputPath, "utf8");
+    } catch {
+      console.log(`No output was recorded at ${outputPath}.`);
+      if (!exitCode) exitCode = 1;
+    }
+    const found = noise(output);
+    if (found.length) {
+      console.log(`The run was not quiet: ${found.length} line(s) of noise.`);
+      for (const { kind, line } of found.slice(0, 50)) console.log(`  ${kind}: ${line.slice(0, 300)}`);
+      if (found.length > 50) console.log(`  … and ${found.length - 50} more (see ${outputPath}).`);
+      if (!exitCode) exitCode = 1;
+    }
+  }
+  process.exit(exitCode);
+}

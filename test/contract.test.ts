@@ -74,9 +74,16 @@ const resolve = (doc: any, s: any) => {
   return out;
 };
 
+/** The calendar feed every world's agent is connected to, answered by the stub below with an empty calendar. */
+const FEED_URL = "https://calendar.contract.example/agent.ics";
+
 // Receivers, storage and calendars are outside this machine: the Worker's outbound calls are answered here.
 beforeEach(() => {
-  vi.spyOn(globalThis, "fetch").mockImplementation(async () => new Response(null, { status: 204 }));
+  vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) =>
+    new Request(input as RequestInfo, init as RequestInit).url === FEED_URL
+      ? new Response("BEGIN:VCALENDAR\r\nEND:VCALENDAR\r\n", { headers: { "Content-Type": "text/calendar" } })
+      : new Response(null, { status: 204 }),
+  );
 });
 afterEach(() => vi.restoreAllMocks());
 
@@ -93,12 +100,14 @@ interface World {
   key: string;
   adminKeyId: string;
   params: Map<string, string>;
+  /** Whether the agent's calendar is connected yet. */
+  calendar: boolean;
 }
 async function world(): Promise<World> {
   const t = await makeTenant();
   const admin = await makePlatformKey(t.agencyId, { scopes: [...SCOPES] });
   await liftBudgets(admin.keyId);
-  return { t, key: admin.key, adminKeyId: admin.keyId, params: new Map() };
+  return { t, key: admin.key, adminKeyId: admin.keyId, params: new Map(), calendar: false };
 }
 async function liftBudgets(keyId: string) {
   await db()
@@ -113,13 +122,26 @@ const FIELD_FIXTURES: Record<string, { always: boolean; value: (w: World) => str
   owner_user_id: { always: true, value: (w) => w.t.owner.id },
   agent_one_id: { always: true, value: (w) => w.t.agent.id },
   agent_two_id: { always: false, value: (w) => w.t.agent.id },
-  user_id: { always: true, value: (w) => w.t.agent.id },
+  user_id: { always: true, value: (w) => agentWithCalendar(w) },
   manager_id: { always: true, value: (w) => w.t.teamLead.id },
   minted_by_user_id: { always: true, value: (w) => w.t.owner.id },
   listing_number: { always: false, value: (w) => param(w, "listing_number", "") },
   // Unique across the whole database, so every world gets its own.
   email: { always: true, value: () => `${unique("contract")}@example.test` },
 };
+
+/** The agent, its calendar connected on first use, so that its availability can be asked for. */
+async function agentWithCalendar(w: World) {
+  if (!w.calendar) {
+    const r = await internal(`/internal/v1/users/${w.t.agent.id}/calendar`, {
+      method: "PUT",
+      body: { provider: "ics", feed_url: FEED_URL },
+    });
+    expect(r.status, r.text).toBe(200);
+    w.calendar = true;
+  }
+  return w.t.agent.id;
+}
 
 /** The smallest valid body of a schema: required fields, plus optional ones with an example. */
 async function build(w: World, doc: any, raw: any, name = ""): Promise<unknown> {
@@ -290,7 +312,6 @@ function expectDocumentedSuccess(op: RouteMeta, r: Answer) {
 /** Operations whose success needs state no fixture builds yet, and what that state is. */
 const NO_SUCCESS_FIXTURE = new Map([
   ["POST /internal/v1/agencies/{agency_id}/listings/{listing_number}/media/deliveries", "needs a completed upload"],
-  ["GET /api/v1/scheduling/availability", "needs a connected calendar answering a stubbed feed"],
   ["POST /api/v1/test_helpers/listings/{listing_number}/uploads/complete", "needs a pending upload"],
 ]);
 const successSkip = (op: RouteMeta) =>

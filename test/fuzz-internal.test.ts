@@ -1,5 +1,14 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { FUZZ_RUNS, FUZZ_SEED, fuzz, fuzzTenant, loadDoc, operations, operatorAuth } from "./fuzz-kit";
+import {
+  backgroundSettled,
+  FUZZ_RUNS,
+  FUZZ_SEED,
+  fuzz,
+  fuzzTenant,
+  loadDoc,
+  operations,
+  operatorAuth,
+} from "./fuzz-kit";
 import type { Doc } from "./fuzz-schema";
 import { internal } from "./harness";
 
@@ -9,7 +18,6 @@ beforeAll(async () => {
 });
 
 describe("schema fuzzing of the internal document", () => {
-  // The outbound stub stays for the whole file: queued webhook deliveries run after the test.
   it("answers every generated operator request with a documented, schema-valid response and never a 5xx", async () => {
     const { tenant, pools } = await fuzzTenant(doc);
     const [listing] = pools.listing_number!;
@@ -22,5 +30,6 @@ describe("schema fuzzing of the internal document", () => {
     console.log(`internal fuzz: seed ${FUZZ_SEED + 1}, ${runs} requests`);
     const sent = await fuzz(doc, operations(doc), pools, operatorAuth, runs, FUZZ_SEED + 1);
     expect(sent).toBeGreaterThanOrEqual(runs);
+    await backgroundSettled();
   }, 600_000);
 });

@@ -1,6 +1,6 @@
 import { env, exports } from "cloudflare:workers";
 import fc from "fast-check";
-import { vi } from "vitest";
+import { expect, vi } from "vitest";
 import { type Doc, deref, hostileString, oneMutation, PROTO_NAMES, schemaArb, toJson, validate } from "./fuzz-schema";
 import { BASE, call, internal, makeTenant, OPERATOR_TOKEN, type Tenant } from "./harness";
 
@@ -226,6 +226,24 @@ export function stubOutbound() {
     }
     return new Response("ok");
   });
+}
+
+/**
+ * Waits, with the outbound stub still answering, until the background work the requests set off
+ * is done: every outbox event handed to the queue (or set aside) and every webhook delivery made.
+ * Left running past the test, those deliveries would reach the real network after the stub is gone.
+ */
+export async function backgroundSettled() {
+  await vi.waitFor(
+    async () => {
+      const left = await env.DB.prepare(
+        "SELECT (SELECT count(*) FROM events WHERE enqueued_at IS NULL AND set_aside_at IS NULL) AS events, " +
+          "(SELECT count(*) FROM webhook_deliveries WHERE status = 'pending') AS deliveries",
+      ).first<{ events: number; deliveries: number }>();
+      expect(left, "background work still under way").toEqual({ events: 0, deliveries: 0 });
+    },
+    { timeout: 60_000, interval: 250 },
+  );
 }
 
 /** Raises every per-endpoint budget of `keyId` to the maximum the internal API allows. */

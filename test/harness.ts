@@ -1,5 +1,5 @@
 import { env, exports } from "cloudflare:workers";
-import { expect } from "vitest";
+import { expect, onTestFinished, vi } from "vitest";
 import { database } from "../src/db/client";
 import { mintKey } from "../src/domain/api-keys";
 import { createAgency, createUser } from "../src/domain/hierarchy";
@@ -171,4 +171,29 @@ export async function outbox(agencyId: string, type?: string) {
     .where(and(eq(events.agencyId, agencyId), type ? eq(events.eventType, type) : undefined))
     .orderBy(events.createdAt)
     .all();
+}
+
+/** One line the Worker logged: its JSON entry, and whether it went to console.error or console.warn. */
+export type LogEntry = Record<string, any> & { console: "error" | "warn" };
+
+/**
+ * Captures the Worker's error and warning logs until the end of the calling test, for a test that
+ * injects a fault: the log is then part of what it asserts, and the run stays quiet.
+ */
+export function captureErrorLogs(): LogEntry[] {
+  const entries: LogEntry[] = [];
+  for (const method of ["error", "warn"] as const) {
+    const spy = vi.spyOn(console, method).mockImplementation((...args: unknown[]) => {
+      const text = args.map(String).join(" ");
+      let entry: Record<string, any>;
+      try {
+        entry = JSON.parse(text);
+      } catch {
+        entry = { message: text };
+      }
+      entries.push({ ...entry, console: method });
+    });
+    onTestFinished(() => spy.mockRestore());
+  }
+  return entries;
 }

@@ -1,3 +1,4 @@
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
 import { beforeAll, describe, expect, it, vi } from "vitest";
@@ -7,6 +8,7 @@ import { ENDPOINT_NAMES, MAX_BUDGET } from "../src/domain/budgets";
 import { SCOPES } from "../src/domain/roles";
 import type { RouteMeta } from "../src/http/registry";
 import { MAX_JSON_DEPTH } from "../src/http/wire";
+import worker from "../src/index";
 import { STRIPE_BODY_LIMIT } from "../src/routes/hooks/stripe";
 import {
   BASE,
@@ -59,6 +61,19 @@ beforeAll(async () => {
   key = admin.key;
 });
 
+/**
+ * A request with a streamed body, handed to the Worker's fetch handler in this isolate, so that
+ * the Worker's cancel of a body it stops reading reaches the stream itself. Across the runtime's
+ * HTTP boundary (`exports.default.fetch`) the test's own upload, cut short on purpose, would be
+ * logged by workerd as an aborted pipe ("read end of pipe was aborted").
+ */
+async function fetchStreamed(req: Request): Promise<Response> {
+  const ctx = createExecutionContext();
+  const res = await worker.fetch(req, env, ctx);
+  await waitOnExecutionContext(ctx);
+  return res;
+}
+
 interface Sent {
   status: number;
   text: string;
@@ -85,9 +100,8 @@ async function send(
     headers.set("Content-Type", opts.contentType ?? "application/json");
   for (const [name, value] of Object.entries(opts.headers ?? {})) headers.set(name, value);
   const url = `${BASE}${opts.path ?? pathOf(op)}${opts.query ?? ""}`;
-  const res = await exports.default.fetch(
-    new Request(url, { method: op.method.toUpperCase(), headers, body: opts.body }),
-  );
+  const req = new Request(url, { method: op.method.toUpperCase(), headers, body: opts.body });
+  const res = opts.body instanceof ReadableStream ? await fetchStreamed(req) : await exports.default.fetch(req);
   const text = await res.text();
   let json: any;
   try {
@@ -234,7 +248,7 @@ describe("body size is enforced while the body streams in, on every route", () =
 
   it("the payment receiver reads its body through the same cap", async () => {
     const { stream, pulled } = countingStream(4 * 1024 * 1024);
-    const res = await exports.default.fetch(
+    const res = await fetchStreamed(
       new Request(`${BASE}/hooks/stripe`, {
         method: "POST",
         headers: { "Content-Type": "application/json", "Stripe-Signature": "t=1,v1=00" },
@@ -494,18 +508,17 @@ describe("a refused request changes nothing already stored", () => {
     ];
     for (const target of ["status", "sections/matterport", "sections/floorplan", "cancel"]) {
       for (const { body, headers } of hostile) {
-        const r = await exports.default.fetch(
-          new Request(`${BASE}${path}/${target}`, {
-            method: target === "cancel" ? "POST" : "PATCH",
-            headers: {
-              "X-API-Key": t.key,
-              "Content-Type": "application/json",
-              "X-Idempotency-Key": crypto.randomUUID(),
-              ...headers,
-            },
-            body: body instanceof ReadableStream ? countingStream(1024 * 1024).stream : body,
-          }),
-        );
+        const req = new Request(`${BASE}${path}/${target}`, {
+          method: target === "cancel" ? "POST" : "PATCH",
+          headers: {
+            "X-API-Key": t.key,
+            "Content-Type": "application/json",
+            "X-Idempotency-Key": crypto.randomUUID(),
+            ...headers,
+          },
+          body: body instanceof ReadableStream ? countingStream(1024 * 1024).stream : body,
+        });
+        const r = body instanceof ReadableStream ? await fetchStreamed(req) : await exports.default.fetch(req);
         const text = await r.text();
         expect(r.status, `${target}: ${text}`).toBeGreaterThanOrEqual(400);
         expect(r.status, `${target}: ${text}`).toBeLessThan(500);
@@ -522,7 +535,7 @@ describe("a refused request changes nothing already stored", () => {
     const headers = { "Content-Type": "application/json" };
     const big = await call("/api/v1/listings", { key: t.key, idempotencyKey, rawBody: " ".repeat(65537), headers });
     expectError(big, 413, "request_body_too_large");
-    const chunked = await exports.default.fetch(
+    const chunked = await fetchStreamed(
       new Request(`${BASE}/api/v1/listings`, {
         method: "POST",
         headers: { ...headers, "X-API-Key": t.key, "X-Idempotency-Key": idempotencyKey },

@@ -6,7 +6,7 @@ import { idempotencyMarks, listings, webhookEndpoints } from "../src/db/schema";
 import { mintKey } from "../src/domain/api-keys";
 import { requestHashOf } from "../src/http/idempotency";
 import worker from "../src/index";
-import { BASE, call, db, expectError, makeListing, makeTenant, outbox, type Tenant } from "./harness";
+import { BASE, call, captureErrorLogs, db, expectError, makeListing, makeTenant, outbox, type Tenant } from "./harness";
 
 const body = (t: Tenant, extra: Record<string, unknown> = {}) => ({
   address: "7 Replay Road",
@@ -184,9 +184,13 @@ describe("in progress, failures and expiry", () => {
       headers: { "X-API-Key": t.key, "Content-Type": "application/json", "X-Idempotency-Key": "retry-me" },
       body: JSON.stringify(body(t)),
     });
+    const logs = captureErrorLogs();
     const res = await worker.fetch(req, failing as unknown as Env, ctx);
     await waitOnExecutionContext(ctx);
     expect(res.status).toBe(500);
+    expect(logs).toEqual([
+      expect.objectContaining({ level: "error", path: "/api/v1/listings", error: "Error: D1 is down" }),
+    ]);
     const retry = await create(t, "retry-me");
     expect(retry.status, retry.text).toBe(201);
     expect(retry.headers.get("X-Idempotent-Replay")).toBeNull();

@@ -13,9 +13,21 @@ import { keyGate } from "../src/durable/key-changes";
 import worker from "../src/index";
 import { FILES_PER_RUN, MAX_DELIVERY_ATTEMPTS, PARALLEL_PUTS, r2Call, STUCK_DELIVERY_MS } from "../src/media/consumer";
 import type { MediaJob } from "../src/media/jobs";
-import { call, db, expectError, internal, makeListing, makeTenant, outbox, type Tenant } from "./harness";
+import {
+  call,
+  captureErrorLogs,
+  db,
+  expectError,
+  internal,
+  makeListing,
+  makeTenant,
+  outbox,
+  type Tenant,
+} from "./harness";
 
 const ENDPOINT = "https://s3.storage.test";
+/** What a refused delivery job leaves in the log. */
+const queueDown = expect.objectContaining({ level: "error", job: "delivery", error: "Error: queue down" });
 const BUCKET = "agent-bucket";
 const SECRET = "agent-secret-access-key-0123456789";
 
@@ -183,6 +195,7 @@ describe("delivery is triggered when a listing's uploads complete", () => {
       });
       expect(r.status, r.text).toBe(201);
       vi.mocked(env.MEDIA_QUEUE.send).mockRejectedValueOnce(new Error("queue down"));
+      const logs = captureErrorLogs();
       const put = () =>
         worker.fetch(
           new Request(r.json.url, { method: "PUT", headers: r.json.headers, body: bytesOf(1, 64) }),
@@ -192,6 +205,7 @@ describe("delivery is triggered when a listing's uploads complete", () => {
       const refused = await put();
       const text = await refused.text();
       expect(refused.status, text).toBe(503);
+      expect(logs).toEqual([queueDown]);
       expect(JSON.parse(text).error.code).toBe("queue_unavailable");
       expect(refused.headers.get("Retry-After")).toBeTruthy();
       const row = await db().select().from(mediaUploads).where(eq(mediaUploads.id, r.json.upload_id)).get();
@@ -602,8 +616,10 @@ describe("the internal surface", () => {
       await upload(t, listing.listing_number, [{ name: "a.jpg", size: 10 }]);
       const before = await db().select().from(mediaDeliveries).where(eq(mediaDeliveries.agencyId, t.agencyId)).all();
       vi.mocked(env.MEDIA_QUEUE.send).mockRejectedValueOnce(new Error("queue down"));
+      const logs = captureErrorLogs();
       const r = await internal(path, { method: "POST", body: {} });
       expectError(r, 503, "queue_unavailable");
+      expect(logs).toEqual([queueDown]);
       expect(r.headers.get("Retry-After")).toBeTruthy();
       expect(
         await db().select().from(mediaDeliveries).where(eq(mediaDeliveries.agencyId, t.agencyId)).all(),

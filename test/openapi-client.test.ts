@@ -1,6 +1,9 @@
 import { exports } from "cloudflare:workers";
 import createClient from "openapi-fetch";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import type { paths } from "./generated/public-openapi.d.ts";
+// Both generated from the served document by scripts/openapi-types.ts (`npm run typecheck` runs it).
+import generated from "./generated/public-openapi.json";
 import { call, internal, makeTenant } from "./harness";
 
 afterEach(() => vi.restoreAllMocks());
@@ -19,6 +22,12 @@ async function verify(secret: string, rawBody: string, header: string | null) {
   return header === `sha256=${hex(await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(rawBody)))}`;
 }
 
+/** The data of a response that answered `status`; the body is shown otherwise. */
+function answered<T>(result: { data?: T; error?: unknown; response: Response }, status: number): T {
+  expect(result.response.status, JSON.stringify(result.error)).toBe(status);
+  return result.data!;
+}
+
 /** Outbound requests of the Worker (receivers, calendar feeds), answered by `answer`. */
 function intercept(answer: (req: Request) => Response) {
   const seen: { req: Request; body: string }[] = [];
@@ -30,68 +39,81 @@ function intercept(answer: (req: Request) => Response) {
   return seen;
 }
 
-describe("a client built from /api/v1/openapi.json with openapi-fetch", () => {
+describe("a client generated from /api/v1/openapi.json with openapi-typescript and openapi-fetch", () => {
+  it("was generated from the document the Worker serves", async () => {
+    const served = await call("/api/v1/openapi.json");
+    expect(served.status, served.text).toBe(200);
+    // A stale generation (the routes changed since `npm run typecheck`) would type a client for another API.
+    expect(served.json, "test/generated is stale: run npm run typecheck").toEqual(generated);
+  });
+
   it("creates, reads and pages listings, verifies a webhook, requests an upload and reads availability", async () => {
     const t = await makeTenant();
     const doc = (await call("/api/v1/openapi.json")).json;
-    // The document's own server URL, unedited; requests reach the Worker in-process. The client is
-    // untyped: openapi-typescript needs TypeScript 5's compiler API, which this project's TypeScript 7 lacks.
-    const client = createClient<any>({
+    // The document's own server URL, unedited; requests reach the Worker in-process.
+    const client = createClient<paths>({
       baseUrl: doc.servers[0].url,
       fetch: (req: Request) => exports.default.fetch(req),
       headers: { "X-API-Key": t.key },
     });
-    const idem = () => ({ "X-Idempotency-Key": crypto.randomUUID() });
+    const idem = () => ({ header: { "X-Idempotency-Key": crypto.randomUUID() } });
 
-    const created = [];
+    const created: string[] = [];
     for (const n of [1, 2, 3]) {
-      const { data, response } = await client.POST("/api/v1/listings", {
-        headers: idem(),
-        body: { address: `${n} Client Street`, owner_user_id: t.owner.id, agent_one_id: t.agent.id },
-      });
-      expect(response.status).toBe(201);
-      created.push(data.listing_number);
+      const listing = answered(
+        await client.POST("/api/v1/listings", {
+          params: idem(),
+          body: { address: `${n} Client Street`, owner_user_id: t.owner.id, agent_one_id: t.agent.id },
+        }),
+        201,
+      );
+      created.push(listing.listing_number);
     }
-    const one = await client.GET("/api/v1/listings/{listing_number}", {
-      params: { path: { listing_number: created[0] } },
-    });
-    expect(one.data).toMatchObject({ listing_number: created[0], status: "Coming Soon", is_activated: false });
+    const one = answered(
+      await client.GET("/api/v1/listings/{listing_number}", { params: { path: { listing_number: created[0]! } } }),
+      200,
+    );
+    expect(one).toMatchObject({ listing_number: created[0], status: "Coming Soon", is_activated: false });
 
     const listed: string[] = [];
     let cursor: string | undefined;
     for (let page = 0; page < 5; page++) {
-      const { data } = await client.GET("/api/v1/listings", { params: { query: { limit: 2, cursor } } });
-      listed.push(...data.data.map((l: any) => l.listing_number));
+      const data = answered(await client.GET("/api/v1/listings", { params: { query: { limit: 2, cursor } } }), 200);
+      listed.push(...data.data.map((l) => l.listing_number));
       if (data.next_cursor === "") break;
       cursor = data.next_cursor;
     }
     expect(listed.sort()).toEqual([...created].sort());
 
-    const hook = await client.POST("/api/v1/webhooks/endpoints", {
-      headers: idem(),
-      body: { url: "https://hooks.client.example/in", event_types: ["listing.created"] },
-    });
-    expect(hook.response.status).toBe(201);
-    const deliveries = intercept(() => new Response("ok"));
-    const test = await client.POST("/api/v1/webhooks/endpoints/{endpoint_id}/test", {
-      headers: idem(),
-      params: { path: { endpoint_id: hook.data.id } },
-    });
-    expect(test.data.delivered, JSON.stringify(test.data)).toBe(true);
-    const delivery = deliveries.find((d) => d.req.url === "https://hooks.client.example/in")!;
-    expect(await verify(hook.data.signing_secret, delivery.body, delivery.req.headers.get("X-Webhook-Signature"))).toBe(
-      true,
+    const hook = answered(
+      await client.POST("/api/v1/webhooks/endpoints", {
+        params: idem(),
+        body: { url: "https://hooks.client.example/in", event_types: ["listing.created"] },
+      }),
+      201,
     );
-    expect(
-      await verify(hook.data.signing_secret, `${delivery.body} `, delivery.req.headers.get("X-Webhook-Signature")),
-    ).toBe(false);
+    const deliveries = intercept(() => new Response("ok"));
+    const test = answered(
+      await client.POST("/api/v1/webhooks/endpoints/{endpoint_id}/test", {
+        params: { ...idem(), path: { endpoint_id: hook.id } },
+      }),
+      200,
+    );
+    expect(test.delivered, JSON.stringify(test)).toBe(true);
+    const delivery = deliveries.find((d) => d.req.url === "https://hooks.client.example/in")!;
+    const signature = delivery.req.headers.get("X-Webhook-Signature");
+    expect(await verify(hook.signing_secret, delivery.body, signature)).toBe(true);
+    expect(await verify(hook.signing_secret, `${delivery.body} `, signature)).toBe(false);
     vi.restoreAllMocks();
 
-    const upload = await client.POST("/api/v1/media/upload", {
-      headers: idem(),
-      body: { asset_type: "photo", content_type: "image/jpeg", size_bytes: 1_000_000 },
-    });
-    expect(upload.response.status, JSON.stringify(upload.error)).toBe(201);
+    const upload = answered(
+      await client.POST("/api/v1/media/upload", {
+        params: idem(),
+        body: { asset_type: "photo", content_type: "image/jpeg", size_bytes: 1_000_000 },
+      }),
+      201,
+    );
+    expect(upload.url, JSON.stringify(upload)).toMatch(/^https:\/\//);
 
     const put = await internal(`/internal/v1/users/${t.owner.id}/calendar`, {
       method: "PUT",
@@ -101,12 +123,18 @@ describe("a client built from /api/v1/openapi.json with openapi-fetch", () => {
     intercept(
       () => new Response("BEGIN:VCALENDAR\r\nEND:VCALENDAR\r\n", { headers: { "Content-Type": "text/calendar" } }),
     );
-    const slots = await client.GET("/api/v1/scheduling/availability", {
-      params: {
-        query: { from: "2026-11-30T00:00:00-08:00", to: "2026-12-01T00:00:00-08:00", timezone: "America/Los_Angeles" },
-      },
-    });
-    expect(slots.response.status, JSON.stringify(slots.error)).toBe(200);
-    expect(slots.data.slots.length).toBeGreaterThan(0);
+    const slots = answered(
+      await client.GET("/api/v1/scheduling/availability", {
+        params: {
+          query: {
+            from: "2026-11-30T00:00:00-08:00",
+            to: "2026-12-01T00:00:00-08:00",
+            timezone: "America/Los_Angeles",
+          },
+        },
+      }),
+      200,
+    );
+    expect(slots.slots.length).toBeGreaterThan(0);
   });
 });

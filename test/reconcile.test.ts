@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { discrepancyOf, RECONCILE_JOB, SUBJECTS_PER_RUN } from "../src/calendar/reconcile";
 import { appointments, calendarConnections, jobCursors, tours } from "../src/db/schema";
 import worker from "../src/index";
-import { call, db, internal, makeListing, makeTenant, outbox, type Tenant } from "./harness";
+import { call, captureErrorLogs, db, internal, makeListing, makeTenant, outbox, type Tenant } from "./harness";
 
 afterEach(() => vi.restoreAllMocks());
 
@@ -183,6 +183,7 @@ describe("calendar reconciliation", () => {
       if (url.endsWith("ev-provider-down")) return new Response("down", { status: 503 });
       return new Response("{}", { status: 404 });
     });
+    const logs = captureErrorLogs();
     await run();
     await run();
     expect(await orphans(fine)).toEqual([expect.objectContaining({ subject_id: id, discrepancy: "missing" })]);
@@ -196,6 +197,15 @@ describe("calendar reconciliation", () => {
     expect(await conn(fine.agent.id)).toMatchObject({ lastError: null, lastCheckedAt: expect.any(String) });
     expect(await orphans(broken)).toEqual([]);
     expect(await orphans(down)).toEqual([]);
+    // Only the unexpected failure is an error for the operator; a provider that is down is not.
+    expect(logs).toEqual([
+      expect.objectContaining({
+        level: "error",
+        job: "calendar_reconciliation",
+        connection_id: (await conn(broken.agent.id))!.id,
+        error: "Error: unsupported ciphertext",
+      }),
+    ]);
   });
 
   it("classifies discrepancies", () => {

@@ -6,7 +6,7 @@ import { events, webhookDeliveries, webhookDeliveryAttempts, webhookEndpoints } 
 import { outboxInsert } from "../src/domain/outbox";
 import { consumeWebhooks, retryDelay } from "../src/webhooks/delivery";
 import { drainOutbox } from "../src/webhooks/dispatch";
-import { call, db, internal, makeListing, makeTenant } from "./harness";
+import { call, captureErrorLogs, db, internal, makeListing, makeTenant } from "./harness";
 import { consume, cron, drained, registerEndpoint, settle } from "./webhook-harness";
 
 let sent: { delivery_id: string }[] = [];
@@ -124,9 +124,14 @@ describe("delivery", () => {
     const t = await makeTenant();
     const hook = await registerEndpoint(t, "http://localhost:9999/hooks", ["listing.created"]);
     vi.mocked(env.WEBHOOK_QUEUE.sendBatch).mockRejectedValue(new Error("queue down"));
+    const logs = captureErrorLogs();
     const listing = await makeListing(t);
     await settle();
     await expect(drainOutbox(env)).rejects.toThrow("queue down");
+    // The drain that follows the request runs in the background: its failure is logged.
+    const queueDown = { console: "error", level: "error", job: "outbox_drain", error: "Error: queue down" };
+    await vi.waitFor(() => expect(logs).toContainEqual(queueDown));
+    expect(logs.filter((l) => l.error !== queueDown.error)).toEqual([]);
     vi.mocked(env.WEBHOOK_QUEUE.sendBatch).mockImplementation(capture);
     const created = (await db().select().from(events).where(eq(events.agencyId, t.agencyId)).all()).find(
       (e) => e.eventType === "listing.created",
@@ -295,6 +300,7 @@ describe("retries and dead letters", () => {
     const [toBroken] = await deliveriesOf(broken.id);
     const retry = vi.fn();
     const ack = vi.fn();
+    const logs = captureErrorLogs();
     const messages = [
       { id: "b", timestamp: new Date(), attempts: 2, body: { delivery_id: toBroken!.id }, retry, ack },
       { id: "g", timestamp: new Date(), attempts: 1, body: { delivery_id: toGood!.id }, retry: vi.fn(), ack },
@@ -307,6 +313,15 @@ describe("retries and dead letters", () => {
     );
     expect(retry).toHaveBeenCalledWith({ delaySeconds: retryDelay(2) });
     expect(ack).toHaveBeenCalledTimes(1);
+    expect(logs).toEqual([
+      expect.objectContaining({
+        level: "error",
+        job: "webhook_delivery",
+        delivery_id: toBroken!.id,
+        attempt: 2,
+        error: expect.stringContaining(`signing secret of webhook endpoint ${broken.id} does not open`),
+      }),
+    ]);
     expect(received.map((r) => r.url)).toEqual(["http://localhost:9999/good"]);
     expect((await deliveriesOf(good.id))[0]!.status).toBe("delivered");
     expect((await deliveriesOf(broken.id))[0]!.status).toBe("pending");

@@ -12,7 +12,7 @@ import {
   sweepOutbox,
 } from "../src/webhooks/dispatch";
 import { asInvocation } from "./d1-guard";
-import { db, makeTenant } from "./harness";
+import { captureErrorLogs, db, makeTenant } from "./harness";
 import {
   CONSUMER_BATCH,
   captureQueue,
@@ -72,6 +72,7 @@ describe("one agency's burst does not hold back another agency's delivery", () =
       "nothing",
     async () => {
       const { a, aEndpoints, bEndpoint, poisoned, aEvents, bEvent } = await burst();
+      const logs = captureErrorLogs();
 
       const first = await drain();
       // The page takes turns: A's oldest (the poisoned row) and B's only event, then A's next 24.
@@ -126,6 +127,17 @@ describe("one agency's burst does not hold back another agency's delivery", () =
       expect(setAside.setAsideAt).not.toBeNull();
       expect(setAside.lastError).toMatch(/JSON/);
       expect(await drain()).toEqual({ events: 0, messages: 0, failed: 0 });
+      // Each failed attempt is an error for the operator, the last one saying the row was set aside.
+      expect(logs.map((l) => [l.level, l.job, l.event_id, l.attempts, l.set_aside])).toEqual(
+        Array.from({ length: MAX_FAN_OUT_ATTEMPTS }, (_, i) => [
+          "error",
+          "outbox_drain",
+          poisoned,
+          i + 1,
+          i + 1 === MAX_FAN_OUT_ATTEMPTS,
+        ]),
+      );
+      expect(logs.every((l) => /not valid JSON/.test(l.error))).toBe(true);
     },
   );
 
@@ -135,8 +147,12 @@ describe("one agency's burst does not hold back another agency's delivery", () =
   ])(
     "A's receivers %s: B's delivery still goes first, and A's failing endpoints are tried later",
     async (_, answer) => {
-      const { aEndpoints, bEndpoint } = await burst();
+      const { aEndpoints, bEndpoint, poisoned } = await burst();
+      const logs = captureErrorLogs();
       await drain();
+      expect(logs).toEqual([
+        expect.objectContaining({ level: "error", job: "outbox_drain", event_id: poisoned, attempts: 1 }),
+      ]);
       const [toB] = await deliveriesTo(bEndpoint);
       const firstBatch = queue.sent.slice(0, CONSUMER_BATCH);
       expect(firstBatch).toContain(toB!.id);

@@ -6,7 +6,7 @@ import { events, webhookDeliveries, webhookDeliveryAttempts, webhookEndpoints } 
 import worker from "../src/index";
 import { CLAIM_SECONDS, drainOutbox } from "../src/webhooks/dispatch";
 import { asInvocation } from "./d1-guard";
-import { db, makeListing, makeTenant, type Tenant } from "./harness";
+import { captureErrorLogs, db, makeListing, makeTenant, type Tenant } from "./harness";
 import {
   type Answer,
   captureQueue,
@@ -125,9 +125,18 @@ describe("every consumer and the sweep are idempotent under redelivery", () => {
     const a = await oneDelivery();
     const b = await oneDelivery();
     failD1(/^update "webhook_deliveries"/i, 1);
+    const logs = captureErrorLogs();
     const result = await queueHandler("alms-webhooks-dlq-local", [a, b]);
     expect(result.retryMessages).toEqual([{ msgId: "m0" }]);
     expect(result.explicitAcks).toEqual(["m1"]);
+    expect(logs).toEqual([
+      expect.objectContaining({
+        level: "error",
+        job: "webhook_dead_letter",
+        delivery_id: a,
+        error: expect.stringContaining('update "webhook_deliveries"'),
+      }),
+    ]);
     expect((await deliveryRow(a)).status).toBe("pending");
     expect((await deliveryRow(b)).status).toBe("dead");
   });
@@ -170,8 +179,12 @@ describe("faults survived", () => {
     const [hook] = await registerEndpoints(t, 1, "q", ["listing.created"]);
     await emptyOutbox();
     queue.sendBatch.mockRejectedValue(new Error("queue down"));
+    const logs = captureErrorLogs();
     const listing = await makeListing(t);
     await vi.waitFor(() => expect(queue.sendBatch).toHaveBeenCalled());
+    const queueDown = { console: "error", level: "error", job: "outbox_drain", error: "Error: queue down" };
+    await vi.waitFor(() => expect(logs).toContainEqual(queueDown));
+    expect(logs.filter((l) => l.error !== queueDown.error)).toEqual([]);
     const [created] = await db()
       .select({ id: events.id })
       .from(events)
@@ -226,12 +239,21 @@ describe("faults survived", () => {
     const id = await oneDelivery();
     const other = await oneDelivery();
     failD1(/^insert into "webhook_delivery_attempts"/i, 1);
+    const logs = captureErrorLogs();
     const first = await consumeBatch([id, other]);
     // The failing message's request went out; recording it did not, so it is retried (at least once).
     expect(first.retried.size).toBe(1);
     const [failed] = [...first.retried.keys()];
     expect(first.acked).toEqual([failed === id ? other : id]);
     expect(await deliveryRow(failed!)).toMatchObject({ status: "pending", attempts: 0, leasedUntil: null });
+    expect(logs.splice(0)).toEqual([
+      expect.objectContaining({
+        level: "error",
+        job: "webhook_delivery",
+        delivery_id: failed,
+        error: expect.stringContaining("overloaded"),
+      }),
+    ]);
     const again = await consumeBatch([failed!], { attempts: 2 });
     expect(again.acked).toEqual([failed]);
     expect(await deliveryRow(failed!)).toMatchObject({ status: "delivered", attempts: 1 });
@@ -240,6 +262,11 @@ describe("faults survived", () => {
     const unread = await consumeBatch([id, other]);
     expect(unread.acked).toEqual([]);
     expect([...unread.retried.keys()].sort()).toEqual([id, other].sort());
+    // The failed read is logged for each message of the batch.
+    expect(logs.map((l) => [l.level, l.job, l.delivery_id]).sort()).toEqual(
+      [id, other].sort().map((d) => ["error", "webhook_delivery", d]),
+    );
+    expect(logs.every((l) => /left join "webhook_endpoints"/.test(l.error))).toBe(true);
   });
 
   it(

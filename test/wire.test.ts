@@ -4,7 +4,7 @@ import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { agencies } from "../src/db/schema";
 import worker from "../src/index";
-import { BASE, call, db, expectError, internal, makeTenant, outbox, unique } from "./harness";
+import { BASE, call, captureErrorLogs, db, expectError, internal, makeTenant, outbox, unique } from "./harness";
 
 async function direct(req: Request, overrides: Partial<Env> & Record<string, unknown>) {
   const ctx = createExecutionContext();
@@ -166,6 +166,7 @@ describe("unexpected failures", () => {
         throw new Error("boom");
       },
     };
+    const logs = captureErrorLogs();
     const r = await direct(new Request(`${BASE}/api/v1/users`, { headers: { "X-API-Key": t.key } }), {
       DB: broken as unknown as D1Database,
     });
@@ -173,6 +174,16 @@ describe("unexpected failures", () => {
     expect(r.json.error.code).toBe("internal_error");
     expect(r.text).not.toMatch(/secret internal detail|client\.ts|at \//);
     expect(r.headers.get("Content-Type")).toContain("application/json");
+    // What the client is not shown is logged for the operator, under the same request id.
+    expect(logs).toEqual([
+      expect.objectContaining({
+        console: "error",
+        level: "error",
+        request_id: r.headers.get("X-Request-Id"),
+        path: "/api/v1/users",
+        error: expect.stringContaining("secret internal detail"),
+      }),
+    ]);
   });
 });
 
@@ -193,6 +204,16 @@ function flakyBatches(failure: () => Error, failures = Number.POSITIVE_INFINITY)
   });
 }
 
+/** The warning a transient failure leaves for the operator: a 503 is expected, so it is not an error. */
+const transientLog = (refused: { headers: Headers }, message: string) =>
+  expect.objectContaining({
+    console: "warn",
+    level: "warn",
+    request_id: refused.headers.get("X-Request-Id"),
+    path: "/api/v1/listings",
+    error: `Error: ${message}`,
+  });
+
 describe("transient failures of D1 and Durable Objects", () => {
   const createListing = (t: Awaited<ReturnType<typeof makeTenant>>, idempotencyKey: string) =>
     new Request(`${BASE}/api/v1/listings`, {
@@ -203,10 +224,12 @@ describe("transient failures of D1 and Durable Objects", () => {
 
   it("a dropped D1 connection is 503 service_unavailable with Retry-After, and nothing is half-written", async () => {
     const t = await makeTenant();
+    const logs = captureErrorLogs();
     const DB = flakyBatches(() => new Error("D1_ERROR: Network connection lost."));
     const refused = await direct(createListing(t, "fault-1"), { DB });
     expectError(refused, 503, "service_unavailable");
     expect(refused.headers.get("Retry-After")).toBe("2");
+    expect(logs).toEqual([transientLog(refused, "D1_ERROR: Network connection lost.")]);
     expect((await outbox(t.agencyId, "listing.created")).length).toBe(0);
     const list = await call("/api/v1/listings", { key: t.key });
     expect(list.json.data, list.text).toEqual([]);
@@ -220,15 +243,26 @@ describe("transient failures of D1 and Durable Objects", () => {
   it("an overloaded object asks for a longer pause", async () => {
     const t = await makeTenant();
     const overloaded = () => Object.assign(new Error("Durable Object is overloaded."), { overloaded: true });
+    const logs = captureErrorLogs();
     const refused = await direct(createListing(t, "fault-2"), { DB: flakyBatches(overloaded) });
     expectError(refused, 503, "service_unavailable");
     expect(refused.headers.get("Retry-After")).toBe("10");
+    expect(logs).toEqual([transientLog(refused, "Durable Object is overloaded.")]);
   });
 
   it("an error that is not transient stays internal_error", async () => {
     const t = await makeTenant();
+    const logs = captureErrorLogs();
     const refused = await direct(createListing(t, "fault-3"), { DB: flakyBatches(() => new Error("no such column")) });
     expectError(refused, 500, "internal_error");
     expect(refused.headers.get("Retry-After")).toBeNull();
+    expect(logs).toEqual([
+      expect.objectContaining({
+        console: "error",
+        level: "error",
+        request_id: refused.headers.get("X-Request-Id"),
+        error: "Error: no such column",
+      }),
+    ]);
   });
 });
