@@ -9,8 +9,8 @@ import { and, eq } from "drizzle-orm";
 import { describe, expect, it, vi } from "vitest";
 import { idempotencyMarks, listings, webhookEndpoints } from "../src/db/schema";
 import { mintKey } from "../src/domain/api-keys";
-import { type LedgerEntry, ledgerName } from "../src/durable/idempotency-ledger";
-import { requestHashOf } from "../src/http/idempotency";
+import type { LedgerEntry } from "../src/durable/idempotency-ledger";
+import { ledgerName, requestHashOf } from "../src/http/idempotency";
 import worker from "../src/index";
 import { BASE, call, db, expectError, makeListing, makeTenant, outbox, type Tenant } from "./harness";
 

@@ -2,8 +2,7 @@ import { DurableObject } from "cloudflare:workers";
 import { and, eq, inArray } from "drizzle-orm";
 import { database } from "../db/client";
 import { idempotencyMarks } from "../db/schema";
-import { bucketOf } from "../lib/ids";
-import { IDEMPOTENCY_SHARDS, IDEMPOTENCY_SWEEP_PAGE, IDEMPOTENCY_TTL_MS, LOCK_LEASE_MS } from "../lib/limits";
+import { IDEMPOTENCY_SWEEP_PAGE, IDEMPOTENCY_TTL_MS, LOCK_LEASE_MS } from "../lib/limits";
 
 export interface CachedResponse {
   status: number;
@@ -40,18 +39,12 @@ export type LedgerEntry = {
   body: string | null;
 };
 
-/**
- * The ledger object holding an agency's idempotency key: one of IDEMPOTENCY_SHARDS per
- * agency, picked by a stable hash of the key. The shard is the name's last part and
- * never holds a colon, so two agencies never share an object.
- */
-export const ledgerName = (agencyId: string, key: string) => `${agencyId}:${bucketOf(key, IDEMPOTENCY_SHARDS)}`;
-
 // Each D1 statement that forgets commit marks binds the agency and at most this many keys (≤ 100 parameters).
 const MARKS_PER_STATEMENT = 90;
 
 /**
- * An agency's idempotency keys (those of one shard), one SQLite row per key: the request
+ * An agency's idempotency keys (those of one shard, see `ledgerName` in the idempotency
+ * guard), one SQLite row per key: the request
  * hash, the in-progress lease and, for 24 hours, the complete response (its body sealed).
  * An alarm set to the earliest expiry forgets expired rows, and their D1 commit marks, a
  * page at a time. The request hash names the caller, so another caller's request is a

@@ -5,11 +5,11 @@ import { type Db, database } from "../db/client";
 import { type IdempotencyMark, idempotencyMarks } from "../db/schema";
 import { isUniqueViolation } from "../domain/constraint";
 import type { Caller } from "../domain/roles";
-import { type Begin, type CachedResponse, type Lease, ledgerName } from "../durable/idempotency-ledger";
+import type { Begin, CachedResponse, Lease } from "../durable/idempotency-ledger";
 import { decrypt, encrypt, rowBinding } from "../lib/crypto";
 import { DomainError } from "../lib/errors";
-import { nowIso, sha256Hex } from "../lib/ids";
-import { IDEMPOTENCY_TTL_MS } from "../lib/limits";
+import { bucketOf, nowIso, sha256Hex } from "../lib/ids";
+import { IDEMPOTENCY_SHARDS, IDEMPOTENCY_TTL_MS } from "../lib/limits";
 import { unavailableRetryAfter } from "../lib/transient";
 import type { AppEnv, IdempotencyContext } from "./env";
 import { readBodyText } from "./wire";
@@ -27,6 +27,13 @@ const RESPONSE_PURPOSE = "idempotency-response";
  */
 export const callerIdentity = (caller: Pick<Caller, "keyId" | "userId">) =>
   caller.keyId ? `key:${caller.keyId}` : `user:${caller.userId}`;
+
+/**
+ * The ledger object holding an agency's idempotency key: one of IDEMPOTENCY_SHARDS per
+ * agency, picked by a stable hash of the key. The shard is the name's last part and
+ * never holds a colon, so two agencies never share an object.
+ */
+export const ledgerName = (agencyId: string, key: string) => `${agencyId}:${bucketOf(key, IDEMPOTENCY_SHARDS)}`;
 
 /** A request as the record remembers it: its caller, method, path and body. */
 export const requestHashOf = (callerId: string, method: string, path: string, body: string) =>
