@@ -151,6 +151,8 @@ export class IdempotencyLedger extends DurableObject<Env> {
       .toArray();
     const byAgency = new Map<string, string[]>();
     for (const row of expired) {
+      // A begin already forgetting this key deletes its mark; a second delete could land after the next request's.
+      if (this.#forgetting.has(forgetKey(row.agency_id, row.idem_key))) continue;
       const keys = byAgency.get(row.agency_id);
       if (keys) keys.push(row.idem_key);
       else byAgency.set(row.agency_id, [row.idem_key]);
