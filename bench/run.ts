@@ -8,7 +8,9 @@
 //
 // Shorter runs for development: BENCH_SECONDS (per row, default 10), BENCH_WARMUP (3),
 // BENCH_ROWS (rows of the big agency, default 100000), BENCH_HOOK_SECONDS (15),
-// BENCH_HOOK_RATE (20 creates/s), BENCH_LAYERS=1 adds the guard-layer rows.
+// BENCH_HOOK_RATE (20 creates/s), BENCH_LAYERS=1 adds the guard-layer rows, BENCH_PHASES
+// (a comma-separated subset of core, tenants, post, growth, hooks; all of them by default)
+// runs only those phases.
 import { randomBytes, randomUUID } from "node:crypto";
 import { cpus, loadavg, totalmem } from "node:os";
 import { Api, type BenchKey } from "./lib/api.ts";
@@ -27,6 +29,11 @@ const HOOK_RATE = Number(process.env.BENCH_HOOK_RATE ?? 20);
 const TENANT_AGENCIES = 8;
 const KEYS_PER_AGENCY = 8;
 const READY_TIMEOUT_MS = 180_000;
+const PHASES = ["core", "tenants", "post", "growth", "hooks"] as const;
+type Phase = (typeof PHASES)[number];
+const chosen = new Set((process.env.BENCH_PHASES ?? PHASES.join(",")).split(",").map((p) => p.trim()));
+const unknownPhases = [...chosen].filter((p) => !(PHASES as readonly string[]).includes(p));
+if (unknownPhases.length) throw new Error(`BENCH_PHASES: unknown ${unknownPhases.join(", ")}; known: ${PHASES}`);
 
 /** Set once a signal or the end of the run stops the bench. */
 let stopping = false;
@@ -44,10 +51,11 @@ async function main() {
   process.stderr.write(`· migrations and seed (${size(SMALL_ROWS)} and ${size(BIG_ROWS)} rows) in ${stateDir}\n`);
   await runChild("wrangler", ["d1", "migrations", "apply", "DB", "--local", ...persist], "migrate", 300_000);
   const growth: GrowthAgency[] = [];
-  for (const [rows, seed] of [
+  const seeds = [
     [SMALL_ROWS, 1],
     [BIG_ROWS, 2],
-  ] as const) {
+  ] as const;
+  for (const [rows, seed] of chosen.has("growth") ? seeds : []) {
     const { agency, files } = generateAgency(stateDir, size(rows), rows, runId, seed);
     for (const file of files) {
       await runChild("wrangler", ["d1", "execute", "DB", "--local", ...persist, "--file", file], "seed", 600_000);
@@ -104,8 +112,8 @@ async function main() {
   const postKey = await api.key(agency.id, owner.id);
 
   const broken: string[] = [];
-  const phase = async (name: string, fn: () => Promise<void>) => {
-    if (stopping) return;
+  const phase = async (id: Phase, name: string, fn: () => Promise<void>) => {
+    if (stopping || !chosen.has(id)) return;
     try {
       await fn();
     } catch (err) {
@@ -122,7 +130,7 @@ async function main() {
     return f;
   };
   const userPath = `/api/v1/users/${owner.id}`;
-  await phase("core routes", async () => {
+  await phase("core", "core routes", async () => {
     keep("bare", await measure("bare route (baseline Worker)", { url: `${baseOrigin}/bare` }));
     keep("do", await measure("bare route + one Durable Object RPC (baseline)", { url: `${baseOrigin}/do` }));
     keep("d1", await measure("bare route + one D1 read (baseline)", { url: `${baseOrigin}/d1` }));
@@ -146,7 +154,7 @@ async function main() {
       }),
     );
   });
-  await phase("many tenants", async () => {
+  await phase("tenants", "many tenants", async () => {
     const tenants = await manyTenants(api);
     let next = 0;
     keep(
@@ -165,7 +173,7 @@ async function main() {
       }),
     );
   });
-  await phase("POST routes", async () => {
+  await phase("post", "POST routes", async () => {
     keep(
       "floorPost",
       await measure("floor POST: gate RPC, ledger DO write, D1 batch of 3 (baseline)", {
@@ -206,16 +214,17 @@ async function main() {
     // The creates' events leave the outbox before the next phase starts.
     await api.cronTick();
   });
-  if (process.env.BENCH_LAYERS) await phase("guard layers", () => layers(api, appOrigin, agency.id, owner.id, figures));
+  if (process.env.BENCH_LAYERS)
+    await phase("core", "guard layers", () => layers(api, appOrigin, agency.id, owner.id, figures));
 
   const growthRows: Row[] = [];
   const notes: string[] = [];
-  await phase("data growth", async () => {
+  await phase("growth", "data growth", async () => {
     growthRows.push(...(await measureGrowth(api, growth, notes)));
   });
 
   const hooks: PipelineRun[] = [];
-  await phase("webhook pipeline", async () => {
+  await phase("hooks", "webhook pipeline", async () => {
     const receiver = new Receiver();
     await receiver.listen();
     try {

@@ -58,7 +58,7 @@ describe("a Durable Object failing on the request path", () => {
     await nothingWritten(t);
   });
 
-  it("an overloaded idempotency lock is 503 idempotency_unavailable with the longer Retry-After", async () => {
+  it("an overloaded idempotency ledger is 503 idempotency_unavailable with the longer Retry-After", async () => {
     const t = await makeTenant();
     const lock = { getByName: () => ({ begin: () => Promise.reject(overloaded()) }) };
     const r = await direct(createListing(t, "lock-overloaded"), { IDEMPOTENCY: lock });
@@ -67,7 +67,7 @@ describe("a Durable Object failing on the request path", () => {
     await nothingWritten(t);
   });
 
-  it("a retryable idempotency lock error is 503 idempotency_unavailable; a later try runs once", async () => {
+  it("a retryable idempotency ledger error is 503 idempotency_unavailable; a later try runs once", async () => {
     const t = await makeTenant();
     const lock = { getByName: () => ({ begin: () => Promise.reject(retryable()) }) };
     const r = await direct(createListing(t, "lock-retryable"), { IDEMPOTENCY: lock });

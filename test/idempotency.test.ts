@@ -1,10 +1,16 @@
-import { createExecutionContext, runInDurableObject, waitOnExecutionContext } from "cloudflare:test";
+import {
+  createExecutionContext,
+  runDurableObjectAlarm,
+  runInDurableObject,
+  waitOnExecutionContext,
+} from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { and, eq } from "drizzle-orm";
 import { describe, expect, it, vi } from "vitest";
 import { idempotencyMarks, listings, webhookEndpoints } from "../src/db/schema";
 import { mintKey } from "../src/domain/api-keys";
-import { requestHashOf } from "../src/http/idempotency";
+import type { LedgerEntry } from "../src/durable/idempotency-ledger";
+import { ledgerName, requestHashOf } from "../src/http/idempotency";
 import worker from "../src/index";
 import { BASE, call, captureErrorLogs, db, expectError, makeListing, makeTenant, outbox, type Tenant } from "./harness";
 
@@ -18,7 +24,35 @@ const create = (t: Tenant, key: string, extra: Record<string, unknown> = {}) =>
   call("/api/v1/listings", { key: t.key, body: body(t, extra), idempotencyKey: key });
 const countListings = async (t: Tenant) =>
   (await db().select().from(listings).where(eq(listings.agencyId, t.agencyId)).all()).length;
-const lockOf = (t: Tenant, key: string) => env.IDEMPOTENCY.getByName(`${t.agencyId}:${key}`);
+const ledgerOf = (t: Tenant, key: string) => env.IDEMPOTENCY.getByName(ledgerName(t.agencyId, key));
+/** The key's row in its ledger object, if any. */
+const entryOf = (t: Tenant, key: string) =>
+  runInDurableObject(ledgerOf(t, key), (_, state) =>
+    state.storage.sql
+      .exec<LedgerEntry>("SELECT * FROM entries WHERE agency_id = ? AND idem_key = ?", t.agencyId, key)
+      .toArray()
+      .at(0),
+  );
+/** Rewrites columns of the key's ledger row, as a lost answer, a lapsed lease or the passing of a day would. */
+const editEntry = (t: Tenant, key: string, set: Partial<LedgerEntry>) =>
+  runInDurableObject(ledgerOf(t, key), (_, state) => {
+    const columns = Object.keys(set);
+    const updated = state.storage.sql
+      .exec(
+        `UPDATE entries SET ${columns.map((c) => `${c} = ?`).join(", ")} WHERE agency_id = ? AND idem_key = ? ` +
+          "RETURNING idem_key",
+        ...Object.values(set),
+        t.agencyId,
+        key,
+      )
+      .toArray();
+    expect(updated, `no ledger row for ${key}`).toHaveLength(1);
+  });
+/** The ledger object lost the key's row. */
+const dropEntry = (t: Tenant, key: string) =>
+  runInDurableObject(ledgerOf(t, key), (_, state) => {
+    state.storage.sql.exec("DELETE FROM entries WHERE agency_id = ? AND idem_key = ?", t.agencyId, key);
+  });
 const hashOf = (t: Tenant, payload: string) => requestHashOf(`key:${t.keyId}`, "POST", "/api/v1/listings", payload);
 
 describe("the header", () => {
@@ -130,23 +164,21 @@ describe("a record belongs to the caller that made the first request", () => {
     expect(await endpointsOf(t)).toBe(1);
   });
 
-  it("the cached response is stored sealed: the secret is not in the lock object's storage", async () => {
+  it("the cached response is stored sealed: the secret is not in the ledger's storage", async () => {
     const t = await makeTenant();
     const first = await register(t.key, "hook-2");
     const secret: string = first.json.signing_secret;
-    const stored = await runInDurableObject(lockOf(t, "hook-2"), async (_, state) =>
-      JSON.stringify([...(await state.storage.list()).entries()]),
-    );
+    const stored = JSON.stringify(await entryOf(t, "hook-2"));
     expect(stored).toContain(`"status":201`);
     expect(stored).not.toContain(secret.slice(6));
     expect(stored).not.toContain(first.json.id);
   });
 
-  it("another key never gets the first call's answer, even after the lock object lost its state", async () => {
+  it("another key never gets the first call's answer, even after the ledger lost its entry", async () => {
     const t = await makeTenant();
     const other = await secondKey(t);
     expect((await register(t.key, "hook-3")).status).toBe(201);
-    await runInDurableObject(lockOf(t, "hook-3"), async (_, state) => state.storage.deleteAll());
+    await dropEntry(t, "hook-3");
     expectError(await register(other, "hook-3"), 409, "idempotency_key_conflict");
     expect(await endpointsOf(t)).toBe(1);
     // The key that made the first call is still answered from its commit.
@@ -160,7 +192,7 @@ describe("in progress, failures and expiry", () => {
   it("while the first call runs: idempotency_key_in_progress with Retry-After: 5", async () => {
     const t = await makeTenant();
     const payload = JSON.stringify(body(t));
-    await lockOf(t, "busy").begin(t.agencyId, "busy", await hashOf(t, payload));
+    await ledgerOf(t, "busy").begin(t.agencyId, "busy", await hashOf(t, payload));
     const r = await call("/api/v1/listings", {
       key: t.key,
       rawBody: payload,
@@ -200,15 +232,8 @@ describe("in progress, failures and expiry", () => {
   it("a Worker that died after committing is answered from the commit, not run twice", async () => {
     const t = await makeTenant();
     const first = await create(t, "crash-after");
-    // The response never reached the cache and the lock's lease ran out.
-    await runInDurableObject(lockOf(t, "crash-after"), async (_, state) => {
-      const s = (await state.storage.get<any>("state"))!;
-      await state.storage.put("state", {
-        ...s,
-        response: undefined,
-        lock: { token: "dead", leaseUntil: Date.now() - 1 },
-      });
-    });
+    // The response never reached the cache and the lease ran out.
+    await loseAnswer(t, "crash-after");
     const retry = await create(t, "crash-after");
     expect(retry.status, retry.text).toBe(201);
     expect(retry.headers.get("X-Idempotent-Replay")).toBe("true");
@@ -216,10 +241,10 @@ describe("in progress, failures and expiry", () => {
     expect(await countListings(t)).toBe(1);
   });
 
-  it("a lock object that lost its state still cannot run a committed request twice", async () => {
+  it("a ledger that lost its entry still cannot run a committed request twice", async () => {
     const t = await makeTenant();
     const first = await create(t, "lost-state");
-    await runInDurableObject(lockOf(t, "lost-state"), async (_, state) => state.storage.deleteAll());
+    await dropEntry(t, "lost-state");
     const errors = vi.spyOn(console, "error").mockImplementation(() => undefined);
     try {
       const retry = await create(t, "lost-state");
@@ -236,7 +261,7 @@ describe("in progress, failures and expiry", () => {
   it("a Worker that died before committing does not lock the key forever", async () => {
     const t = await makeTenant();
     const payload = JSON.stringify(body(t));
-    await lockOf(t, "crash-before").begin(t.agencyId, "crash-before", await hashOf(t, payload), Date.now() - 61_000);
+    await ledgerOf(t, "crash-before").begin(t.agencyId, "crash-before", await hashOf(t, payload), Date.now() - 61_000);
     const r = await call("/api/v1/listings", {
       key: t.key,
       rawBody: payload,
@@ -252,10 +277,7 @@ describe("in progress, failures and expiry", () => {
     await create(t, "day-old");
     const past = new Date(Date.now() - 1000).toISOString();
     await db().update(idempotencyMarks).set({ expiresAt: past }).where(eq(idempotencyMarks.agencyId, t.agencyId));
-    await runInDurableObject(lockOf(t, "day-old"), async (_, state) => {
-      const s = (await state.storage.get<any>("state"))!;
-      await state.storage.put("state", { ...s, expiresAt: Date.now() - 1000 });
-    });
+    await editEntry(t, "day-old", { expires_at: Date.now() - 1000 });
     const again = await create(t, "day-old");
     expect(again.status, again.text).toBe(201);
     expect(again.headers.get("X-Idempotent-Replay")).toBeNull();
@@ -265,12 +287,9 @@ describe("in progress, failures and expiry", () => {
   it("the alarm forgets the response and the commit mark", async () => {
     const t = await makeTenant();
     await create(t, "alarmed");
-    await runInDurableObject(lockOf(t, "alarmed"), async (instance, state) => {
-      const s = (await state.storage.get<any>("state"))!;
-      await state.storage.put("state", { ...s, expiresAt: Date.now() - 1 });
-      await instance.alarm();
-      expect(await state.storage.get("state")).toBeUndefined();
-    });
+    await editEntry(t, "alarmed", { expires_at: Date.now() - 1 });
+    expect(await runDurableObjectAlarm(ledgerOf(t, "alarmed"))).toBe(true);
+    expect(await entryOf(t, "alarmed")).toBeUndefined();
     expect(await db().select().from(idempotencyMarks).where(eq(idempotencyMarks.agencyId, t.agencyId)).all()).toEqual(
       [],
     );
@@ -339,13 +358,12 @@ const marksOf = (t: Tenant, key: string) =>
 
 /** The lock lost its answer and its lease ran out: the next call is decided by the D1 commit mark. */
 async function loseAnswer(t: Tenant, key: string) {
-  await runInDurableObject(lockOf(t, key), async (_, state) => {
-    const s = (await state.storage.get<any>("state"))!;
-    await state.storage.put("state", {
-      ...s,
-      response: undefined,
-      lock: { token: "dead", leaseUntil: Date.now() - 1 },
-    });
+  await editEntry(t, key, {
+    status: null,
+    headers: null,
+    body: null,
+    lease_token: "dead",
+    lease_until: Date.now() - 1,
   });
 }
 

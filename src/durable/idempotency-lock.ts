@@ -28,6 +28,12 @@ export type Begin =
   | { state: "acquired"; token: string; recovering: boolean };
 
 /**
+ * Retired: replaced by `IdempotencyLedger` and no longer bound, so nothing new reaches it.
+ * It stays exported until the objects it left have expired: each one's alarm still
+ * forgets its state and its D1 commit mark 24 hours after its request. Once that has run
+ * (a day after the ledger went live), a later deploy deletes the class with a
+ * `deleted_classes` migration.
+ *
  * One per (agency, idempotency key). Holds the in-progress lock and, for 24 hours, the
  * complete response (its body sealed); an alarm forgets both (and the D1 commit mark)
  * when they expire. The request hash names the caller, so another caller's request is

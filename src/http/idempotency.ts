@@ -5,11 +5,11 @@ import { type Db, database } from "../db/client";
 import { type IdempotencyMark, idempotencyMarks } from "../db/schema";
 import { isUniqueViolation } from "../domain/constraint";
 import type { Caller } from "../domain/roles";
-import type { Begin, CachedResponse } from "../durable/idempotency-lock";
+import type { Begin, CachedResponse, Lease } from "../durable/idempotency-ledger";
 import { decrypt, encrypt, rowBinding } from "../lib/crypto";
 import { DomainError } from "../lib/errors";
-import { nowIso, sha256Hex } from "../lib/ids";
-import { IDEMPOTENCY_TTL_MS } from "../lib/limits";
+import { bucketOf, nowIso, sha256Hex } from "../lib/ids";
+import { IDEMPOTENCY_SHARDS, IDEMPOTENCY_TTL_MS } from "../lib/limits";
 import { unavailableRetryAfter } from "../lib/transient";
 import type { AppEnv, IdempotencyContext } from "./env";
 import { readBodyText } from "./wire";
@@ -27,6 +27,13 @@ const RESPONSE_PURPOSE = "idempotency-response";
  */
 export const callerIdentity = (caller: Pick<Caller, "keyId" | "userId">) =>
   caller.keyId ? `key:${caller.keyId}` : `user:${caller.userId}`;
+
+/**
+ * The ledger object holding an agency's idempotency key: one of IDEMPOTENCY_SHARDS per
+ * agency, picked by a stable hash of the key. The shard is the name's last part and
+ * never holds a colon, so two agencies never share an object.
+ */
+export const ledgerName = (agencyId: string, key: string) => `${agencyId}:${bucketOf(key, IDEMPOTENCY_SHARDS)}`;
 
 /** A request as the record remembers it: its caller, method, path and body. */
 export const requestHashOf = (callerId: string, method: string, path: string, body: string) =>
@@ -84,7 +91,7 @@ async function findMark(c: Context<AppEnv>, idem: IdempotencyContext) {
 
 /**
  * Every mutating request names its idempotency key (GET, HEAD and OPTIONS never reach
- * this). The key's lock object answers replays, conflicts and requests still running;
+ * this). The key's ledger object answers replays, conflicts and requests still running;
  * a change and its commit mark are written in one D1 batch, so a request that committed
  * is never executed twice, even when its response was lost. A record belongs to the
  * caller that made the first request: only that caller gets the replay, any other
@@ -104,27 +111,27 @@ export function idempotency(): MiddlewareHandler<AppEnv> {
       key,
       requestHash: await requestHashOf(callerIdentity(caller), c.req.method, c.req.path, body),
     };
-    const lock = c.env.IDEMPOTENCY.getByName(`${agencyId}:${key}`);
+    const ledger = c.env.IDEMPOTENCY.getByName(ledgerName(agencyId, key));
 
     let begin: Begin;
     try {
-      begin = (await lock.begin(agencyId, key, idem.requestHash)) as Begin;
+      begin = (await ledger.begin(agencyId, key, idem.requestHash)) as Begin;
     } catch (err) {
       throw new DomainError("idempotency_unavailable", { retryAfter: unavailableRetryAfter(err) });
     }
     if (begin.state === "replay") return replay(await unseal(c.env, idem, begin.response));
     if (begin.state === "conflict") throw new DomainError("idempotency_key_conflict");
     if (begin.state === "in_progress") throw new DomainError("idempotency_key_in_progress", { retryAfter: 5 });
-    const token = begin.token;
+    const lease: Lease = { agencyId, key, token: begin.token };
 
     if (begin.recovering) {
       const mark = await findMark(c, idem).catch(async (err: unknown) => {
-        await lock.discard(token);
+        await ledger.discard(lease);
         throw err;
       });
       if (mark) {
         const answer = await answerFromMark(c, mark);
-        await lock.complete(token, await seal(c.env, idem, answer));
+        await ledger.complete(lease, await seal(c.env, idem, answer));
         return replay(answer);
       }
     }
@@ -133,19 +140,19 @@ export function idempotency(): MiddlewareHandler<AppEnv> {
     try {
       await next();
     } catch (err) {
-      await lock.release(token);
+      await ledger.release(lease);
       throw err;
     }
     // A concurrent duplicate that committed first makes this batch fail on the mark's key.
     if (c.error && isUniqueViolation(c.error, "idempotency_marks")) {
       const mark = await findMark(c, idem).catch(async (err: unknown) => {
-        await lock.discard(token);
+        await ledger.discard(lease);
         c.set("unexpected", undefined);
         throw err;
       });
       if (mark) {
         const answer = await answerFromMark(c, mark);
-        await lock.complete(token, await seal(c.env, idem, answer));
+        await ledger.complete(lease, await seal(c.env, idem, answer));
         // Recovered: the duplicate is answered like the request that committed, and is no failure.
         c.set("unexpected", undefined);
         c.res = replay(answer);
@@ -153,13 +160,13 @@ export function idempotency(): MiddlewareHandler<AppEnv> {
       }
     }
     if (c.res.status >= 500) {
-      await lock.release(token);
+      await ledger.release(lease);
       return;
     }
     const res = c.res.clone();
     // Headers that describe this request (request id, rate limit) are answered afresh on a replay.
     const headers: [string, string][] = [...res.headers].filter(([name]) => REPLAYED_HEADERS.has(name.toLowerCase()));
-    await lock.complete(token, await seal(c.env, idem, { status: res.status, headers, body: await res.text() }));
+    await ledger.complete(lease, await seal(c.env, idem, { status: res.status, headers, body: await res.text() }));
   };
 }
 

@@ -38,3 +38,16 @@ export async function sha256Hex(input: string): Promise<string> {
 }
 
 export const nowIso = (ms = Date.now()) => new Date(ms).toISOString();
+
+/**
+ * A stable bucket in [0, buckets) for a string: FNV-1a (32-bit) over its UTF-16 code
+ * units. The same on every isolate and release, so a key always finds the same bucket.
+ */
+export function bucketOf(value: string, buckets: number): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < value.length; i++) {
+    hash ^= value.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193);
+  }
+  return (hash >>> 0) % buckets;
+}

@@ -40,7 +40,7 @@ export function transientFailure(err: unknown): { retryAfter: number } | undefin
   return undefined;
 }
 
-/** Seconds a caller waits after a backend (a key's gate, an idempotency lock) could not be asked. */
+/** Seconds a caller waits after a backend (a key's gate, an idempotency ledger) could not be asked. */
 export const UNAVAILABLE_RETRY_AFTER = 5;
 
 /**
