@@ -7,7 +7,7 @@ import { newId, nowIso, randomToken } from "../lib/ids";
 import { checkOutboundUrl } from "../lib/outbound-url";
 import { SECRET_PURPOSE, secretBinding } from "./endpoints";
 import { type AttemptOutcome, outcomeWriter } from "./outcomes";
-import { signatureHeaders } from "./signing";
+import { type Signer, signer } from "./signing";
 
 export const DELIVERY_TIMEOUT_MS = 10_000;
 export const FIRST_RETRY_SECONDS = 30;
@@ -161,6 +161,7 @@ async function attempt(
   event: StoredEvent | undefined,
   number: number,
   timeoutMs: number,
+  signerOf: (endpoint: NonNullable<Target["endpoint"]>) => Promise<Signer>,
 ): Promise<AttemptOutcome> {
   const { delivery, endpoint } = target;
   const started = Date.now();
@@ -170,10 +171,10 @@ async function attempt(
   const verdict = checkOutboundUrl(endpoint.url, { allowLocalHttp: env.ALLOW_HTTP_RECEIVERS === "true" });
   if (!verdict.ok) return dead(`receiver refused: url ${verdict.reason}`);
   if (!event) return dead("event missing");
-  const secret = await signingSecret(env, endpoint);
+  const sign = await signerOf(endpoint);
   const { status, error, timedOut } = await post(
     verdict.url,
-    secret,
+    sign,
     { id: event.id, type: event.eventType, apiVersion: event.apiVersion, data: event.data },
     delivery.id,
     started,
@@ -213,7 +214,7 @@ async function signingSecret(
  */
 async function post(
   url: string,
-  secret: string,
+  sign: Signer,
   event: { id: string; type: string; apiVersion: string; data: unknown },
   deliveryId: string,
   started: number,
@@ -239,7 +240,7 @@ async function post(
       headers: {
         "Content-Type": "application/json",
         "User-Agent": "ALMS-Webhooks/1.0",
-        ...(await signatureHeaders(secret, { webhookId: event.id, timestamp, rawBody: body })),
+        ...(await sign({ webhookId: event.id, timestamp, rawBody: body })),
         "X-Webhook-Event": event.type,
         "X-Webhook-Id": event.id,
         "X-Webhook-Delivery": deliveryId,
@@ -266,13 +267,13 @@ export async function sendTestEvent(env: Env, endpoint: WebhookEndpoint) {
       message: `url ${verdict.reason}.`,
       details: { field: "url", reason: verdict.reason },
     });
-  const secret = await signingSecret(env, endpoint);
+  const sign = await signer(await signingSecret(env, endpoint));
   const started = Date.now();
   const eventId = newId("evt_test");
   const data = { endpoint_id: endpoint.id, message: "A test event from the Agency Listing and Media Service." };
   const { status, error } = await post(
     verdict.url,
-    secret,
+    sign,
     { id: eventId, type: "webhook.test", apiVersion: "2026-11-01", data },
     newId("whd_test"),
     started,
@@ -416,6 +417,16 @@ export async function consumeWebhooks(
   }
 
   const writer = outcomeWriter(env.DB, claim.lease);
+  // Each endpoint's secret is opened, and its signing keys imported, once per batch.
+  const signers = new Map<string, Promise<Signer>>();
+  const signerOf = (endpoint: NonNullable<Target["endpoint"]>) => {
+    let found = signers.get(endpoint.id);
+    if (!found) {
+      found = signingSecret(env, endpoint).then(signer);
+      signers.set(endpoint.id, found);
+    }
+    return found;
+  };
   const settling: Promise<void>[] = [];
   /** Settles the message once its delivery's lease is freed (or, if D1 refuses, left to expire). */
   const putBack = (message: Message<{ delivery_id: string }>) =>
@@ -440,7 +451,14 @@ export async function consumeWebhooks(
           putBack(message);
           continue;
         }
-        outcome = await attempt(env, target, claim.events.get(target.delivery.eventId), attempts + 1, timeoutMs);
+        outcome = await attempt(
+          env,
+          target,
+          claim.events.get(target.delivery.eventId),
+          attempts + 1,
+          timeoutMs,
+          signerOf,
+        );
       } catch (err) {
         logError(message, err);
         putBack(message);
