@@ -8,9 +8,8 @@
 //
 // Shorter runs for development: BENCH_SECONDS (per row, default 10), BENCH_WARMUP (3),
 // BENCH_ROWS (rows of the big agency, default 100000), BENCH_HOOK_SECONDS (15),
-// BENCH_HOOK_RATE (20 creates/s), BENCH_LAYERS=1 adds the guard-layer rows, BENCH_PHASES
-// (a comma-separated subset of core, tenants, post, growth, hooks; all of them by default)
-// runs only those phases.
+// BENCH_HOOK_RATE (20 creates/s), BENCH_LAYERS=1 adds the guard-layer rows, BENCH_PHASES (a comma-separated
+// list of core, tenants, post, growth, webhooks; every phase when unset) runs only those phases.
 import { randomBytes, randomUUID } from "node:crypto";
 import { cpus, loadavg, totalmem } from "node:os";
 import { Api, type BenchKey } from "./lib/api.ts";
@@ -29,11 +28,17 @@ const HOOK_RATE = Number(process.env.BENCH_HOOK_RATE ?? 20);
 const TENANT_AGENCIES = 8;
 const KEYS_PER_AGENCY = 8;
 const READY_TIMEOUT_MS = 180_000;
-const PHASES = ["core", "tenants", "post", "growth", "hooks"] as const;
-type Phase = (typeof PHASES)[number];
-const chosen = new Set((process.env.BENCH_PHASES ?? PHASES.join(",")).split(",").map((p) => p.trim()));
-const unknownPhases = [...chosen].filter((p) => !(PHASES as readonly string[]).includes(p));
-if (unknownPhases.length) throw new Error(`BENCH_PHASES: unknown ${unknownPhases.join(", ")}; known: ${PHASES}`);
+const PHASES = ["core", "tenants", "post", "growth", "webhooks"] as const;
+const chosen = (process.env.BENCH_PHASES ?? "")
+  .split(",")
+  .map((p) => p.trim())
+  .filter(Boolean);
+for (const p of chosen)
+  if (!(PHASES as readonly string[]).includes(p)) throw new Error(`BENCH_PHASES: unknown phase ${p} (${PHASES})`);
+/** Whether the run includes this phase: every phase unless BENCH_PHASES names some. */
+const runs = (p: (typeof PHASES)[number]) => !chosen.length || chosen.includes(p);
+/** Only the core and POST phases load the baseline Worker. */
+const needsBaseline = runs("core") || runs("post");
 
 /** Set once a signal or the end of the run stops the bench. */
 let stopping = false;
@@ -48,14 +53,19 @@ async function main() {
   const runId = randomBytes(4).toString("hex");
   const persist = ["--persist-to", stateDir];
 
-  process.stderr.write(`· migrations and seed (${size(SMALL_ROWS)} and ${size(BIG_ROWS)} rows) in ${stateDir}\n`);
+  process.stderr.write(
+    runs("growth")
+      ? `· migrations and seed (${size(SMALL_ROWS)} and ${size(BIG_ROWS)} rows) in ${stateDir}\n`
+      : `· migrations in ${stateDir}\n`,
+  );
   await runChild("wrangler", ["d1", "migrations", "apply", "DB", "--local", ...persist], "migrate", 300_000);
   const growth: GrowthAgency[] = [];
-  const seeds = [
-    [SMALL_ROWS, 1],
-    [BIG_ROWS, 2],
-  ] as const;
-  for (const [rows, seed] of chosen.has("growth") ? seeds : []) {
+  for (const [rows, seed] of runs("growth")
+    ? ([
+        [SMALL_ROWS, 1],
+        [BIG_ROWS, 2],
+      ] as const)
+    : []) {
     const { agency, files } = generateAgency(stateDir, size(rows), rows, runId, seed);
     for (const file of files) {
       await runChild("wrangler", ["d1", "execute", "DB", "--local", ...persist, "--file", file], "seed", 600_000);
@@ -65,22 +75,23 @@ async function main() {
 
   const common = ["--ip", "127.0.0.1", "--log-level", "warn", "--show-interactive-dev-session=false", ...persist];
   await Promise.all([
-    startServer(
-      "wrangler",
-      [
-        "dev",
-        "--config",
-        "bench/baseline/wrangler.jsonc",
-        "--port",
-        String(basePort),
-        "--inspector-port",
-        String(baseInspector),
-        ...common,
-      ],
-      "baseline",
-      `${baseOrigin}/bare`,
-      READY_TIMEOUT_MS,
-    ),
+    needsBaseline &&
+      startServer(
+        "wrangler",
+        [
+          "dev",
+          "--config",
+          "bench/baseline/wrangler.jsonc",
+          "--port",
+          String(basePort),
+          "--inspector-port",
+          String(baseInspector),
+          ...common,
+        ],
+        "baseline",
+        `${baseOrigin}/bare`,
+        READY_TIMEOUT_MS,
+      ),
     startServer(
       "wrangler",
       [
@@ -102,8 +113,10 @@ async function main() {
       READY_TIMEOUT_MS,
     ),
   ]);
-  const setup = await fetch(`${baseOrigin}/setup`, { method: "POST", signal: AbortSignal.timeout(30_000) });
-  if (!setup.ok) throw new Error(`baseline setup answered ${setup.status}`);
+  if (needsBaseline) {
+    const setup = await fetch(`${baseOrigin}/setup`, { method: "POST", signal: AbortSignal.timeout(30_000) });
+    if (!setup.ok) throw new Error(`baseline setup answered ${setup.status}`);
+  }
 
   const api = new Api(appOrigin, operatorToken);
   const agency = await api.agency("Bench Agency");
@@ -112,8 +125,8 @@ async function main() {
   const postKey = await api.key(agency.id, owner.id);
 
   const broken: string[] = [];
-  const phase = async (id: Phase, name: string, fn: () => Promise<void>) => {
-    if (stopping || !chosen.has(id)) return;
+  const phase = async (name: string, fn: () => Promise<void>, only = true) => {
+    if (stopping || !only) return;
     try {
       await fn();
     } catch (err) {
@@ -130,116 +143,139 @@ async function main() {
     return f;
   };
   const userPath = `/api/v1/users/${owner.id}`;
-  await phase("core", "core routes", async () => {
-    keep("bare", await measure("bare route (baseline Worker)", { url: `${baseOrigin}/bare` }));
-    keep("do", await measure("bare route + one Durable Object RPC (baseline)", { url: `${baseOrigin}/do` }));
-    keep("d1", await measure("bare route + one D1 read (baseline)", { url: `${baseOrigin}/d1` }));
-    keep(
-      "401",
-      await measure(
-        "unauthenticated request, 401 expected (product)",
-        { url: `${appOrigin}/api/v1/users` },
-        { expect: 401 },
-      ),
-    );
-    keep(
-      "floorGet",
-      await measure("floor GET: gate DO RPC, then D1 read (baseline)", { url: `${baseOrigin}/floor/get` }),
-    );
-    keep(
-      "get",
-      await measure("GET /api/v1/users/{id} (auth + rate limit + D1 read)", {
-        url: `${appOrigin}${userPath}`,
-        headers: { "X-API-Key": getKey.secret },
-      }),
-    );
-  });
-  await phase("tenants", "many tenants", async () => {
-    const tenants = await manyTenants(api);
-    let next = 0;
-    keep(
-      "tenants",
-      await measure(`many tenants: ${tenants.length} keys over ${TENANT_AGENCIES} agencies`, {
-        url: appOrigin,
-        requests: [
-          {
-            method: "GET",
-            setupRequest: (req: any) => {
-              const t = tenants[next++ % tenants.length]!;
-              return { ...req, path: `/api/v1/users/${t.ownerId}`, headers: { ...req.headers, "X-API-Key": t.secret } };
-            },
-          },
-        ],
-      }),
-    );
-  });
-  await phase("post", "POST routes", async () => {
-    keep(
-      "floorPost",
-      await measure("floor POST: gate RPC, ledger DO write, D1 batch of 3 (baseline)", {
-        url: `${baseOrigin}/floor/post`,
-        requests: [
-          {
-            method: "POST",
-            body: JSON.stringify({ address: "1 Bench Street", owner_user_id: owner.id, agent_one_id: owner.id }),
-            setupRequest: (req: any) => ({
-              ...req,
-              headers: { ...req.headers, "Content-Type": "application/json", "X-Idempotency-Key": randomUUID() },
-            }),
-          },
-        ],
-      }),
-    );
-    keep(
-      "post",
-      await measure("POST /api/v1/listings (auth + rate limit + idempotency + D1 batch)", {
-        url: `${appOrigin}/api/v1/listings`,
-        requests: [
-          {
-            method: "POST",
-            body: JSON.stringify({ address: "1 Bench Street", owner_user_id: owner.id, agent_one_id: owner.id }),
-            setupRequest: (req: any) => ({
-              ...req,
-              headers: {
-                ...req.headers,
-                "X-API-Key": postKey.secret,
-                "Content-Type": "application/json",
-                "X-Idempotency-Key": randomUUID(),
+  await phase(
+    "core routes",
+    async () => {
+      keep("bare", await measure("bare route (baseline Worker)", { url: `${baseOrigin}/bare` }));
+      keep("do", await measure("bare route + one Durable Object RPC (baseline)", { url: `${baseOrigin}/do` }));
+      keep("d1", await measure("bare route + one D1 read (baseline)", { url: `${baseOrigin}/d1` }));
+      keep(
+        "401",
+        await measure(
+          "unauthenticated request, 401 expected (product)",
+          { url: `${appOrigin}/api/v1/users` },
+          { expect: 401 },
+        ),
+      );
+      keep(
+        "floorGet",
+        await measure("floor GET: gate DO RPC, then D1 read (baseline)", { url: `${baseOrigin}/floor/get` }),
+      );
+      keep(
+        "get",
+        await measure("GET /api/v1/users/{id} (auth + rate limit + D1 read)", {
+          url: `${appOrigin}${userPath}`,
+          headers: { "X-API-Key": getKey.secret },
+        }),
+      );
+    },
+    runs("core"),
+  );
+  await phase(
+    "many tenants",
+    async () => {
+      const tenants = await manyTenants(api);
+      let next = 0;
+      keep(
+        "tenants",
+        await measure(`many tenants: ${tenants.length} keys over ${TENANT_AGENCIES} agencies`, {
+          url: appOrigin,
+          requests: [
+            {
+              method: "GET",
+              setupRequest: (req: any) => {
+                const t = tenants[next++ % tenants.length]!;
+                return {
+                  ...req,
+                  path: `/api/v1/users/${t.ownerId}`,
+                  headers: { ...req.headers, "X-API-Key": t.secret },
+                };
               },
-            }),
-          },
-        ],
-      }),
-    );
-    // The creates' events leave the outbox before the next phase starts.
-    await api.cronTick();
-  });
-  if (process.env.BENCH_LAYERS)
-    await phase("core", "guard layers", () => layers(api, appOrigin, agency.id, owner.id, figures));
+            },
+          ],
+        }),
+      );
+    },
+    runs("tenants"),
+  );
+  await phase(
+    "POST routes",
+    async () => {
+      keep(
+        "floorPost",
+        await measure("floor POST: gate RPC, ledger DO write, D1 batch of 3 (baseline)", {
+          url: `${baseOrigin}/floor/post`,
+          requests: [
+            {
+              method: "POST",
+              body: JSON.stringify({ address: "1 Bench Street", owner_user_id: owner.id, agent_one_id: owner.id }),
+              setupRequest: (req: any) => ({
+                ...req,
+                headers: { ...req.headers, "Content-Type": "application/json", "X-Idempotency-Key": randomUUID() },
+              }),
+            },
+          ],
+        }),
+      );
+      keep(
+        "post",
+        await measure("POST /api/v1/listings (auth + rate limit + idempotency + D1 batch)", {
+          url: `${appOrigin}/api/v1/listings`,
+          requests: [
+            {
+              method: "POST",
+              body: JSON.stringify({ address: "1 Bench Street", owner_user_id: owner.id, agent_one_id: owner.id }),
+              setupRequest: (req: any) => ({
+                ...req,
+                headers: {
+                  ...req.headers,
+                  "X-API-Key": postKey.secret,
+                  "Content-Type": "application/json",
+                  "X-Idempotency-Key": randomUUID(),
+                },
+              }),
+            },
+          ],
+        }),
+      );
+      // The creates' events leave the outbox before the next phase starts.
+      await api.cronTick();
+    },
+    runs("post"),
+  );
+  if (process.env.BENCH_LAYERS) await phase("guard layers", () => layers(api, appOrigin, agency.id, owner.id, figures));
 
   const growthRows: Row[] = [];
   const notes: string[] = [];
-  await phase("growth", "data growth", async () => {
-    growthRows.push(...(await measureGrowth(api, growth, notes)));
-  });
+  await phase(
+    "data growth",
+    async () => {
+      growthRows.push(...(await measureGrowth(api, growth, notes)));
+    },
+    runs("growth"),
+  );
 
   const hooks: PipelineRun[] = [];
-  await phase("hooks", "webhook pipeline", async () => {
-    const receiver = new Receiver();
-    await receiver.listen();
-    try {
-      for (const endpoints of [1, 10]) {
-        const hookAgency = await api.agency(`Bench Hooks ${endpoints}`);
-        const hookOwner = await api.user(hookAgency.id, "media_agency", "Hooks Owner");
-        const key = await api.key(hookAgency.id, hookOwner.id);
-        hooks.push(
-          await measurePipeline(api, receiver, { key, ownerId: hookOwner.id }, endpoints, HOOK_RATE, HOOK_SECONDS),
-        );
+  await phase(
+    "webhook pipeline",
+    async () => {
+      const receiver = new Receiver();
+      await receiver.listen();
+      try {
+        for (const endpoints of [1, 10]) {
+          const hookAgency = await api.agency(`Bench Hooks ${endpoints}`);
+          const hookOwner = await api.user(hookAgency.id, "media_agency", "Hooks Owner");
+          const key = await api.key(hookAgency.id, hookOwner.id);
+          hooks.push(
+            await measurePipeline(api, receiver, { key, ownerId: hookOwner.id }, endpoints, HOOK_RATE, HOOK_SECONDS),
+          );
+        }
+      } finally {
+        await receiver.close();
       }
-    } finally {
-      await receiver.close();
-    }
-  });
+    },
+    runs("webhooks"),
+  );
 
   // The table, in reading order, with the goals.
   if (stopping) return 130;

@@ -238,7 +238,8 @@ describe("faults survived", () => {
   it("D1 is overloaded in the consumer: the message is retried alone, then delivered", async () => {
     const id = await oneDelivery();
     const other = await oneDelivery();
-    failD1(/^insert into "webhook_delivery_attempts"/i, 1);
+    // Twice: outcomes are written in groups, and a group D1 refuses is written again one outcome at a time.
+    failD1(/^insert into "webhook_delivery_attempts"/i, 2);
     const logs = captureErrorLogs();
     const first = await consumeBatch([id, other]);
     // The failing message's request went out; recording it did not, so it is retried (at least once).
@@ -266,7 +267,7 @@ describe("faults survived", () => {
     expect(logs.map((l) => [l.level, l.job, l.delivery_id]).sort()).toEqual(
       [id, other].sort().map((d) => ["error", "webhook_delivery", d]),
     );
-    expect(logs.every((l) => /left join "webhook_endpoints"/.test(l.error))).toBe(true);
+    expect(logs.every((l) => /overloaded/i.test(l.error))).toBe(true);
   });
 
   it(

@@ -29,8 +29,8 @@ export function captureQueue() {
   return { sent, sendBatch };
 }
 
-/** 2xx at once, never (until aborted), a status at once, or 200 after a delay. */
-export type Answer = "ok" | "hang" | number | { afterMs: number };
+/** 2xx at once, never (until aborted), a status at once, or a status (200 unless given) after a delay. */
+export type Answer = "ok" | "hang" | number | { afterMs: number; status?: number };
 
 /**
  * Receivers behind a fake network: each URL answers as `behaviour` says; "hang" never
@@ -60,7 +60,8 @@ export function receivers(behaviour: (url: string) => Answer) {
       }
       if (typeof answer === "object") await new Promise((r) => setTimeout(r, answer.afterMs));
       received.push({ url, at: performance.now(), body: String(init?.body ?? "") });
-      return typeof answer === "number" ? new Response("no", { status: answer }) : new Response("ok");
+      const status = typeof answer === "number" ? answer : typeof answer === "object" ? (answer.status ?? 200) : 200;
+      return status === 200 ? new Response("ok") : new Response("no", { status });
     } finally {
       open.set(url, open.get(url)! - 1);
     }
@@ -216,4 +217,34 @@ export function failD1(pattern: RegExp, times = 1, message = OVERLOADED) {
     return batch.call(env.DB, statements);
   });
   return { left: () => left };
+}
+
+/**
+ * Counts what D1 is asked from now on: every statement prepared (each statement run,
+ * alone or in a batch, is prepared once) and the round trips (a batch is one).
+ */
+export function countD1() {
+  const prepared: string[] = [];
+  let batches = 0;
+  let batched = 0;
+  const prepare = Object.getPrototypeOf(env.DB).prepare as D1Database["prepare"];
+  const batch = Object.getPrototypeOf(env.DB).batch as D1Database["batch"];
+  vi.spyOn(env.DB, "prepare").mockImplementation((query: string) => {
+    prepared.push(query);
+    return prepare.call(env.DB, query);
+  });
+  vi.spyOn(env.DB, "batch").mockImplementation(async (statements) => {
+    batches++;
+    batched += statements.length;
+    return batch.call(env.DB, statements);
+  });
+  return {
+    statements: () => prepared.length,
+    roundTrips: () => batches + prepared.length - batched,
+    matching: (pattern: RegExp) => prepared.filter((q) => pattern.test(q)).length,
+    stop: () => {
+      vi.mocked(env.DB.prepare).mockRestore();
+      vi.mocked(env.DB.batch).mockRestore();
+    },
+  };
 }

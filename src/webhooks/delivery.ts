@@ -1,19 +1,13 @@
-import { and, eq, gt, inArray, isNull, lt, or, sql } from "drizzle-orm";
+import { and, eq, inArray, isNull, lt, or, sql } from "drizzle-orm";
 import { type Db, database } from "../db/client";
-import {
-  events,
-  type WebhookDelivery,
-  type WebhookEndpoint,
-  webhookDeliveries,
-  webhookDeliveryAttempts,
-  webhookEndpoints,
-} from "../db/schema";
+import { events, type WebhookDelivery, type WebhookEndpoint, webhookDeliveries, webhookEndpoints } from "../db/schema";
 import { decrypt } from "../lib/crypto";
 import { DomainError } from "../lib/errors";
 import { newId, nowIso, randomToken } from "../lib/ids";
 import { checkOutboundUrl } from "../lib/outbound-url";
 import { SECRET_PURPOSE, secretBinding } from "./endpoints";
-import { signatureHeaders } from "./signing";
+import { type AttemptOutcome, outcomeWriter } from "./outcomes";
+import { type Signer, signer } from "./signing";
 
 export const DELIVERY_TIMEOUT_MS = 10_000;
 export const FIRST_RETRY_SECONDS = 30;
@@ -34,13 +28,12 @@ export const CONNECTIONS_PER_BATCH = 6;
 export const ENDPOINT_IN_FLIGHT = 2;
 /** Attempts start only this long into a batch; later ones wait for a later batch, so a batch ends within about 15 s. */
 export const START_WINDOW_MS = 5_000;
-/** How long one attempt holds its delivery: the timeout and time to record the outcome. */
-export const LEASE_MS = DELIVERY_TIMEOUT_MS + 20_000;
-/** Failed attempts in a row that open an endpoint's breaker; a timeout opens it at once. */
-export const BREAKER_FAILURES = 3;
-/** How long an open breaker pauses an endpoint: 30 s doubling per failure in a row, at most 10 minutes. */
-export const BREAKER_FIRST_PAUSE_SECONDS = 30;
-export const BREAKER_MAX_PAUSE_SECONDS = 600;
+/**
+ * How long a batch holds the deliveries it leased, from its start: the start window, the
+ * timeout of an attempt started at its end, and time to record the outcome.
+ */
+export const LEASE_MS = START_WINDOW_MS + DELIVERY_TIMEOUT_MS + 15_000;
+export { BREAKER_FAILURES, BREAKER_FIRST_PAUSE_SECONDS, BREAKER_MAX_PAUSE_SECONDS } from "./outcomes";
 
 /** The consumer's time limits; tests shorten them. */
 export interface ConsumerLimits {
@@ -49,194 +42,153 @@ export interface ConsumerLimits {
 }
 const LIMITS: ConsumerLimits = { timeoutMs: DELIVERY_TIMEOUT_MS, startWindowMs: START_WINDOW_MS };
 
-type Outcome = "delivered" | "failed" | "dead" | "skipped" | { leasedUntil: number };
-type Health = "healthy" | { failed: true; timedOut: boolean } | undefined;
-
-/**
- * The endpoint's breaker after an attempt: a success closes it; a failure counts, and
- * opens it (pauses the endpoint) at BREAKER_FAILURES in a row, or at once on a timeout.
- * The count and the pause are computed in the statement, so concurrent batches add up.
- */
-function breakerAfter(db: Db, endpointId: string, health: Health, now = Date.now()) {
-  if (!health) return [];
-  const failures = webhookEndpoints.consecutiveFailures;
-  if (health === "healthy")
-    return [
-      db
-        .update(webhookEndpoints)
-        .set({ consecutiveFailures: 0, pausedUntil: null })
-        .where(and(eq(webhookEndpoints.id, endpointId), gt(failures, 0))),
-    ];
-  const pause = sql`min(${BREAKER_FIRST_PAUSE_SECONDS} << min(${failures}, 16), ${BREAKER_MAX_PAUSE_SECONDS})`;
-  return [
-    db
-      .update(webhookEndpoints)
-      .set({
-        consecutiveFailures: sql`${failures} + 1`,
-        pausedUntil: sql`CASE WHEN ${health.timedOut ? 1 : 0} OR ${failures} + 1 >= ${BREAKER_FAILURES}
-          THEN strftime('%Y-%m-%dT%H:%M:%fZ', (${now} + 1000 * ${pause}) / 1000.0, 'unixepoch')
-          ELSE ${webhookEndpoints.pausedUntil} END`,
-      })
-      .where(eq(webhookEndpoints.id, endpointId)),
-  ];
-}
-
-async function record(
-  db: Db,
-  target: { deliveryId: string; endpointId: string },
-  attempt: number,
-  started: number,
-  status: number | null,
-  error: string | null,
-  final?: "delivered" | "dead",
-  health?: Health,
-) {
-  const at = nowIso();
-  const { deliveryId, endpointId } = target;
-  await db.batch([
-    db.insert(webhookDeliveryAttempts).values({
-      id: newId("wha"),
-      deliveryId,
-      attempt,
-      attemptedAt: nowIso(started),
-      responseStatus: status,
-      latencyMs: Date.now() - started,
-      error,
-    }),
-    db
-      .update(webhookDeliveries)
-      .set({
-        attempts: attempt,
-        lastResponseStatus: status,
-        lastError: error,
-        updatedAt: at,
-        leasedUntil: null,
-        ...(final ? { status: final } : {}),
-        ...(final === "delivered" ? { deliveredAt: at } : {}),
-      })
-      .where(eq(webhookDeliveries.id, deliveryId)),
-    ...breakerAfter(db, endpointId, health),
-  ]);
-}
-
 /** A delivery of the batch with what its attempt needs from its endpoint (null once removed). */
 interface Target {
-  delivery: { id: string; status: WebhookDelivery["status"]; eventId: string; endpointId: string; agencyId: string };
+  delivery: Pick<WebhookDelivery, "id" | "status" | "eventId" | "endpointId" | "agencyId" | "leasedUntil">;
   endpoint: Pick<
     WebhookEndpoint,
     "id" | "agencyId" | "url" | "isActive" | "secretSealed" | "consecutiveFailures" | "pausedUntil"
   > | null;
 }
 
-/** The batch's deliveries and endpoints, in one statement (the ids travel as one JSON parameter). */
-async function loadTargets(db: Db, deliveryIds: string[]): Promise<Map<string, Target>> {
-  const rows = await db
-    .select({
-      delivery: {
+type StoredEvent = typeof events.$inferSelect;
+
+/** What a batch holds after its lease: every delivery named, the leased ones' attempt numbers and events. */
+interface Claim {
+  /** The lease's expiry, also the mark of the rows this batch holds. */
+  lease: string;
+  targets: Map<string, Target>;
+  /** Delivery id → its attempts so far, for the deliveries this batch leased. */
+  leased: Map<string, number>;
+  events: Map<string, StoredEvent>;
+}
+
+/**
+ * Leases the batch's deliverable rows and loads what their attempts need, in one D1
+ * round trip (a batch of three statements, each taking the ids as one JSON parameter, so
+ * a batch of any size stays inside D1's 100-parameter limit): the lease takes every
+ * pending delivery no other attempt holds whose endpoint is not paused; then the
+ * deliveries with their endpoints, and the leased deliveries' events. The lease is what
+ * keeps one request in flight per delivery: a duplicate message, here or in a batch
+ * running at the same time, finds the row held and waits.
+ */
+async function claimBatch(db: Db, deliveryIds: string[], now: number): Promise<Claim> {
+  const lease = nowIso(now + LEASE_MS);
+  const ids = sql`(SELECT value FROM json_each(${JSON.stringify(deliveryIds)}))`;
+  const [leased, rows, loaded] = await db.batch([
+    db
+      .update(webhookDeliveries)
+      .set({ leasedUntil: lease })
+      .where(
+        and(
+          inArray(webhookDeliveries.id, ids),
+          eq(webhookDeliveries.status, "pending"),
+          or(isNull(webhookDeliveries.leasedUntil), lt(webhookDeliveries.leasedUntil, nowIso(now))),
+          sql`NOT EXISTS (SELECT 1 FROM webhook_endpoints e
+            WHERE e.id = webhook_deliveries.endpoint_id AND e.paused_until > ${nowIso(now)})`,
+        ),
+      )
+      .returning({ id: webhookDeliveries.id, attempts: webhookDeliveries.attempts }),
+    // Flat, with no column name twice: D1 returns a batch's rows as objects keyed by column name.
+    db
+      .select({
         id: webhookDeliveries.id,
         status: webhookDeliveries.status,
         eventId: webhookDeliveries.eventId,
         endpointId: webhookDeliveries.endpointId,
         agencyId: webhookDeliveries.agencyId,
-      },
-      endpoint: {
-        id: webhookEndpoints.id,
-        agencyId: webhookEndpoints.agencyId,
+        leasedUntil: webhookDeliveries.leasedUntil,
+        endpointFound: sql<string | null>`${webhookEndpoints.id}`.as("endpoint_found"),
+        endpointAgencyId: sql<string | null>`${webhookEndpoints.agencyId}`.as("endpoint_agency_id"),
         url: webhookEndpoints.url,
         isActive: webhookEndpoints.isActive,
         secretSealed: webhookEndpoints.secretSealed,
         consecutiveFailures: webhookEndpoints.consecutiveFailures,
         pausedUntil: webhookEndpoints.pausedUntil,
-      },
-    })
-    .from(webhookDeliveries)
-    .leftJoin(webhookEndpoints, eq(webhookEndpoints.id, webhookDeliveries.endpointId))
-    .where(inArray(webhookDeliveries.id, sql`(SELECT value FROM json_each(${JSON.stringify(deliveryIds)}))`));
-  return new Map(rows.map((r) => [r.delivery.id, r]));
+      })
+      .from(webhookDeliveries)
+      .leftJoin(webhookEndpoints, eq(webhookEndpoints.id, webhookDeliveries.endpointId))
+      .where(inArray(webhookDeliveries.id, ids)),
+    db
+      .select()
+      .from(events)
+      .where(
+        inArray(
+          events.id,
+          db
+            .select({ id: webhookDeliveries.eventId })
+            .from(webhookDeliveries)
+            .where(and(inArray(webhookDeliveries.id, ids), eq(webhookDeliveries.leasedUntil, lease))),
+        ),
+      ),
+  ]);
+  return {
+    lease,
+    targets: new Map(
+      rows.map(({ endpointFound, endpointAgencyId, url, isActive, secretSealed, ...delivery }) => {
+        const { consecutiveFailures, pausedUntil, ...rest } = delivery;
+        const endpoint =
+          endpointFound === null || endpointAgencyId === null || url === null || secretSealed === null
+            ? null
+            : {
+                id: endpointFound,
+                agencyId: endpointAgencyId,
+                url,
+                isActive: Boolean(isActive),
+                secretSealed,
+                consecutiveFailures: consecutiveFailures ?? 0,
+                pausedUntil,
+              };
+        return [delivery.id, { delivery: rest, endpoint }];
+      }),
+    ),
+    leased: new Map(leased.map((r) => [r.id, r.attempts])),
+    events: new Map(loaded.map((e) => [e.id, e])),
+  };
 }
 
 /**
- * One attempt of one delivery. The attempt first takes the delivery's lease, so a
- * duplicate message (a redelivery, the same delivery twice in flight) never makes a
- * second request while one runs. The envelope is built afresh: `event_id` stays, while
- * `timestamp` is this attempt's and `nonce` is new, so receivers' 5-minute and 10-minute
- * rules hold on retries. The receiver URL is checked again on every attempt. Attempts are
- * numbered per delivery across replays, so the log never repeats a number.
+ * One attempt of one leased delivery; its outcome is recorded by the caller. The envelope
+ * is built afresh: `event_id` stays, while `timestamp` is this attempt's and `nonce` is
+ * new, so receivers' 5-minute and 10-minute rules hold on retries. The receiver URL is
+ * checked again on every attempt. Attempts are numbered per delivery across replays, so
+ * the log never repeats a number. Throws on a failure of our own (a sealed secret that
+ * does not open): nothing is sent.
  */
-async function attemptDelivery(env: Env, db: Db, target: Target, timeoutMs: number): Promise<Outcome> {
-  const deliveryId = target.delivery.id;
-  const now = Date.now();
-  const [lease] = await db
-    .update(webhookDeliveries)
-    .set({ leasedUntil: nowIso(now + LEASE_MS) })
-    .where(
-      and(
-        eq(webhookDeliveries.id, deliveryId),
-        eq(webhookDeliveries.status, "pending"),
-        or(isNull(webhookDeliveries.leasedUntil), lt(webhookDeliveries.leasedUntil, nowIso(now))),
-      ),
-    )
-    .returning({ attempts: webhookDeliveries.attempts });
-  if (!lease) {
-    const held = await db
-      .select({ status: webhookDeliveries.status, leasedUntil: webhookDeliveries.leasedUntil })
-      .from(webhookDeliveries)
-      .where(eq(webhookDeliveries.id, deliveryId))
-      .get();
-    return held?.status === "pending" ? { leasedUntil: Date.parse(held.leasedUntil ?? "") || now } : "skipped";
-  }
-  try {
-    return await attemptLeased(env, db, target, lease.attempts + 1, timeoutMs);
-  } catch (err) {
-    // A failure of our own: free the delivery for the message's retry (if D1 lets us; else the lease expires).
-    await db
-      .update(webhookDeliveries)
-      .set({ leasedUntil: null })
-      .where(eq(webhookDeliveries.id, deliveryId))
-      .catch(() => undefined);
-    throw err;
-  }
-}
-
-async function attemptLeased(env: Env, db: Db, target: Target, attempt: number, timeoutMs: number): Promise<Outcome> {
+async function attempt(
+  env: Env,
+  target: Target,
+  event: StoredEvent | undefined,
+  number: number,
+  timeoutMs: number,
+  signerOf: (endpoint: NonNullable<Target["endpoint"]>) => Promise<Signer>,
+): Promise<AttemptOutcome> {
   const { delivery, endpoint } = target;
-  const ids = { deliveryId: delivery.id, endpointId: delivery.endpointId };
   const started = Date.now();
-  if (!endpoint?.isActive) {
-    await record(db, ids, attempt, started, null, "endpoint removed", "dead");
-    return "dead";
-  }
+  const outcome = { deliveryId: delivery.id, endpointId: delivery.endpointId, attempt: number, started };
+  const dead = (error: string): AttemptOutcome => ({ ...outcome, latencyMs: 0, status: null, error, final: "dead" });
+  if (!endpoint?.isActive) return dead("endpoint removed");
   const verdict = checkOutboundUrl(endpoint.url, { allowLocalHttp: env.ALLOW_HTTP_RECEIVERS === "true" });
-  if (!verdict.ok) {
-    await record(db, ids, attempt, started, null, `receiver refused: url ${verdict.reason}`, "dead");
-    return "dead";
-  }
-  const event = await db.select().from(events).where(eq(events.id, delivery.eventId)).get();
-  if (!event) {
-    await record(db, ids, attempt, started, null, "event missing", "dead");
-    return "dead";
-  }
-  const secret = await signingSecret(env, endpoint);
+  if (!verdict.ok) return dead(`receiver refused: url ${verdict.reason}`);
+  if (!event) return dead("event missing");
+  const sign = await signerOf(endpoint);
   const { status, error, timedOut } = await post(
     verdict.url,
-    secret,
+    sign,
     { id: event.id, type: event.eventType, apiVersion: event.apiVersion, data: event.data },
     delivery.id,
     started,
     timeoutMs,
   );
   const delivered = error === null;
-  await record(
-    db,
-    ids,
-    attempt,
-    started,
+  return {
+    ...outcome,
+    latencyMs: Date.now() - started,
     status,
     error,
-    delivered ? "delivered" : undefined,
-    delivered ? "healthy" : { failed: true, timedOut },
-  );
-  return delivered ? "delivered" : "failed";
+    final: delivered ? "delivered" : undefined,
+    health: delivered ? "healthy" : { failed: true, timedOut },
+  };
 }
 
 /**
@@ -262,7 +214,7 @@ async function signingSecret(
  */
 async function post(
   url: string,
-  secret: string,
+  sign: Signer,
   event: { id: string; type: string; apiVersion: string; data: unknown },
   deliveryId: string,
   started: number,
@@ -288,7 +240,7 @@ async function post(
       headers: {
         "Content-Type": "application/json",
         "User-Agent": "ALMS-Webhooks/1.0",
-        ...(await signatureHeaders(secret, { webhookId: event.id, timestamp, rawBody: body })),
+        ...(await sign({ webhookId: event.id, timestamp, rawBody: body })),
         "X-Webhook-Event": event.type,
         "X-Webhook-Id": event.id,
         "X-Webhook-Delivery": deliveryId,
@@ -315,13 +267,13 @@ export async function sendTestEvent(env: Env, endpoint: WebhookEndpoint) {
       message: `url ${verdict.reason}.`,
       details: { field: "url", reason: verdict.reason },
     });
-  const secret = await signingSecret(env, endpoint);
+  const sign = await signer(await signingSecret(env, endpoint));
   const started = Date.now();
   const eventId = newId("evt_test");
   const data = { endpoint_id: endpoint.id, message: "A test event from the Agency Listing and Media Service." };
   const { status, error } = await post(
     verdict.url,
-    secret,
+    sign,
     { id: eventId, type: "webhook.test", apiVersion: "2026-11-01", data },
     newId("whd_test"),
     started,
@@ -354,12 +306,11 @@ function slots(n: number) {
 
 interface Lane {
   agencyId: string;
-  endpoint: Target["endpoint"];
   /** The endpoint failed before this batch: it is tried after the healthy ones, one attempt at a time. */
   failing: boolean;
   /** An attempt failed in this batch: the endpoint's other messages wait for a later batch. */
   failedHere: boolean;
-  pending: { message: Message<{ delivery_id: string }>; target: Target }[];
+  pending: { message: Message<{ delivery_id: string }>; target: Target; attempts: number }[];
 }
 
 /**
@@ -382,10 +333,12 @@ function inTurn(lanes: Lane[]): Lane[] {
 const pausedUntil = (endpoint: Target["endpoint"]) => Date.parse(endpoint?.pausedUntil ?? "") || 0;
 
 /**
- * The webhook queue's consumer: one message per delivery, each settled (acked, or
- * retried with backoff) as soon as its own attempt ends. Slow and failing receivers cost
- * their own endpoint's deliveries, not the batch:
- * - attempts run concurrently, at most CONNECTIONS_PER_BATCH at once and
+ * The webhook queue's consumer: one message per delivery. The batch's D1 work is a few
+ * round trips whatever its size: one leases and loads every deliverable row (claimBatch),
+ * and the outcomes are written in groups as attempts end (outcomeWriter); each message is
+ * settled (acked, or retried with backoff) once its own outcome is written. Slow and
+ * failing receivers cost their own endpoint's deliveries, not the batch:
+ * - attempts run concurrently, at most CONNECTIONS_PER_BATCH requests open at once and
  *   ENDPOINT_IN_FLIGHT per endpoint (1 for an endpoint that is failing), healthy
  *   endpoints first, round-robin across agencies;
  * - an endpoint whose attempt fails in this batch gets no further attempt in it, and one
@@ -395,8 +348,10 @@ const pausedUntil = (endpoint: Target["endpoint"]) => Date.parse(endpoint?.pause
  *   plus the 10 s timeout.
  * A message that is not attempted is retried as if it had failed (never sooner than the
  * schedule, and not before the endpoint's pause ends), so a delivery still gets its ~3 days
- * before the dead-letter queue. A failure of our own (D1, a sealed secret that does not
- * open) retries that message alone on the same schedule.
+ * before the dead-letter queue; the lease of a delivery leased but not attempted is freed.
+ * A failure of our own (D1, a sealed secret that does not open) retries that message
+ * alone on the same schedule. A crash after a request and before its outcome is written
+ * leaves the message unsettled: it is delivered again (at least once).
  */
 export async function consumeWebhooks(
   batch: MessageBatch<{ delivery_id: string }>,
@@ -424,12 +379,9 @@ export async function consumeWebhooks(
       }),
     );
 
-  let targets: Map<string, Target>;
+  let claim: Claim;
   try {
-    targets = await loadTargets(
-      db,
-      batch.messages.map((m) => m.body.delivery_id),
-    );
+    claim = await claimBatch(db, [...new Set(batch.messages.map((m) => m.body.delivery_id))], started);
   } catch (err) {
     for (const message of batch.messages) {
       logError(message, err);
@@ -439,48 +391,92 @@ export async function consumeWebhooks(
   }
 
   const byEndpoint = new Map<string, Lane>();
+  const taken = new Set<string>();
   for (const message of batch.messages) {
-    const target = targets.get(message.body.delivery_id);
+    const id = message.body.delivery_id;
+    const target = claim.targets.get(id);
     if (target?.delivery.status !== "pending") {
       message.ack();
       continue;
     }
+    const attempts = claim.leased.get(id);
+    if (attempts === undefined || taken.has(id)) {
+      // Another attempt holds it (in this batch or another), or its endpoint is paused.
+      later(message, Math.max(Date.parse(target.delivery.leasedUntil ?? "") || 0, pausedUntil(target.endpoint)));
+      continue;
+    }
+    taken.add(id);
     const key = target.delivery.endpointId;
     let lane = byEndpoint.get(key);
     if (!lane) {
       const failing = (target.endpoint?.consecutiveFailures ?? 0) > 0;
-      lane = { agencyId: target.delivery.agencyId, endpoint: target.endpoint, failing, failedHere: false, pending: [] };
+      lane = { agencyId: target.delivery.agencyId, failing, failedHere: false, pending: [] };
       byEndpoint.set(key, lane);
     }
-    lane.pending.push({ message, target });
+    lane.pending.push({ message, target, attempts });
   }
 
+  const writer = outcomeWriter(env.DB, claim.lease);
+  // Each endpoint's secret is opened, and its signing keys imported, once per batch.
+  const signers = new Map<string, Promise<Signer>>();
+  const signerOf = (endpoint: NonNullable<Target["endpoint"]>) => {
+    let found = signers.get(endpoint.id);
+    if (!found) {
+      found = signingSecret(env, endpoint).then(signer);
+      signers.set(endpoint.id, found);
+    }
+    return found;
+  };
+  const settling: Promise<void>[] = [];
+  /** Settles the message once its delivery's lease is freed (or, if D1 refuses, left to expire). */
+  const putBack = (message: Message<{ delivery_id: string }>) =>
+    settling.push(
+      writer.release(message.body.delivery_id).then(
+        () => later(message),
+        () => later(message),
+      ),
+    );
   const connections = slots(CONNECTIONS_PER_BATCH);
   const work = async (lane: Lane) => {
     for (let next = lane.pending.shift(); next; next = lane.pending.shift()) {
-      const { message, target } = next;
-      if (lane.failedHere || pausedUntil(lane.endpoint) > Date.now()) {
-        later(message, pausedUntil(lane.endpoint));
+      const { message, target, attempts } = next;
+      if (lane.failedHere) {
+        putBack(message);
         continue;
       }
+      let outcome: AttemptOutcome;
       await connections.acquire();
       try {
         if (lane.failedHere || Date.now() - started > startWindowMs) {
-          later(message);
+          putBack(message);
           continue;
         }
-        const outcome = await attemptDelivery(env, db, target, timeoutMs);
-        if (outcome === "failed") {
-          lane.failedHere = true;
-          later(message);
-        } else if (typeof outcome === "object") later(message, outcome.leasedUntil);
-        else message.ack();
+        outcome = await attempt(
+          env,
+          target,
+          claim.events.get(target.delivery.eventId),
+          attempts + 1,
+          timeoutMs,
+          signerOf,
+        );
       } catch (err) {
         logError(message, err);
-        later(message);
+        putBack(message);
+        continue;
       } finally {
         connections.release();
       }
+      const failed = outcome.health !== undefined && outcome.health !== "healthy";
+      if (failed) lane.failedHere = true;
+      settling.push(
+        writer.record(outcome).then(
+          () => (failed ? later(message) : message.ack()),
+          (err: unknown) => {
+            logError(message, err);
+            later(message);
+          },
+        ),
+      );
     }
   };
   const ordered = inTurn([...byEndpoint.values()]);
@@ -488,6 +484,7 @@ export async function consumeWebhooks(
   for (let i = 0; i < ENDPOINT_IN_FLIGHT; i++)
     for (const lane of ordered) if (i === 0 || !lane.failing) workers.push(work(lane));
   await Promise.all(workers);
+  await Promise.all(settling);
 }
 
 /**

@@ -58,21 +58,50 @@ export async function standardSignature(
   return `v1,${base64(await hmacSha256(key, `${webhookId}.${timestamp}.${rawBody}`))}`;
 }
 
+export interface SignedAttempt {
+  webhookId: string;
+  timestamp: number;
+  rawBody: string;
+}
+
+/** The signature headers of an attempt, from keys imported once per secret. */
+export type Signer = (attempt: SignedAttempt) => Promise<Record<string, string>>;
+
+const hmacKey = (key: Uint8Array) =>
+  crypto.subtle.importKey("raw", key, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+const hmac = async (key: CryptoKey, message: string) =>
+  new Uint8Array(await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(message)));
+
 /**
- * The signature headers of one attempt: `X-Webhook-Signature` always, and the Standard
- * Webhooks set (`webhook-id`, `webhook-timestamp` in integer seconds, `webhook-signature`)
- * whenever the secret is of the `whsec_<base64>` form; never half of that set.
+ * The signature headers of any number of attempts under one secret: `X-Webhook-Signature`
+ * always, and the Standard Webhooks set (`webhook-id`, `webhook-timestamp` in integer
+ * seconds, `webhook-signature`) whenever the secret is of the `whsec_<base64>` form; never
+ * half of that set. The keys are imported once, so a batch signs each attempt in one step.
  */
-export async function signatureHeaders(
-  secret: string,
-  attempt: { webhookId: string; timestamp: number; rawBody: string },
-): Promise<Record<string, string>> {
-  const headers: Record<string, string> = { [SIGNATURE_HEADER]: await signPayload(secret, attempt.rawBody) };
-  const standard = await standardSignature(secret, attempt.webhookId, attempt.timestamp, attempt.rawBody);
-  if (standard) {
-    headers["webhook-id"] = attempt.webhookId;
-    headers["webhook-timestamp"] = String(attempt.timestamp);
-    headers["webhook-signature"] = standard;
-  }
-  return headers;
+export async function signer(secret: string): Promise<Signer> {
+  const standardKey = standardWebhooksKey(secret);
+  const [whole, standard] = await Promise.all([
+    hmacKey(new TextEncoder().encode(secret)),
+    standardKey ? hmacKey(standardKey) : null,
+  ]);
+  return async ({ webhookId, timestamp, rawBody }) => {
+    const [mac, standardMac] = await Promise.all([
+      hmac(whole, rawBody),
+      standard ? hmac(standard, `${webhookId}.${timestamp}.${rawBody}`) : null,
+    ]);
+    const headers: Record<string, string> = {
+      [SIGNATURE_HEADER]: `sha256=${[...mac].map((b) => b.toString(16).padStart(2, "0")).join("")}`,
+    };
+    if (standardMac) {
+      headers["webhook-id"] = webhookId;
+      headers["webhook-timestamp"] = String(timestamp);
+      headers["webhook-signature"] = `v1,${base64(standardMac)}`;
+    }
+    return headers;
+  };
+}
+
+/** The signature headers of one attempt (see signer). */
+export async function signatureHeaders(secret: string, attempt: SignedAttempt): Promise<Record<string, string>> {
+  return (await signer(secret))(attempt);
 }

@@ -1,0 +1,202 @@
+import { newId, nowIso } from "../lib/ids";
+
+/** Failed attempts in a row that open an endpoint's breaker; a timeout opens it at once. */
+export const BREAKER_FAILURES = 3;
+/** How long an open breaker pauses an endpoint: 30 s doubling per failure in a row, at most 10 minutes. */
+export const BREAKER_FIRST_PAUSE_SECONDS = 30;
+export const BREAKER_MAX_PAUSE_SECONDS = 600;
+/** Outcomes written in one group at most; a consumer batch holds at most 100 messages. */
+export const OUTCOMES_PER_WRITE = 100;
+
+/** What an attempt tells the endpoint's breaker: a success closes it, a failure counts (a timeout opens it). */
+export type Health = "healthy" | { failed: true; timedOut: boolean };
+
+/** One attempt of one delivery, as the delivery log records it. */
+export interface AttemptOutcome {
+  deliveryId: string;
+  endpointId: string;
+  /** Numbered per delivery, across replays. */
+  attempt: number;
+  started: number;
+  latencyMs: number;
+  status: number | null;
+  error: string | null;
+  final?: "delivered" | "dead";
+  /** Absent when no request was made (the endpoint was removed, its URL refused, its event missing). */
+  health?: Health;
+}
+
+type Entry = { outcome: AttemptOutcome } | { release: string };
+
+/**
+ * The breaker of each endpoint after a group of its attempts, in the order they ended:
+ * `reset` when one succeeded, `failures` those that failed after the last success, and
+ * `timeoutAt` the position (1-based) among them of the last that timed out (0: none).
+ * Applied in one statement, this is the same as applying the attempts one by one.
+ */
+function breakerDeltas(outcomes: AttemptOutcome[]) {
+  const deltas = new Map<string, { reset: boolean; failures: number; timeoutAt: number }>();
+  for (const { endpointId, health } of outcomes) {
+    if (!health) continue;
+    const d = deltas.get(endpointId) ?? { reset: false, failures: 0, timeoutAt: 0 };
+    if (health === "healthy") deltas.set(endpointId, { reset: true, failures: 0, timeoutAt: 0 });
+    else {
+      d.failures++;
+      if (health.timedOut) d.timeoutAt = d.failures;
+      deltas.set(endpointId, d);
+    }
+  }
+  return [...deltas].map(([id, d]) => [id, d.reset ? 1 : 0, d.failures, d.timeoutAt]);
+}
+
+/**
+ * The statements that record a group: every attempt in the log, each delivery's state
+ * (and its lease freed), the leases of deliveries left unattempted freed (only where this
+ * batch still holds them), and each endpoint's breaker. Rows travel as one JSON parameter
+ * per statement, so a group of any size is at most four statements. The breaker counts
+ * in the statement, so concurrent batches add up: a success resets the count; failures
+ * add to it and open the breaker (a pause of 30 s doubling per failure in a row, at most
+ * 10 minutes) at BREAKER_FAILURES in a row, or at once on a timeout.
+ */
+function groupStatements(d1: D1Database, lease: string, entries: Entry[], now: number): D1PreparedStatement[] {
+  const outcomes = entries.flatMap((e) => ("outcome" in e ? [e.outcome] : []));
+  const released = entries.flatMap((e) => ("release" in e ? [e.release] : []));
+  const at = nowIso(now);
+  const statements: D1PreparedStatement[] = [];
+  if (outcomes.length) {
+    const attempts = outcomes.map((o) => [
+      newId("wha"),
+      o.deliveryId,
+      o.attempt,
+      nowIso(o.started),
+      o.status,
+      o.latencyMs,
+      o.error,
+    ]);
+    statements.push(
+      d1
+        .prepare(
+          `INSERT INTO "webhook_delivery_attempts"
+            (id, delivery_id, attempt, attempted_at, response_status, latency_ms, error)
+          SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'),
+            json_extract(value, '$[3]'), json_extract(value, '$[4]'), json_extract(value, '$[5]'),
+            json_extract(value, '$[6]')
+          FROM json_each(?1)`,
+        )
+        .bind(JSON.stringify(attempts)),
+    );
+    const deliveries = outcomes.map((o) => [o.deliveryId, o.attempt, o.status, o.error, o.final ?? null]);
+    statements.push(
+      d1
+        .prepare(
+          `UPDATE webhook_deliveries SET attempts = o.attempt, last_response_status = o.status,
+            last_error = o.error, updated_at = ?2, leased_until = NULL,
+            status = coalesce(o.final, webhook_deliveries.status),
+            delivered_at = CASE WHEN o.final = 'delivered' THEN ?2 ELSE webhook_deliveries.delivered_at END
+          FROM (SELECT json_extract(value, '$[0]') AS delivery_id, json_extract(value, '$[1]') AS attempt,
+              json_extract(value, '$[2]') AS status, json_extract(value, '$[3]') AS error,
+              json_extract(value, '$[4]') AS final
+            FROM json_each(?1)) AS o
+          WHERE webhook_deliveries.id = o.delivery_id`,
+        )
+        .bind(JSON.stringify(deliveries), at),
+    );
+  }
+  if (released.length)
+    statements.push(
+      d1
+        .prepare(
+          `UPDATE webhook_deliveries SET leased_until = NULL
+          WHERE id IN (SELECT value FROM json_each(?1)) AND leased_until = ?2`,
+        )
+        .bind(JSON.stringify(released), lease),
+    );
+  const breakers = breakerDeltas(outcomes);
+  if (breakers.length) {
+    const base = "(CASE WHEN b.reset THEN 0 ELSE webhook_endpoints.consecutive_failures END)";
+    // The count before the attempt that opened the breaker: the last one, or else the last timeout.
+    const opening = `(CASE WHEN ${base} + b.failures >= ${BREAKER_FAILURES} THEN ${base} + b.failures - 1
+      WHEN b.timeout_at > 0 THEN ${base} + b.timeout_at - 1 END)`;
+    const pause = `min(${BREAKER_FIRST_PAUSE_SECONDS} << min(${opening}, 16), ${BREAKER_MAX_PAUSE_SECONDS})`;
+    statements.push(
+      d1
+        .prepare(
+          `UPDATE webhook_endpoints SET consecutive_failures = ${base} + b.failures,
+            paused_until = CASE
+              WHEN ${opening} IS NOT NULL
+                THEN strftime('%Y-%m-%dT%H:%M:%fZ', (?2 + 1000 * ${pause}) / 1000.0, 'unixepoch')
+              WHEN b.reset THEN NULL
+              ELSE webhook_endpoints.paused_until END
+          FROM (SELECT json_extract(value, '$[0]') AS endpoint_id, json_extract(value, '$[1]') AS reset,
+              json_extract(value, '$[2]') AS failures, json_extract(value, '$[3]') AS timeout_at
+            FROM json_each(?1)) AS b
+          WHERE webhook_endpoints.id = b.endpoint_id
+            AND (b.failures > 0 OR webhook_endpoints.consecutive_failures > 0)`,
+        )
+        .bind(JSON.stringify(breakers), now),
+    );
+  }
+  return statements;
+}
+
+async function write(d1: D1Database, lease: string, entries: Entry[]) {
+  const statements = groupStatements(d1, lease, entries, Date.now());
+  if (statements.length) await d1.batch(statements);
+}
+
+/**
+ * Records a consumer batch's outcomes in groups: whatever ended while the previous group
+ * was being written goes in the next one, one `db.batch` (at most four statements) each,
+ * so D1 sees a few round trips per batch rather than several per delivery. `record` and
+ * `release` resolve once their row is written: a message is settled only after that. A
+ * group that D1 refuses is written again one entry at a time, so only the entries whose
+ * own write fails are refused (their deliveries' leases are freed if D1 allows, or expire).
+ */
+export function outcomeWriter(d1: D1Database, lease: string) {
+  const waiting: { entry: Entry; done: (err?: unknown) => void }[] = [];
+  let writing = false;
+
+  const drain = async () => {
+    // Outcomes that end in the same turn of the event loop share a group.
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    while (waiting.length) {
+      const group = waiting.splice(0, OUTCOMES_PER_WRITE);
+      try {
+        await write(
+          d1,
+          lease,
+          group.map((g) => g.entry),
+        );
+        for (const g of group) g.done();
+      } catch {
+        for (const g of group) {
+          try {
+            await write(d1, lease, [g.entry]);
+            g.done();
+          } catch (err) {
+            const id = "outcome" in g.entry ? g.entry.outcome.deliveryId : g.entry.release;
+            await write(d1, lease, [{ release: id }]).catch(() => undefined);
+            g.done(err);
+          }
+        }
+      }
+    }
+    writing = false;
+  };
+
+  const submit = (entry: Entry) =>
+    new Promise<void>((resolve, reject) => {
+      waiting.push({ entry, done: (err) => (err === undefined ? resolve() : reject(err)) });
+      if (!writing) {
+        writing = true;
+        void drain();
+      }
+    });
+
+  return {
+    /** Records an attempt (and frees its delivery's lease). */
+    record: (outcome: AttemptOutcome) => submit({ outcome }),
+    /** Frees the lease of a delivery this batch took but did not attempt. */
+    release: (deliveryId: string) => submit({ release: deliveryId }),
+  };
+}
