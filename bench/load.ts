@@ -2,7 +2,8 @@
 // `wrangler dev` (fresh local state), reporting socket errors and unexpected statuses.
 // npm run soak: the same mix for 5 minutes, printing the workerd processes' memory every
 // 30 s and its growth. Both print figures; no test asserts them. LOAD_SECONDS shortens a
-// run (never by default).
+// run (never by default); LOAD_MIX=reads sends only the reads; LOAD_TARGET=floor sends the same
+// shape to the baseline Worker's floors instead, to compare the local runtime's own memory.
 import { randomBytes, randomUUID } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
 import autocannon from "autocannon";
@@ -36,44 +37,23 @@ function treeRss(pid: number): number {
   return kib / 1024;
 }
 
-async function main() {
-  const [port, inspector] = await freePorts(2);
-  const origin = `http://127.0.0.1:${port}`;
-  const operatorToken = randomBytes(18).toString("base64url");
-  const persist = ["--persist-to", stateDir];
-  await runChild("wrangler", ["d1", "migrations", "apply", "DB", "--local", ...persist], "migrate", 300_000);
-  const server = await startServer(
-    "wrangler",
-    [
-      "dev",
-      "--ip",
-      "127.0.0.1",
-      "--port",
-      String(port),
-      "--inspector-port",
-      String(inspector),
-      "--log-level",
-      "warn",
-      "--show-interactive-dev-session=false",
-      ...persist,
-      "--var",
-      `OPERATOR_TOKEN:${operatorToken}`,
-      "--var",
-      `SECRET_KEY:${randomBytes(32).toString("base64url")}`,
-    ],
-    "product",
-    `${origin}/api/v1/openapi.json`,
-    120_000,
-  );
+type Request = {
+  method: string;
+  path: string;
+  headers?: Record<string, string>;
+  body?: string;
+  setupRequest?: (req: Record<string, unknown>) => Record<string, unknown>;
+};
 
+/** The mix an integrator sends: reads of one user, the listings and the tours, and creates. */
+async function productMix(origin: string, operatorToken: string): Promise<Request[]> {
   const api = new Api(origin, operatorToken);
   const agency = await api.agency("Load Agency");
   const owner = await api.user(agency.id, "media_agency", "Load Owner");
   const key = await api.key(agency.id, owner.id);
   const headers = { "X-API-Key": key.secret };
   const listing = JSON.stringify({ address: "1 Load Lane", owner_user_id: owner.id, agent_one_id: owner.id });
-  // The mix an integrator sends: reads of one user, the listings and the tours, and creates.
-  const requests = [
+  return [
     { method: "GET", path: `/api/v1/users/${owner.id}`, headers },
     { method: "GET", path: "/api/v1/listings?limit=20", headers },
     {
@@ -87,6 +67,64 @@ async function main() {
     },
     { method: "GET", path: "/api/v1/tours", headers },
   ];
+}
+
+/**
+ * The same shape against the baseline Worker's floors (LOAD_TARGET=floor): the primitives with
+ * no product code, so a soak shows how much memory the local runtime itself takes under load.
+ */
+async function floorMix(origin: string): Promise<Request[]> {
+  const setup = await fetch(`${origin}/setup`, { method: "POST", signal: AbortSignal.timeout(30_000) });
+  if (!setup.ok) throw new Error(`baseline setup answered ${setup.status}`);
+  return [
+    { method: "GET", path: "/floor/get" },
+    { method: "GET", path: "/floor/get" },
+    {
+      method: "POST",
+      path: "/floor/post",
+      body: JSON.stringify({ address: "1 Load Lane" }),
+      setupRequest: (req: Record<string, unknown>) => ({
+        ...req,
+        headers: { "Content-Type": "application/json", "X-Idempotency-Key": randomUUID() },
+      }),
+    },
+    { method: "GET", path: "/bare" },
+  ];
+}
+
+async function main() {
+  const [port, inspector] = await freePorts(2);
+  const origin = `http://127.0.0.1:${port}`;
+  const operatorToken = randomBytes(18).toString("base64url");
+  const persist = ["--persist-to", stateDir];
+  await runChild("wrangler", ["d1", "migrations", "apply", "DB", "--local", ...persist], "migrate", 300_000);
+  const floor = process.env.LOAD_TARGET === "floor";
+  const server = await startServer(
+    "wrangler",
+    [
+      "dev",
+      ...(floor ? ["--config", "bench/baseline/wrangler.jsonc"] : []),
+      "--ip",
+      "127.0.0.1",
+      "--port",
+      String(port),
+      "--inspector-port",
+      String(inspector),
+      "--log-level",
+      "warn",
+      "--show-interactive-dev-session=false",
+      ...persist,
+      ...(floor
+        ? []
+        : ["--var", `OPERATOR_TOKEN:${operatorToken}`, "--var", `SECRET_KEY:${randomBytes(32).toString("base64url")}`]),
+    ],
+    floor ? "baseline" : "product",
+    floor ? `${origin}/bare` : `${origin}/api/v1/openapi.json`,
+    120_000,
+  );
+  const all = floor ? await floorMix(origin) : await productMix(origin, operatorToken);
+  // LOAD_MIX=reads leaves the writes out, so memory is watched over data that does not grow.
+  const requests = process.env.LOAD_MIX === "reads" ? all.filter((r) => r.method === "GET") : all;
 
   const samples: number[] = [];
   const sample = () => {

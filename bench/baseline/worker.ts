@@ -1,5 +1,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { Hono } from "hono";
+import { bucketOf } from "../../src/lib/ids";
+import { IDEMPOTENCY_SHARDS } from "../../src/lib/limits";
 
 /** A trivial object: what one Durable Object round trip costs, with no work inside. */
 export class Echo extends DurableObject {
@@ -17,10 +19,10 @@ export class Gate extends DurableObject {
   }
 }
 
-/** Ledger-like: one object per idempotency key, writing one record to its SQLite-backed storage. */
+/** Ledger-like: one object per agency shard, writing one record per key to its SQLite-backed storage. */
 export class Ledger extends DurableObject {
-  async record(entry: { hash: string; at: number }): Promise<boolean> {
-    await this.ctx.storage.put("state", entry);
+  async record(entry: { key: string; hash: string; at: number }): Promise<boolean> {
+    await this.ctx.storage.put(`key:${entry.key}`, entry);
     return true;
   }
 }
@@ -65,7 +67,12 @@ const app = new Hono<{ Bindings: BaselineEnv }>()
     const idemKey = c.req.header("x-idempotency-key") ?? crypto.randomUUID();
     const body = await c.req.text();
     await c.env.GATE.getByName("key_floor").admit();
-    await c.env.LEDGER.getByName(`agy_floor:${idemKey}`).record({ hash: String(body.length), at: Date.now() });
+    // As the product's ledger: one object per (agency, shard), the shard a hash of the key.
+    await c.env.LEDGER.getByName(`agy_floor:${bucketOf(idemKey, IDEMPOTENCY_SHARDS)}`).record({
+      key: idemKey,
+      hash: String(body.length),
+      at: Date.now(),
+    });
     const id = `lst_${crypto.randomUUID()}`;
     const at = new Date().toISOString();
     await c.env.DB.batch([
