@@ -8,7 +8,8 @@
 //
 // Shorter runs for development: BENCH_SECONDS (per row, default 10), BENCH_WARMUP (3),
 // BENCH_ROWS (rows of the big agency, default 100000), BENCH_HOOK_SECONDS (15),
-// BENCH_HOOK_RATE (20 creates/s), BENCH_LAYERS=1 adds the guard-layer rows.
+// BENCH_HOOK_RATE (20 creates/s), BENCH_LAYERS=1 adds the guard-layer rows. BENCH_PHASES (a comma list of
+// core, tenants, post, growth, webhooks; every phase by default) runs only those phases.
 import { randomBytes, randomUUID } from "node:crypto";
 import { cpus, loadavg, totalmem } from "node:os";
 import { Api, type BenchKey } from "./lib/api.ts";
@@ -27,6 +28,9 @@ const HOOK_RATE = Number(process.env.BENCH_HOOK_RATE ?? 20);
 const TENANT_AGENCIES = 8;
 const KEYS_PER_AGENCY = 8;
 const READY_TIMEOUT_MS = 180_000;
+const PHASES = process.env.BENCH_PHASES?.split(",").map((p) => p.trim());
+/** Whether the run includes `name` (every phase unless BENCH_PHASES names some). */
+const selected = (name: string) => !PHASES || PHASES.includes(name);
 
 /** Set once a signal or the end of the run stops the bench. */
 let stopping = false;
@@ -44,10 +48,12 @@ async function main() {
   process.stderr.write(`· migrations and seed (${size(SMALL_ROWS)} and ${size(BIG_ROWS)} rows) in ${stateDir}\n`);
   await runChild("wrangler", ["d1", "migrations", "apply", "DB", "--local", ...persist], "migrate", 300_000);
   const growth: GrowthAgency[] = [];
-  for (const [rows, seed] of [
-    [SMALL_ROWS, 1],
-    [BIG_ROWS, 2],
-  ] as const) {
+  for (const [rows, seed] of (selected("growth")
+    ? [
+        [SMALL_ROWS, 1],
+        [BIG_ROWS, 2],
+      ]
+    : []) as (readonly [number, number])[]) {
     const { agency, files } = generateAgency(stateDir, size(rows), rows, runId, seed);
     for (const file of files) {
       await runChild("wrangler", ["d1", "execute", "DB", "--local", ...persist, "--file", file], "seed", 600_000);
@@ -105,7 +111,7 @@ async function main() {
 
   const broken: string[] = [];
   const phase = async (name: string, fn: () => Promise<void>) => {
-    if (stopping) return;
+    if (stopping || !selected(name.split(/\W/)[0]!)) return;
     try {
       await fn();
     } catch (err) {
@@ -146,7 +152,7 @@ async function main() {
       }),
     );
   });
-  await phase("many tenants", async () => {
+  await phase("tenants (many keys)", async () => {
     const tenants = await manyTenants(api);
     let next = 0;
     keep(
@@ -165,7 +171,7 @@ async function main() {
       }),
     );
   });
-  await phase("POST routes", async () => {
+  await phase("post routes", async () => {
     keep(
       "floorPost",
       await measure("floor POST: gate RPC, ledger DO write, D1 batch of 3 (baseline)", {
@@ -206,16 +212,17 @@ async function main() {
     // The creates' events leave the outbox before the next phase starts.
     await api.cronTick();
   });
-  if (process.env.BENCH_LAYERS) await phase("guard layers", () => layers(api, appOrigin, agency.id, owner.id, figures));
+  if (process.env.BENCH_LAYERS)
+    await phase("core guard layers", () => layers(api, appOrigin, agency.id, owner.id, figures));
 
   const growthRows: Row[] = [];
   const notes: string[] = [];
-  await phase("data growth", async () => {
+  await phase("growth of data", async () => {
     growthRows.push(...(await measureGrowth(api, growth, notes)));
   });
 
   const hooks: PipelineRun[] = [];
-  await phase("webhook pipeline", async () => {
+  await phase("webhooks pipeline", async () => {
     const receiver = new Receiver();
     await receiver.listen();
     try {
