@@ -105,6 +105,34 @@ describe("a read starts while the key's gate decides", () => {
     expect(r.headers.get("x-rate-limit-remaining"), r.text).toBe("598");
   });
 
+  it("a GET with outside effects (availability) reads nothing before the gate has answered", async () => {
+    const t = await makeTenant({ scopes: ["scheduling:read", "users:read"] });
+    const query = "from=2026-12-01T00:00:00Z&to=2026-12-02T00:00:00Z&duration_minutes=60&timezone=UTC";
+    const path = `/api/v1/scheduling/availability?${query}`;
+    const first = await call(path, { key: t.key });
+    expectError(first, 403, "calendar_not_connected");
+    const order: string[] = [];
+    const gates = {
+      getByName(name: string) {
+        const stub = env.KEY_GATE.getByName(name);
+        return {
+          async admit(...args: Parameters<typeof stub.admit>) {
+            await new Promise((resolve) => setTimeout(resolve, 200));
+            const verdict = await stub.admit(...args);
+            order.push("gate answered");
+            return verdict;
+          },
+        };
+      },
+    };
+    const seen: Observed = { sessions: [], queries: [] };
+    const DB = observedDb(seen, { onQuery: () => order.push("read") });
+    const r = await direct(path, t.key, { DB, KEY_GATE: gates as unknown as Env["KEY_GATE"] });
+    expectError(r, 403, "calendar_not_connected");
+    expect(order[0], order.join(", ")).toBe("gate answered");
+    expect(order.length, order.join(", ")).toBeGreaterThan(1);
+  });
+
   it("a revoked key whose caller this isolate knows gets its refusal and none of the data", async () => {
     const t = await makeTenant();
     expect((await call(`/api/v1/users/${t.owner.id}`, { key: t.key })).status).toBe(200);
