@@ -98,6 +98,14 @@ function countQuery(sql: string): void {
   }
 }
 
+let openSession: ((binding: D1Database, constraint?: string) => D1DatabaseSession) | undefined;
+
+/** An actual D1 session of `binding`, not the pass-through one the Worker gets in tests. */
+export function realSession(binding: D1Database, constraint?: string): D1DatabaseSession {
+  if (!openSession) throw new Error("the D1 guard is not installed");
+  return openSession(binding, constraint);
+}
+
 /** Runs `fn` as one Worker invocation: its D1 queries count against one budget. */
 export const asInvocation = <T>(fn: () => T): T => invocation.run({ queries: 0 }, fn);
 
@@ -139,6 +147,21 @@ export function guardD1(db: D1Database): void {
   dbProto.batch = function (this: D1Database, statements: D1PreparedStatement[]) {
     for (const s of statements) countQuery(sqlOf.get(s) ?? "");
     return batch.call(this, statements);
+  };
+
+  // Locally D1 has no replicas: a session reads and writes the one database. The Worker's
+  // sessions run their statements through the binding they came from, so the checks above,
+  // and every test's spies and faults on that binding, see each statement. `realSession`
+  // opens an actual D1 session.
+  const withSession = dbProto.withSession as (this: D1Database, constraint?: string) => D1DatabaseSession;
+  openSession = (binding, constraint) => withSession.call(binding, constraint);
+  dbProto.withSession = function (this: D1Database, constraint?: string) {
+    const session = withSession.call(this, constraint);
+    return {
+      prepare: (sql: string) => this.prepare(sql),
+      batch: (statements: D1PreparedStatement[]) => this.batch(statements),
+      getBookmark: () => session.getBookmark(),
+    };
   };
 
   const handlers = worker as unknown as Record<string, (...args: unknown[]) => unknown>;

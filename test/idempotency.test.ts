@@ -206,10 +206,12 @@ describe("in progress, failures and expiry", () => {
 
   it("a 5xx is not cached: the same key may retry", async () => {
     const t = await makeTenant();
-    const failing = {
-      ...env,
-      DB: { ...env.DB, prepare: env.DB.prepare.bind(env.DB), batch: () => Promise.reject(new Error("D1 is down")) },
+    const down = {
+      prepare: env.DB.prepare.bind(env.DB),
+      batch: () => Promise.reject(new Error("D1 is down")),
+      getBookmark: () => null,
     };
+    const failing = { ...env, DB: { ...env.DB, ...down, withSession: () => down } };
     const ctx = createExecutionContext();
     const req = new Request(`${BASE}/api/v1/listings`, {
       method: "POST",

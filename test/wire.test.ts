@@ -191,7 +191,15 @@ describe("unexpected failures", () => {
 function flakyBatches(failure: () => Error, failures = Number.POSITIVE_INFINITY): D1Database {
   let left = failures;
   return new Proxy(env.DB, {
-    get(target, prop) {
+    get(target, prop, receiver: D1Database) {
+      // A request's D1 session runs on this binding too.
+      if (prop === "withSession") {
+        return () => ({
+          prepare: (sql: string) => receiver.prepare(sql),
+          batch: (statements: D1PreparedStatement[]) => receiver.batch(statements),
+          getBookmark: () => null,
+        });
+      }
       if (prop === "batch" && left > 0) {
         return async () => {
           left--;

@@ -3,9 +3,10 @@ import { eq } from "drizzle-orm";
 import { database } from "../db/client";
 import { type ApiKey, type ApiKeySecret, apiKeySecrets, apiKeys, users } from "../db/schema";
 import { type KeyChange, revokeKey, rotateKey, updateKey } from "../domain/api-keys";
-import { budgetFor, type EndpointName, WINDOW_MS } from "../domain/budgets";
+import { budgetFor, type EndpointName, MAX_BUDGET, WINDOW_MS } from "../domain/budgets";
 import { checkKeyState, type KeyMode, type KeyState } from "../domain/keys";
 import { DomainError, type ErrorCode } from "../lib/errors";
+import { SlidingLog } from "../lib/sliding-log";
 
 export interface RateDecision {
   limit: number;
@@ -24,7 +25,13 @@ export interface Refusal {
 }
 
 export type GateVerdict =
-  | { ok: true; key: Pick<ApiKey, "id" | "agencyId" | "role" | "scopes" | "mintedByUserId">; rate?: RateDecision }
+  | {
+      ok: true;
+      key: Pick<ApiKey, "id" | "agencyId" | "role" | "scopes" | "mintedByUserId">;
+      rate?: RateDecision;
+      /** The D1 bookmark of the key's latest committed write: its reads start there. */
+      bookmark?: string;
+    }
   | Refusal;
 
 interface Loaded {
@@ -43,34 +50,65 @@ interface Loaded {
 export const KEY_STATE_MAX_AGE_MS = 60_000;
 /** Loads in a row that a change may overtake before the gate gives up (503, retried by the client). */
 const LOAD_ATTEMPTS = 3;
+/**
+ * Admitted requests are written as per-second counts at most this long after they were
+ * counted: a restart of the object forgets at most the requests of the last interval.
+ */
+export const WINDOW_FLUSH_MS = 1_000;
+/** Longer bookmarks are refused; D1's are far shorter. */
+const BOOKMARK_MAX_LENGTH = 1_024;
 
 /**
- * One per API key (addressed by key id). It holds the key's mutable state and an exact
- * 60-second sliding window per endpoint name, so a request is authenticated and
- * rate-limited in one round trip. Every change to the key, and to the user who minted
- * it, ends the cached state and bumps the generation; a load that was under way when
- * the generation moved is thrown away, so no decision is ever taken on state read
- * before a change.
+ * One per API key (addressed by key id). It holds the key's mutable state, an exact
+ * 60-second sliding window per endpoint name (in memory, written as per-second counts
+ * every WINDOW_FLUSH_MS) and the bookmark of the key's latest write, so a request is
+ * authenticated, rate-limited and told where its reads start in one round trip. Every
+ * change to the key, and to the user who minted it, ends the cached state and bumps the
+ * generation; a load that was under way when the generation moved is thrown away, so no
+ * decision is ever taken on state read before a change.
  */
 export class KeyGate extends DurableObject<Env> {
   #loaded: Loaded | undefined;
   #generation = 0;
-  #windows = new Map<string, number[]>();
+  #windows = new Map<string, SlidingLog>();
+  /** Admitted requests not written yet: endpoint → epoch second → count. */
+  #pending = new Map<string, Map<number, number>>();
+  #flushing: ReturnType<typeof setTimeout> | undefined;
+  #bookmark: string | undefined;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     ctx.blockConcurrencyWhile(async () => {
-      ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS hits (endpoint TEXT NOT NULL, at INTEGER NOT NULL)");
-      ctx.storage.sql.exec("CREATE INDEX IF NOT EXISTS hits_endpoint_at ON hits (endpoint, at)");
+      const sql = ctx.storage.sql;
+      sql.exec(
+        "CREATE TABLE IF NOT EXISTS window_counts " +
+          "(endpoint TEXT NOT NULL, second INTEGER NOT NULL, n INTEGER NOT NULL, PRIMARY KEY (endpoint, second))",
+      );
+      sql.exec("CREATE TABLE IF NOT EXISTS gate_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)");
       const since = Date.now() - WINDOW_MS;
-      ctx.storage.sql.exec("DELETE FROM hits WHERE at <= ?", since);
-      for (const row of ctx.storage.sql.exec<{ endpoint: string; at: number }>(
-        "SELECT endpoint, at FROM hits ORDER BY at",
-      )) {
-        const list = this.#windows.get(row.endpoint) ?? [];
-        list.push(row.at);
-        this.#windows.set(row.endpoint, list);
+      // The per-request log of earlier versions, folded into per-second counts once.
+      if (sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'hits'").toArray().length) {
+        sql.exec(
+          "INSERT INTO window_counts (endpoint, second, n) " +
+            "SELECT endpoint, at / 1000, count(*) FROM hits WHERE at > ? GROUP BY endpoint, at / 1000 " +
+            "ON CONFLICT (endpoint, second) DO UPDATE SET n = n + excluded.n",
+          since,
+        );
+        sql.exec("DROP TABLE hits");
       }
+      sql.exec("DELETE FROM window_counts WHERE second < ?", Math.floor(since / 1000));
+      for (const row of sql.exec<{ endpoint: string; second: number; n: number }>(
+        "SELECT endpoint, second, n FROM window_counts ORDER BY second",
+      )) {
+        // Counted at the end of their second: a restored request leaves the window at most 1 s late.
+        const at = row.second * 1000 + 999;
+        if (at <= since) continue;
+        const window = this.#window(row.endpoint);
+        for (let i = 0; i < Math.min(row.n, MAX_BUDGET); i++) window.push(at);
+      }
+      this.#bookmark = sql
+        .exec<{ value: string }>("SELECT value FROM gate_meta WHERE name = 'bookmark'")
+        .toArray()[0]?.value;
     });
   }
 
@@ -167,10 +205,27 @@ export class KeyGate extends DurableObject<Env> {
       throw err;
     }
     const { id, agencyId, role, scopes, mintedByUserId } = loaded.key;
-    if (!endpoint) return { ok: true, key: { id, agencyId, role, scopes, mintedByUserId } };
+    const key = { id, agencyId, role, scopes, mintedByUserId };
+    const bookmark = this.#bookmark;
+    if (!endpoint) return { ok: true, key, bookmark };
     const limit = budgetFor(endpoint, loaded.key.rateLimitOverrides);
     if (limit === undefined) return refuse(new DomainError("rate_limit_misconfigured", { details: { endpoint } }));
-    return { ok: true, key: { id, agencyId, role, scopes, mintedByUserId }, rate: this.#hit(endpoint, limit, now) };
+    return { ok: true, key, rate: this.#hit(endpoint, limit, now), bookmark };
+  }
+
+  /**
+   * Keeps the bookmark of a committed write of this key, so its next reads, from any
+   * isolate, start at least there. Bookmarks order as strings; the latest one stays.
+   */
+  async wrote(bookmark: string): Promise<void> {
+    if (typeof bookmark !== "string" || !bookmark || bookmark.length > BOOKMARK_MAX_LENGTH) return;
+    if (this.#bookmark !== undefined && bookmark <= this.#bookmark) return;
+    this.#bookmark = bookmark;
+    this.ctx.storage.sql.exec(
+      "INSERT INTO gate_meta (name, value) VALUES ('bookmark', ?) " +
+        "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+      bookmark,
+    );
   }
 
   /** Counts a request of a caller that is not a key (a dashboard session) against its window. */
@@ -179,25 +234,64 @@ export class KeyGate extends DurableObject<Env> {
     return limit === undefined ? { misconfigured: true } : this.#hit(endpoint, limit, now);
   }
 
+  #window(endpoint: string): SlidingLog {
+    let window = this.#windows.get(endpoint);
+    if (!window) {
+      window = new SlidingLog();
+      this.#windows.set(endpoint, window);
+    }
+    return window;
+  }
+
   #hit(endpoint: string, limit: number, now: number): RateDecision {
-    const since = now - WINDOW_MS;
-    const window = (this.#windows.get(endpoint) ?? []).filter((at) => at > since);
-    this.#windows.set(endpoint, window);
-    if (window.length >= limit) {
+    const window = this.#window(endpoint);
+    window.evict(now - WINDOW_MS);
+    const count = window.size;
+    if (count >= limit) {
       // The oldest request still counted leaves the window first.
-      const frees = window[window.length - limit]! + WINDOW_MS;
+      const frees = window.at(count - limit)! + WINDOW_MS;
       return {
         limit,
         remaining: 0,
-        reset: Math.ceil((window[window.length - 1]! + WINDOW_MS) / 1000),
+        reset: Math.ceil((window.newest()! + WINDOW_MS) / 1000),
         retryAfter: Math.max(1, Math.ceil((frees - now) / 1000)),
       };
     }
     window.push(now);
-    this.ctx.storage.sql.exec("INSERT INTO hits (endpoint, at) VALUES (?, ?)", endpoint, now);
-    if (window.length === 1 || Math.random() < 0.01)
-      this.ctx.storage.sql.exec("DELETE FROM hits WHERE endpoint = ? AND at <= ?", endpoint, since);
-    return { limit, remaining: limit - window.length, reset: Math.ceil((now + WINDOW_MS) / 1000) };
+    this.#count(endpoint, now);
+    return { limit, remaining: limit - count - 1, reset: Math.ceil((now + WINDOW_MS) / 1000) };
+  }
+
+  /** Notes an admitted request for the next coalesced write. */
+  #count(endpoint: string, now: number): void {
+    const second = Math.floor(now / 1000);
+    let seconds = this.#pending.get(endpoint);
+    if (!seconds) {
+      seconds = new Map();
+      this.#pending.set(endpoint, seconds);
+    }
+    seconds.set(second, (seconds.get(second) ?? 0) + 1);
+    this.#flushing ??= setTimeout(() => this.#flush(), WINDOW_FLUSH_MS);
+  }
+
+  /** Writes the counts gathered since the last write, one statement per endpoint and second. */
+  #flush(): void {
+    this.#flushing = undefined;
+    const pending = this.#pending;
+    this.#pending = new Map();
+    const sql = this.ctx.storage.sql;
+    for (const [endpoint, seconds] of pending) {
+      for (const [second, n] of seconds) {
+        sql.exec(
+          "INSERT INTO window_counts (endpoint, second, n) VALUES (?, ?, ?) " +
+            "ON CONFLICT (endpoint, second) DO UPDATE SET n = n + excluded.n",
+          endpoint,
+          second,
+          n,
+        );
+      }
+    }
+    sql.exec("DELETE FROM window_counts WHERE second < ?", Math.floor((Date.now() - WINDOW_MS) / 1000));
   }
 }
 

@@ -1,5 +1,5 @@
 import { and, eq, gt, isNull } from "drizzle-orm";
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler, Next } from "hono";
 import { getCookie } from "hono/cookie";
 import { database } from "../db/client";
 import { agencies, apiKeySecrets, sessions, users } from "../db/schema";
@@ -10,7 +10,9 @@ import type { GateVerdict, RateDecision } from "../durable/key-gate";
 import { DomainError } from "../lib/errors";
 import { nowIso, sha256Hex } from "../lib/ids";
 import { unavailableRetryAfter } from "../lib/transient";
-import type { AppEnv } from "./env";
+import type { Admitted, AppEnv } from "./env";
+import { setRateHeaders } from "./rate-limit";
+import { rerunOf } from "./speculation";
 
 export const SESSION_COOKIE = "alms_session";
 
@@ -19,9 +21,21 @@ export interface AuthenticateOptions {
   session?: boolean;
   /** The route's rate-limit budget: counted by the key's gate in the same round trip. */
   endpoint?: EndpointName;
+  /**
+   * A read with no effects beyond its answer: for a key this isolate has seen confirmed,
+   * it starts on that caller while the gate decides, and its answer is kept only when the
+   * gate admits the same caller (see `rerunDiscarded`).
+   */
+  speculate?: boolean;
 }
 
-/** Resolves the caller from `X-API-Key` (or, where allowed, the session cookie) into `c.var.caller`. */
+const READS = new Set(["GET", "HEAD"]);
+
+/**
+ * Resolves the caller from `X-API-Key` (or, where allowed, the session cookie) into
+ * `c.var.caller`. A key's request runs in a D1 session: a read starts at the bookmark of
+ * the key's latest write, a write's bookmark is handed to the key's gate before it answers.
+ */
 export function authenticate(opts: AuthenticateOptions = {}): MiddlewareHandler<AppEnv> {
   return async function authenticate(c, next) {
     const cookie = opts.session ? getCookie(c, SESSION_COOKIE) : undefined;
@@ -34,19 +48,70 @@ export function authenticate(opts: AuthenticateOptions = {}): MiddlewareHandler<
       if (/^bearer\s/i.test(c.req.header("authorization") ?? "")) throw new DomainError("api_key_header_mismatch");
       throw new DomainError(opts.session ? "auth_required" : "api_key_missing");
     }
-    const { caller, rate } = await callerFromKey(c.env, secret, opts.endpoint ?? null);
-    c.set("caller", caller);
-    if (rate) c.set("rateLimit", rate);
-    await next();
+    const hash = await hashOfKey(c.env, secret);
+    const rerun = rerunOf(c.req.raw);
+    const read = READS.has(c.req.method);
+    const known = opts.speculate && read && !rerun ? confirmed.get(hash) : undefined;
+    const admitted = rerun?.admitted ?? admit(c.env, hash, opts.endpoint ?? null);
+    if (!known) {
+      const { caller, rate, bookmark } = await admitted;
+      c.set("caller", caller);
+      if (rate) c.set("rateLimit", rate);
+      return inSession(c, hash, read ? (bookmark ?? "first-unconstrained") : "first-primary", next);
+    }
+    // The read starts on the caller this isolate last saw confirmed; the gate answers meanwhile.
+    const verdict = admitted.then(
+      (a) => a,
+      () => undefined,
+    );
+    c.set("caller", known.caller);
+    c.set("speculating", true);
+    await inSession(c, hash, known.bookmark ?? "first-unconstrained", next);
+    c.set("speculating", false);
+    const answer = await verdict;
+    if (answer && sameAuthority(known, answer) && rateAdmits(opts.endpoint, answer.rate)) {
+      c.set("caller", answer.caller);
+      if (answer.rate) {
+        c.set("rateLimit", answer.rate);
+        setRateHeaders(c, answer.rate);
+      }
+      return;
+    }
+    c.set("discarded", admitted);
   };
 }
 
 /**
+ * Runs the rest of the request on a D1 session of `constraint` (a bookmark or a
+ * constraint); for a write, the bookmark it reached is kept for the key's next reads.
+ */
+async function inSession(c: Context<AppEnv>, hash: string, constraint: string, next: Next): Promise<void> {
+  const plain = c.env;
+  const session = plain.DB.withSession(constraint);
+  // Drizzle's D1 driver needs only `prepare` and `batch`, which a session has.
+  c.env = { ...plain, DB: session as unknown as D1Database };
+  try {
+    await next();
+  } finally {
+    c.env = plain;
+    if (!READS.has(c.req.method)) await keepBookmark(plain, hash, session.getBookmark());
+  }
+}
+
+/**
  * A secret's hash maps to its key id forever (secrets are never reassigned), so the
- * mapping is kept per isolate; everything that can change lives in the key's gate.
+ * mapping is kept per isolate. So is the caller the key's gate last confirmed, with its
+ * bookmark: reads may start on it, but every answer waits for the gate's own verdict.
  */
 const keyIdByHash = new Map<string, string>();
+const confirmed = new Map<string, Pick<Admitted, "caller" | "bookmark">>();
 const KEY_ID_CACHE_LIMIT = 10_000;
+
+/** Forgets what this isolate learned of keys, as a fresh isolate would start (for tests). */
+export function forgetKeys(): void {
+  keyIdByHash.clear();
+  confirmed.clear();
+}
 
 async function keyIdFor(d1: D1Database, hash: string): Promise<string | undefined> {
   const cached = keyIdByHash.get(hash);
@@ -62,19 +127,30 @@ async function keyIdFor(d1: D1Database, hash: string): Promise<string | undefine
   return row.keyId;
 }
 
-export async function callerFromKey(
-  env: Env,
-  secret: string,
-  endpoint: EndpointName | null,
-): Promise<{ caller: Caller; rate?: RateDecision }> {
-  const environmentMode = env.API_MODE as KeyMode;
-  checkKeyFormat(secret, environmentMode);
-  const hash = await hashSecret(secret);
+async function hashOfKey(env: Env, secret: string): Promise<string> {
+  checkKeyFormat(secret, env.API_MODE as KeyMode);
+  return hashSecret(secret);
+}
+
+/** Authenticates the key and counts the request in its gate, in one round trip. */
+async function admit(env: Env, hash: string, endpoint: EndpointName | null): Promise<Admitted> {
+  try {
+    const admitted = await admitOnce(env, hash, endpoint);
+    if (confirmed.size >= KEY_ID_CACHE_LIMIT) confirmed.clear();
+    confirmed.set(hash, { caller: admitted.caller, bookmark: admitted.bookmark });
+    return admitted;
+  } catch (err) {
+    confirmed.delete(hash);
+    throw err;
+  }
+}
+
+async function admitOnce(env: Env, hash: string, endpoint: EndpointName | null): Promise<Admitted> {
   const keyId = await keyIdFor(env.DB, hash);
   if (!keyId) throw new DomainError("api_key_invalid");
   let answer: unknown;
   try {
-    answer = await env.KEY_GATE.getByName(keyId).admit(keyId, hash, environmentMode, endpoint);
+    answer = await env.KEY_GATE.getByName(keyId).admit(keyId, hash, env.API_MODE as KeyMode, endpoint);
   } catch (err) {
     throw new DomainError("rate_limit_unavailable", { retryAfter: unavailableRetryAfter(err) });
   }
@@ -84,7 +160,7 @@ export async function callerFromKey(
   }
   const verdict = answer as GateVerdict;
   if (!verdict.ok) throw new DomainError(verdict.code, { message: verdict.message, details: verdict.details });
-  const { key, rate } = verdict;
+  const { key, rate, bookmark } = verdict;
   return {
     caller: {
       via: "api_key",
@@ -95,7 +171,47 @@ export async function callerFromKey(
       keyId: key.id,
     },
     rate,
+    bookmark: typeof bookmark === "string" ? bookmark : undefined,
   };
+}
+
+/** Hands a write's bookmark to the key's gate (the truth for every isolate) and keeps it here too. */
+async function keepBookmark(env: Env, hash: string, bookmark: string | null): Promise<void> {
+  const known = confirmed.get(hash);
+  const keyId = known?.caller.keyId ?? keyIdByHash.get(hash);
+  if (!bookmark || !keyId) return;
+  if (known && (known.bookmark === undefined || bookmark > known.bookmark)) {
+    confirmed.set(hash, { ...known, bookmark });
+  }
+  try {
+    await env.KEY_GATE.getByName(keyId).wrote(bookmark);
+  } catch (err) {
+    // The write has committed; a later read of another isolate may then start before it.
+    console.error(JSON.stringify({ level: "warn", key_id: keyId, error: String(err) }));
+  }
+}
+
+/** Whether the read ran on the very authority the gate confirmed, from the same bookmark. */
+function sameAuthority(known: Pick<Admitted, "caller" | "bookmark">, answer: Admitted): boolean {
+  const a = known.caller;
+  const b = answer.caller;
+  return (
+    a.agencyId === b.agencyId &&
+    a.keyId === b.keyId &&
+    a.role === b.role &&
+    a.userId === b.userId &&
+    a.scopes.size === b.scopes.size &&
+    [...a.scopes].every((scope) => b.scopes.has(scope)) &&
+    known.bookmark === answer.bookmark
+  );
+}
+
+/** Whether the gate's rate decision lets the request through (when the route is rate limited). */
+function rateAdmits(endpoint: EndpointName | undefined, rate: RateDecision | undefined): boolean {
+  if (!endpoint) return true;
+  return (
+    !!rate && typeof rate.limit === "number" && typeof rate.remaining === "number" && rate.retryAfter === undefined
+  );
 }
 
 async function callerFromSession(d1: D1Database, token: string): Promise<Caller> {

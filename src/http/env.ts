@@ -13,6 +13,14 @@ export interface IdempotencyContext {
   requestHash: string;
 }
 
+/** What the key's gate confirmed for a request: the caller, its rate decision and where its reads start. */
+export interface Admitted {
+  caller: Caller;
+  rate?: RateDecision;
+  /** The D1 bookmark of the key's latest committed write. */
+  bookmark?: string;
+}
+
 export interface AppVariables {
   requestId: string;
   /** The routes of both surfaces, built once when the app is created. */
@@ -24,6 +32,13 @@ export interface AppVariables {
   bodyLimit?: number;
   /** The rate decision the key's gate took during authentication. */
   rateLimit?: RateDecision;
+  /** Set while a read runs on the isolate's last confirmed caller, before the key's gate has answered. */
+  speculating?: boolean;
+  /**
+   * The gate's answer to a read whose speculative result was thrown away (a refusal, or
+   * another caller than the one the read ran on): the request is answered again on it.
+   */
+  discarded?: Promise<Admitted>;
   /** An unexpected failure, logged once when the request ends unless a guard recovered from it. */
   unexpected?: Error;
 }

@@ -28,6 +28,8 @@ export function setRateHeaders(c: Context<AppEnv>, rate: RateDecision) {
  */
 export function rateLimit(endpoint: EndpointName): MiddlewareHandler<AppEnv> {
   return async function rateLimit(c, next) {
+    // A speculative read: authentication applies the gate's decision once it arrives.
+    if (c.get("speculating")) return next();
     const caller = c.get("caller");
     let rate = c.get("rateLimit");
     if (!rate && caller.via === "session") {

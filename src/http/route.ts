@@ -123,7 +123,13 @@ export function publicRoute<const R extends RouteConfig>(guard: Guard, route: R)
   const schemas = schemasOf(route);
   const middleware: MiddlewareHandler<AppEnv>[] = guard.anonymous
     ? []
-    : [authenticate({ session: guard.session, endpoint: guard.endpoint })];
+    : [
+        authenticate({
+          session: guard.session,
+          endpoint: guard.endpoint,
+          speculate: route.method === "get" && !guard.effects,
+        }),
+      ];
   if (guard.sandboxOnly) middleware.unshift(sandboxOnly());
   if (guard.endpoint) middleware.push(rateLimit(guard.endpoint));
   if (guard.scope || guard.roles) middleware.push(authorize({ scope: guard.scope, roles: guard.roles }));

@@ -3,6 +3,7 @@ import { invalidUtf8Offset, readCapped } from "../lib/capped-read";
 import { DomainError } from "../lib/errors";
 import { newId } from "../lib/ids";
 import type { AppEnv } from "./env";
+import { rerunOf } from "./speculation";
 
 /**
  * Every response carries `X-Request-Id`; error envelopes repeat it as `error.request_id`.
@@ -10,7 +11,7 @@ import type { AppEnv } from "./env";
  */
 export function requestId(): MiddlewareHandler<AppEnv> {
   return async function requestId(c, next) {
-    const id = newId("req");
+    const id = rerunOf(c.req.raw)?.requestId ?? newId("req");
     c.set("requestId", id);
     await next();
     c.header("X-Request-Id", id);

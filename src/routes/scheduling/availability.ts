@@ -41,6 +41,8 @@ export const availabilityRoute = publicRoute(
     endpoint: "get_availability",
     scope: "scheduling:read",
     errors: ["calendar_not_connected", "user_not_found", "calendar_provider_error", "calendar_provider_timeout"],
+    // It calls the outside calendar, and may store refreshed credentials.
+    effects: true,
   },
   {
     method: "get",
