@@ -11,6 +11,7 @@ import { DomainError } from "../lib/errors";
 import { nowIso, sha256Hex } from "../lib/ids";
 import { unavailableRetryAfter } from "../lib/transient";
 import type { Admitted, AppEnv } from "./env";
+import { claimEarly } from "./idempotency";
 import { setRateHeaders } from "./rate-limit";
 import { rerunOf } from "./speculation";
 
@@ -27,6 +28,12 @@ export interface AuthenticateOptions {
    * gate admits the same caller (see `rerunDiscarded`).
    */
   speculate?: boolean;
+  /**
+   * An idempotent write and its body limit: for a key this isolate has seen confirmed,
+   * its idempotency key is claimed in the ledger while the gate decides (see `EarlyClaim`),
+   * and the claim is kept only when the gate confirms the same caller.
+   */
+  claim?: { bodyLimit: number };
 }
 
 const READS = new Set(["GET", "HEAD"]);
@@ -52,12 +59,24 @@ export function authenticate(opts: AuthenticateOptions = {}): MiddlewareHandler<
     const rerun = rerunOf(c.req.raw);
     const read = READS.has(c.req.method);
     const known = opts.speculate && read && !rerun ? confirmed.get(hash) : undefined;
+    const last = opts.claim && !read && !rerun ? confirmed.get(hash) : undefined;
+    const claim = last && opts.claim ? claimEarly(c, last.caller, opts.claim.bodyLimit) : undefined;
     const admitted = rerun?.admitted ?? admit(c.env, hash, opts.endpoint ?? null);
     if (!known) {
-      const { caller, rate, bookmark } = await admitted;
+      const { caller, rate, bookmark } = await admitted.catch(async (err: unknown) => {
+        await claim?.drop();
+        throw err;
+      });
       c.set("caller", caller);
       if (rate) c.set("rateLimit", rate);
-      return inSession(c, hash, read ? (bookmark ?? "first-unconstrained") : "first-primary", next);
+      if (claim && last && sameCaller(last.caller, caller)) c.set("claim", claim);
+      else await claim?.drop();
+      try {
+        return await inSession(c, hash, read ? (bookmark ?? "first-unconstrained") : "first-primary", next);
+      } finally {
+        // A request refused before the idempotency guard took the claim over leaves no lease.
+        await claim?.drop();
+      }
     }
     // The read starts on the caller this isolate last saw confirmed; the gate answers meanwhile.
     const verdict = admitted.then(
@@ -193,16 +212,18 @@ async function keepBookmark(env: Env, hash: string, bookmark: string | null): Pr
 
 /** Whether the read ran on the very authority the gate confirmed, from the same bookmark. */
 function sameAuthority(known: Pick<Admitted, "caller" | "bookmark">, answer: Admitted): boolean {
-  const a = known.caller;
-  const b = answer.caller;
+  return sameCaller(known.caller, answer.caller) && known.bookmark === answer.bookmark;
+}
+
+/** The same authority: agency, key, user, role and scopes. */
+function sameCaller(a: Caller, b: Caller): boolean {
   return (
     a.agencyId === b.agencyId &&
     a.keyId === b.keyId &&
     a.role === b.role &&
     a.userId === b.userId &&
     a.scopes.size === b.scopes.size &&
-    [...a.scopes].every((scope) => b.scopes.has(scope)) &&
-    known.bookmark === answer.bookmark
+    [...a.scopes].every((scope) => b.scopes.has(scope))
   );
 }
 

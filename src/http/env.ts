@@ -1,5 +1,6 @@
 import type { Caller } from "../domain/roles";
 import type { RateDecision } from "../durable/key-gate";
+import type { EarlyClaim } from "./idempotency";
 import type { RouteRegistry } from "./registry";
 
 /** What the idempotency guard puts on `c.var.idempotency` for the handler. */
@@ -26,6 +27,8 @@ export interface AppVariables {
   /** The routes of both surfaces, built once when the app is created. */
   routes: RouteRegistry;
   caller: Caller;
+  /** An idempotency claim started while the key's gate decided, for the idempotency guard to take over. */
+  claim?: EarlyClaim;
   /** Set by the idempotency guard on mutating public routes. */
   idempotency?: IdempotencyContext;
   /** The route's body limit in bytes, set before anything reads the body. */

@@ -39,6 +39,94 @@ export const ledgerName = (agencyId: string, key: string) => `${agencyId}:${buck
 export const requestHashOf = (callerId: string, method: string, path: string, body: string) =>
   sha256Hex(`${callerId}\n${method} ${path}\n${body}`);
 
+/** The request's idempotency context: its agency, key, and the hash of caller, method, path and body. */
+export async function idempotencyOf(
+  c: Context<AppEnv>,
+  caller: Pick<Caller, "agencyId" | "keyId" | "userId">,
+  key: string,
+  limit?: number,
+): Promise<IdempotencyContext> {
+  const body = await readBodyText(c, limit);
+  const requestHash = await requestHashOf(callerIdentity(caller), c.req.method, c.req.path, body);
+  return { agencyId: caller.agencyId, key, requestHash };
+}
+
+type LedgerStub = ReturnType<Env["IDEMPOTENCY"]["getByName"]>;
+const ledgerOf = (env: Env, idem: IdempotencyContext): LedgerStub =>
+  env.IDEMPOTENCY.getByName(ledgerName(idem.agencyId, idem.key));
+
+interface Claimed {
+  idem: IdempotencyContext;
+  begin: Begin;
+  ledger: LedgerStub;
+}
+
+/**
+ * A ledger claim started while the key's gate decides, on the caller this isolate last
+ * saw confirmed (see `authenticate`). The idempotency guard takes it over when it was
+ * made for exactly its request; any claim not taken over is undone, so a request that
+ * is refused leaves the key as it found it: no lease, no cached answer.
+ */
+export class EarlyClaim {
+  #open = true;
+  readonly #claimed: Promise<Claimed | undefined>;
+
+  constructor(c: Context<AppEnv>, caller: Pick<Caller, "agencyId" | "keyId" | "userId">, key: string, limit: number) {
+    const env = c.env;
+    this.#claimed = (async () => {
+      const idem = await idempotencyOf(c, caller, key, limit);
+      const ledger = ledgerOf(env, idem);
+      return { idem, ledger, begin: (await ledger.begin(idem.agencyId, key, idem.requestHash)) as Begin };
+    })().catch(() => undefined); // The guard then claims as it would have.
+  }
+
+  /** The ledger's answer, when the claim was made for `idem`; any other claim is undone. */
+  async take(idem: IdempotencyContext): Promise<Begin | undefined> {
+    if (!this.#open) return undefined;
+    this.#open = false;
+    const claimed = await this.#claimed;
+    if (!claimed) return undefined;
+    const { agencyId, key, requestHash } = claimed.idem;
+    if (agencyId === idem.agencyId && key === idem.key && requestHash === idem.requestHash) return claimed.begin;
+    await undo(claimed);
+    return undefined;
+  }
+
+  /** Undoes the claim unless the guard took it over. */
+  async drop(): Promise<void> {
+    if (!this.#open) return;
+    this.#open = false;
+    const claimed = await this.#claimed;
+    if (claimed) await undo(claimed);
+  }
+}
+
+/** Starts an early claim when the request names a well-formed idempotency key. */
+export function claimEarly(
+  c: Context<AppEnv>,
+  caller: Pick<Caller, "agencyId" | "keyId" | "userId">,
+  limit: number,
+): EarlyClaim | undefined {
+  const key = c.req.header(IDEMPOTENCY_HEADER);
+  if (key === undefined || !IDEMPOTENCY_KEY_PATTERN.test(key)) return undefined;
+  return new EarlyClaim(c, caller, key, limit);
+}
+
+/**
+ * Gives back a lease nobody used: a key the claim took first is forgotten, one an earlier
+ * attempt had taken is only freed, as that attempt left it.
+ */
+async function undo({ idem, begin, ledger }: Claimed): Promise<void> {
+  if (begin.state !== "acquired") return;
+  const lease: Lease = { agencyId: idem.agencyId, key: idem.key, token: begin.token };
+  try {
+    await (begin.recovering ? ledger.release(lease) : ledger.discard(lease));
+  } catch (err) {
+    // The lease then lapses by itself when it expires.
+    console.error(JSON.stringify({ level: "warn", agency_id: idem.agencyId, error: String(err) }));
+  }
+}
+
 /**
  * Cached bodies (which may carry a secret shown once, such as a webhook signing secret)
  * are kept sealed, bound to the agency, the idempotency key and the request, caller included.
@@ -103,21 +191,17 @@ export function idempotency(): MiddlewareHandler<AppEnv> {
     if (key === undefined || key === "") throw new DomainError("idempotency.missing");
     if (!IDEMPOTENCY_KEY_PATTERN.test(key))
       throw new DomainError("idempotency_key_invalid", { details: { max_length: 128, received_length: key.length } });
-    const caller = c.get("caller");
-    const agencyId = caller.agencyId;
-    const body = await readBodyText(c);
-    const idem: IdempotencyContext = {
-      agencyId,
-      key,
-      requestHash: await requestHashOf(callerIdentity(caller), c.req.method, c.req.path, body),
-    };
-    const ledger = c.env.IDEMPOTENCY.getByName(ledgerName(agencyId, key));
+    const idem = await idempotencyOf(c, c.get("caller"), key);
+    const agencyId = idem.agencyId;
+    const ledger = ledgerOf(c.env, idem);
 
-    let begin: Begin;
-    try {
-      begin = (await ledger.begin(agencyId, key, idem.requestHash)) as Begin;
-    } catch (err) {
-      throw new DomainError("idempotency_unavailable", { retryAfter: unavailableRetryAfter(err) });
+    let begin = await c.get("claim")?.take(idem);
+    if (!begin) {
+      try {
+        begin = (await ledger.begin(agencyId, key, idem.requestHash)) as Begin;
+      } catch (err) {
+        throw new DomainError("idempotency_unavailable", { retryAfter: unavailableRetryAfter(err) });
+      }
     }
     if (begin.state === "replay") return replay(await unseal(c.env, idem, begin.response));
     if (begin.state === "conflict") throw new DomainError("idempotency_key_conflict");

@@ -121,6 +121,8 @@ function describe<const R extends RouteConfig>(
  */
 export function publicRoute<const R extends RouteConfig>(guard: Guard, route: R): Described<R> {
   const schemas = schemasOf(route);
+  const limit = limitOf(schemas, guard.bodyLimit);
+  const idempotent = MUTATING.has(route.method);
   const middleware: MiddlewareHandler<AppEnv>[] = guard.anonymous
     ? []
     : [
@@ -128,14 +130,14 @@ export function publicRoute<const R extends RouteConfig>(guard: Guard, route: R)
           session: guard.session,
           endpoint: guard.endpoint,
           speculate: route.method === "get" && !guard.effects,
+          claim: idempotent ? { bodyLimit: limit } : undefined,
         }),
       ];
   if (guard.sandboxOnly) middleware.unshift(sandboxOnly());
   if (guard.endpoint) middleware.push(rateLimit(guard.endpoint));
   if (guard.scope || guard.roles) middleware.push(authorize({ scope: guard.scope, roles: guard.roles }));
-  const limit = limitOf(schemas, guard.bodyLimit);
   middleware.push(bodyLimit(limit));
-  if (MUTATING.has(route.method)) middleware.push(idempotency());
+  if (idempotent) middleware.push(idempotency());
   if (schemas.json) middleware.push(jsonBody());
   const meta: RouteMeta = {
     ...guard,

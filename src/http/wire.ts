@@ -77,17 +77,20 @@ export async function readBody(
   c: Context<AppEnv>,
   limit = c.get("bodyLimit") ?? DEFAULT_BODY_LIMIT,
 ): Promise<Uint8Array> {
-  const cached = bodyCache(c).arrayBuffer;
-  if (cached) {
-    const bytes = new Uint8Array(await cached);
-    if (bytes.byteLength > limit) throw tooLarge(limit);
-    return bytes;
+  let cached = bodyCache(c).arrayBuffer;
+  if (!cached) {
+    const declared = Number(c.req.header("content-length"));
+    if (declared > limit) throw tooLarge(limit);
+    // Cached while it is read: a second reader (the body limit after an early idempotency
+    // claim) waits on the same read, and meets its refusal too.
+    cached = readCapped(c.req.raw.body, limit).then((bytes) => {
+      if (!bytes) throw tooLarge(limit);
+      return exactBuffer(bytes);
+    });
+    bodyCache(c).arrayBuffer = cached;
   }
-  const declared = Number(c.req.header("content-length"));
-  if (declared > limit) throw tooLarge(limit);
-  const bytes = await readCapped(c.req.raw.body, limit);
-  if (!bytes) throw tooLarge(limit);
-  bodyCache(c).arrayBuffer = Promise.resolve(exactBuffer(bytes));
+  const bytes = new Uint8Array(await cached);
+  if (bytes.byteLength > limit) throw tooLarge(limit);
   return bytes;
 }
 
