@@ -192,7 +192,8 @@ describe("ops listen and ops trigger against npm run dev", () => {
       expect(delivery!.headers["x-webhook-event"]).toBe(type);
       expect(delivery!.headers["x-webhook-delivery"]).toMatch(/^whd_/);
       expect(delivery!.headers["content-type"]).toBe("application/json");
-      expect(listener.output()).toMatch(new RegExp(`\\S+Z ${type.replace(".", "\\.")} ${eventId} → 200`));
+      // The listener prints its line once the receiver's answer is back, just after the receiver saw the request.
+      await listener.waitFor(new RegExp(`\\S+Z ${type.replace(".", "\\.")} ${eventId} → 200`), 10_000);
     }
     const listing = JSON.parse(deliveryOf(triggered["listing.created"]!)!.body);
     expect(listing.data).toMatchObject({ status: "Coming Soon" });
