@@ -110,7 +110,11 @@ export async function call(path: string, opts: CallOptions = {}) {
     body = JSON.stringify(opts.body);
     if (!headers.has("Content-Type")) headers.set("Content-Type", "application/json");
   }
-  const res = await exports.default.fetch(new Request(`${BASE}${path}`, { method, headers, body }));
+  return answerOf(await exports.default.fetch(new Request(`${BASE}${path}`, { method, headers, body })));
+}
+
+/** A response read whole: its status, headers, text and (when it parses) JSON. */
+export async function answerOf(res: Response) {
   const text = await res.text();
   let json: any;
   try {

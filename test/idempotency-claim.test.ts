@@ -10,7 +10,7 @@ import { changeKey } from "../src/durable/key-changes";
 import { forgetKeys } from "../src/http/auth";
 import { ledgerName } from "../src/http/idempotency";
 import worker from "../src/index";
-import { BASE, call, db, expectError, makeTenant, type Tenant } from "./harness";
+import { answerOf, BASE, call, db, expectError, makeTenant, type Tenant } from "./harness";
 
 const body = (t: Tenant, extra: Record<string, unknown> = {}) => ({
   address: "9 Early Claim Street",
@@ -39,14 +39,7 @@ async function create(
   });
   const res = await worker.fetch(request, { ...env, ...bindings }, ctx);
   await waitOnExecutionContext(ctx);
-  const text = await res.text();
-  let json: any;
-  try {
-    json = text ? JSON.parse(text) : undefined;
-  } catch {
-    json = undefined;
-  }
-  return { status: res.status, headers: res.headers, text, json };
+  return answerOf(res);
 }
 
 /** A body sent in two chunks, the second `ms` later: still being read when the later guards want it. */
