@@ -10,12 +10,13 @@
 // BENCH_ROWS (rows of the big agency, default 100000), BENCH_HOOK_SECONDS (15),
 // BENCH_HOOK_RATE (20 creates/s), BENCH_LAYERS=1 adds the guard-layer rows, BENCH_PHASES (a comma-separated
 // list of core, tenants, post, growth, webhooks; every phase when unset) runs only those phases.
+// BENCH_PROFILE=<dir> writes a CPU profile of each row's Worker and prints its heaviest functions.
 import { randomBytes, randomUUID } from "node:crypto";
 import { cpus, loadavg, totalmem } from "node:os";
 import { Api, type BenchKey } from "./lib/api.ts";
 import { measureGrowth } from "./lib/growth.ts";
 import { judgeRun } from "./lib/judge.ts";
-import { CONNECTIONS, DURATION, type Figure, LIST_CONNECTIONS, measure, WARMUP } from "./lib/load.ts";
+import { CONNECTIONS, DURATION, type Figure, LIST_CONNECTIONS, measure, registerServer, WARMUP } from "./lib/load.ts";
 import { cleanupNow, errorLines, freePorts, runChild, startServer, stateDir, stopChildren } from "./lib/processes.ts";
 import { printGoals, printTable, type Row, size } from "./lib/report.ts";
 import { type GrowthAgency, generateAgency } from "./lib/seed.ts";
@@ -74,7 +75,7 @@ async function main() {
   }
 
   const common = ["--ip", "127.0.0.1", "--log-level", "warn", "--show-interactive-dev-session=false", ...persist];
-  await Promise.all([
+  const [baseline, product] = await Promise.all([
     needsBaseline &&
       startServer(
         "wrangler",
@@ -113,6 +114,8 @@ async function main() {
       READY_TIMEOUT_MS,
     ),
   ]);
+  if (baseline) registerServer(baseOrigin, { group: baseline.pid, inspector: baseInspector });
+  registerServer(appOrigin, { group: product.pid, inspector: appInspector });
   if (needsBaseline) {
     const setup = await fetch(`${baseOrigin}/setup`, { method: "POST", signal: AbortSignal.timeout(30_000) });
     if (!setup.ok) throw new Error(`baseline setup answered ${setup.status}`);
@@ -294,7 +297,8 @@ async function main() {
   );
   printTable(rows);
   console.log(
-    "\n×bare, ×floor: req/s against the bare route and the route's floor. ×ref: many tenants against the single key;" +
+    "\ncpu ms: CPU time of the serving wrangler dev (workerd and all) per request, steadier than req/s on a busy machine." +
+      "\n×bare, ×floor: req/s against the bare route and the route's floor. ×ref: many tenants against the single key;" +
       ` @${size(BIG_ROWS)} rows against @${size(SMALL_ROWS)}.` +
       "\nWebhook rows: req/s = receipts per second; p50/p99 from sending the create to the receipt, per endpoint;" +
       " non-2xx = receipts missing after the wait, plus failed creates.",

@@ -1,5 +1,8 @@
-// One measured row: autocannon against one route after a warm-up.
+// One measured row: autocannon against one route after a warm-up, with the CPU time its
+// server spent per request (steadier than throughput on a shared machine).
 import autocannon from "autocannon";
+import { cpuMsOfGroup } from "./processes.ts";
+import { PROFILE_DIR, startProfile } from "./profile.ts";
 
 export const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
 /** The list routes are measured with fewer connections, as they were first measured. */
@@ -16,6 +19,21 @@ export interface Figure {
   unexpected: number;
   /** Status codes seen and how often. */
   statuses: Record<string, number>;
+  /** CPU milliseconds the serving `wrangler dev` (workerd and all) spent per request, when known. */
+  cpuMs?: number;
+}
+
+interface Server {
+  /** The process group of its `wrangler dev`, which holds its workerd. */
+  group?: number;
+  /** Its inspector port, for BENCH_PROFILE. */
+  inspector?: number;
+}
+const servers = new Map<string, Server>();
+
+/** Names the processes behind an origin, so its rows report CPU per request (and can be profiled). */
+export function registerServer(origin: string, server: Server) {
+  servers.set(new URL(origin).origin, server);
 }
 
 export interface MeasureOptions {
@@ -30,8 +48,13 @@ export async function measure(
   { connections = CONNECTIONS, expect }: MeasureOptions = {},
 ): Promise<Figure> {
   process.stderr.write(`· ${name}\n`);
+  const server = opts.url ? servers.get(new URL(String(opts.url)).origin) : undefined;
   if (WARMUP > 0) await autocannon({ ...opts, connections, duration: WARMUP });
+  const stop = PROFILE_DIR && server?.inspector ? await startProfile(server.inspector, name) : undefined;
+  const cpuBefore = server?.group ? cpuMsOfGroup(server.group) : undefined;
   const r = await autocannon({ ...opts, connections, duration: DURATION });
+  const cpuAfter = server?.group ? cpuMsOfGroup(server.group) : undefined;
+  await stop?.();
   const statuses = Object.fromEntries(Object.entries(r.statusCodeStats ?? {}).map(([code, s]) => [code, s.count]));
   const wrong =
     expect === undefined
@@ -44,5 +67,9 @@ export async function measure(
     p99: r.latency.p99,
     unexpected: wrong + r.errors + r.timeouts,
     statuses,
+    cpuMs:
+      cpuBefore !== undefined && cpuAfter !== undefined && r.requests.total > 0
+        ? (cpuAfter - cpuBefore) / r.requests.total
+        : undefined,
   };
 }

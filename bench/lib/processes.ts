@@ -2,7 +2,7 @@
 // process group, so stopping it also stops what it started (workerd); whatever is still
 // running when the bench exits, for any reason, is killed, and the state directory goes.
 import { type ChildProcess, spawn } from "node:child_process";
-import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
+import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -167,4 +167,30 @@ export async function startServer(command: string, args: string[], logName: stri
       process.stderr.write(`! ${logName} exited while starting; starting it again\n`);
     }
   }
+}
+
+/** Clock ticks per second of /proc's CPU times (USER_HZ, 100 on Linux). */
+const TICKS_PER_SECOND = 100;
+
+/**
+ * CPU milliseconds (user and system) spent so far by the live processes of a process
+ * group, from /proc; undefined where there is no /proc. A process that exits meanwhile
+ * takes its time with it, so compare two readings only across a steady server.
+ */
+export function cpuMsOfGroup(group: number): number | undefined {
+  if (!existsSync("/proc/self/stat")) return undefined;
+  let ticks = 0;
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+    } catch {
+      continue; // gone meanwhile
+    }
+    // The fields after the command name (which may hold spaces): state, ppid, pgrp, …, utime (11), stime (12).
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    if (Number(fields[2]) === group) ticks += Number(fields[11]) + Number(fields[12]);
+  }
+  return (ticks * 1000) / TICKS_PER_SECOND;
 }

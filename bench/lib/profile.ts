@@ -1,0 +1,93 @@
+// BENCH_PROFILE=<dir>: a CPU profile of the product Worker during each measured product
+// row, taken through the inspector port that `wrangler dev` opens. Each profile is written
+// as `<dir>/<row>.cpuprofile` (open it in Chrome DevTools), and its heaviest functions by
+// self time are printed, so a slow row says where its JavaScript time goes.
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  hitCount?: number;
+}
+interface Profile {
+  nodes: ProfileNode[];
+  samples?: number[];
+  startTime: number;
+  endTime: number;
+}
+
+export const PROFILE_DIR = process.env.BENCH_PROFILE || undefined;
+
+/** Starts profiling every inspector target of `port`; the returned function stops and reports. */
+export async function startProfile(port: number, name: string): Promise<() => Promise<void>> {
+  const targets = (await (await fetch(`http://127.0.0.1:${port}/json`)).json()) as { webSocketDebuggerUrl?: string }[];
+  const sessions = await Promise.all(
+    targets.filter((t) => t.webSocketDebuggerUrl).map((t) => connect(t.webSocketDebuggerUrl!)),
+  );
+  for (const s of sessions) {
+    await s.send("Profiler.enable");
+    await s.send("Profiler.setSamplingInterval", { interval: 200 });
+    await s.send("Profiler.start");
+  }
+  return async () => {
+    const dir = PROFILE_DIR ?? ".";
+    mkdirSync(dir, { recursive: true });
+    for (const [i, s] of sessions.entries()) {
+      const { profile } = (await s.send("Profiler.stop")) as { profile: Profile };
+      s.close();
+      const file = join(dir, `${name.replace(/[^a-z0-9]+/gi, "-").slice(0, 60)}-${i}.cpuprofile`);
+      writeFileSync(file, JSON.stringify(profile));
+      report(profile, file);
+    }
+  };
+}
+
+function report(profile: Profile, file: string) {
+  const hits = new Map<number, number>();
+  for (const id of profile.samples ?? []) hits.set(id, (hits.get(id) ?? 0) + 1);
+  const total = profile.samples?.length ?? 0;
+  const byFn = new Map<string, number>();
+  for (const node of profile.nodes) {
+    const n = hits.get(node.id) ?? node.hitCount ?? 0;
+    if (!n) continue;
+    const { functionName, url, lineNumber } = node.callFrame;
+    const where = `${functionName || "(anonymous)"} ${url.split("/").slice(-2).join("/")}:${lineNumber + 1}`;
+    byFn.set(where, (byFn.get(where) ?? 0) + n);
+  }
+  const idle = byFn.get("(idle) :0") ?? 0;
+  process.stderr.write(
+    `\n  profile ${file}: ${total} samples, ${(((total - idle) / Math.max(total, 1)) * 100).toFixed(0)}% busy\n`,
+  );
+  for (const [where, n] of [...byFn].sort((a, b) => b[1] - a[1]).slice(0, 30))
+    process.stderr.write(`  ${((n / Math.max(total, 1)) * 100).toFixed(1).padStart(5)}%  ${where}\n`);
+}
+
+function connect(url: string): Promise<{ send: (method: string, params?: object) => Promise<unknown>; close(): void }> {
+  // The inspector proxy accepts local origins only; Node sends none of its own.
+  const ws = new WebSocket(url, { headers: { origin: "http://127.0.0.1" } } as unknown as string[]);
+  let next = 1;
+  const waiting = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
+  ws.addEventListener("message", (ev) => {
+    const msg = JSON.parse(String(ev.data)) as { id?: number; result?: unknown; error?: { message: string } };
+    const w = msg.id === undefined ? undefined : waiting.get(msg.id);
+    if (!w) return;
+    waiting.delete(msg.id!);
+    if (msg.error) w.reject(new Error(msg.error.message));
+    else w.resolve(msg.result);
+  });
+  return new Promise((resolve, reject) => {
+    ws.addEventListener("error", () => reject(new Error(`inspector ${url} refused the connection`)));
+    ws.addEventListener("open", () =>
+      resolve({
+        send: (method, params = {}) =>
+          new Promise((res, rej) => {
+            const id = next++;
+            waiting.set(id, { resolve: res, reject: rej });
+            ws.send(JSON.stringify({ id, method, params }));
+          }),
+        close: () => ws.close(),
+      }),
+    );
+  });
+}
