@@ -1,10 +1,13 @@
+import { env } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { events, idempotencyMarks, listings, users } from "../src/db/schema";
 import { EVENT_TYPES } from "../src/domain/events";
 import { createUser } from "../src/domain/hierarchy";
 import { createListing } from "../src/domain/listings";
-import { db, makeTenant, outbox, unique } from "./harness";
+import { outboxInsertIfChanged } from "../src/domain/outbox";
+import { drainOutbox } from "../src/webhooks/dispatch";
+import { captureErrorLogs, db, makeTenant, outbox, type Tenant, unique } from "./harness";
 
 describe("the transactional outbox", () => {
   it("a change and its event commit together", async () => {
@@ -74,5 +77,90 @@ describe("the transactional outbox", () => {
       expect(Number.isInteger(row.timestamp)).toBe(true);
       expect(EVENT_TYPES[row.eventType as keyof typeof EVENT_TYPES].data.safeParse(row.data).success).toBe(true);
     }
+  });
+});
+
+describe("an event nobody subscribes to", () => {
+  /** An endpoint of the tenant's agency, written straight to D1 as registration would leave it. */
+  async function endpoint(agencyId: string, eventTypes: string | null, isActive = true) {
+    const id = unique("whe");
+    await env.DB.prepare(
+      "INSERT INTO webhook_endpoints (id, agency_id, url, event_types, secret_sealed, is_active) VALUES (?, ?, ?, ?, ?, ?)",
+    )
+      .bind(id, agencyId, "https://receiver.test/hook", eventTypes, "sealed", isActive ? 1 : 0)
+      .run();
+    return id;
+  }
+
+  const create = (t: Tenant) =>
+    createListing(db(), t.agencyId, "https://site.test", {
+      address: "1 Quiet Lane",
+      ownerUserId: t.owner.id,
+      agentOneId: t.agent.id,
+    });
+  const created = async (t: Tenant) => (await outbox(t.agencyId, "listing.created"))[0]!;
+
+  it("is written as already sent when no active endpoint of the agency takes its type", async () => {
+    const t = await makeTenant();
+    const other = await makeTenant();
+    await endpoint(t.agencyId, JSON.stringify(["user.signed_up", "listing.status_changed"]));
+    await endpoint(t.agencyId, null, false);
+    await endpoint(other.agencyId, null);
+    const before = Date.now();
+    await create(t);
+    const event = await created(t);
+    expect(event.enqueuedAt).not.toBeNull();
+    expect(Date.parse(event.enqueuedAt!)).toBeGreaterThanOrEqual(before - 1000);
+    // The drain never claims it.
+    await drainOutbox(env);
+    expect(await created(t)).toMatchObject({ attempts: 0, claimedUntil: null, enqueuedAt: event.enqueuedAt });
+  });
+
+  it("waits for the drain when an endpoint takes its type, or every type", async () => {
+    for (const types of [JSON.stringify(["listing.created"]), null]) {
+      const t = await makeTenant();
+      await endpoint(t.agencyId, types);
+      await create(t);
+      expect((await created(t)).enqueuedAt).toBeNull();
+    }
+  });
+
+  it("a conditional event follows the same rule", async () => {
+    const t = await makeTenant();
+    await endpoint(t.agencyId, JSON.stringify(["listing.status_changed"]));
+    const listing = await create(t);
+    const d = db();
+    const changed = (status: string) => [
+      d.update(listings).set({ status: "Active" }).where(eq(listings.id, listing.id)),
+      outboxInsertIfChanged(d, t.agencyId, "listing.status_changed", {
+        listing_number: listing.listingNumber,
+        status: "Active",
+        previous_status: status,
+      }),
+      outboxInsertIfChanged(d, t.agencyId, "listing.cancelled", {
+        listing_number: listing.listingNumber,
+        status: "Cancelled",
+        previous_status: status,
+        reason: null,
+        source: "api",
+        cancelled_at: new Date().toISOString(),
+      }),
+    ];
+    await d.batch(changed("Coming Soon") as never);
+    expect((await outbox(t.agencyId, "listing.status_changed"))[0]!.enqueuedAt).toBeNull();
+    expect((await outbox(t.agencyId, "listing.cancelled"))[0]!.enqueuedAt).not.toBeNull();
+  });
+
+  it("an endpoint whose stored list cannot be read leaves the event to the drain, which records why", async () => {
+    const logs = captureErrorLogs();
+    const t = await makeTenant();
+    const broken = await endpoint(t.agencyId, "{not json");
+    await create(t);
+    expect((await created(t)).enqueuedAt).toBeNull();
+    await drainOutbox(env);
+    const event = await created(t);
+    expect(event).toMatchObject({ attempts: 1, enqueuedAt: null });
+    expect(event.lastError).toContain(broken);
+    expect(logs).toContainEqual(expect.objectContaining({ job: "outbox_drain", event_id: event.id, attempts: 1 }));
   });
 });

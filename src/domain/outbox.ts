@@ -1,7 +1,7 @@
-import { getTableColumns, sql } from "drizzle-orm";
+import { getTableColumns, type SQL, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { events } from "../db/schema";
-import { newId } from "../lib/ids";
+import { events, webhookEndpoints } from "../db/schema";
+import { newId, nowIso } from "../lib/ids";
 import { EVENT_TYPES, type EventData, type EventType } from "./events";
 
 function row<T extends EventType>(agencyId: string, type: T, data: EventData<T>, id = newEventId()) {
@@ -13,7 +13,25 @@ function row<T extends EventType>(agencyId: string, type: T, data: EventData<T>,
     apiVersion: spec.apiVersion,
     timestamp: Math.floor(Date.now() / 1000),
     data: spec.data.parse(data) as Record<string, unknown>,
+    enqueuedAt: sentUnlessSubscribed(agencyId, type),
   };
+}
+
+/**
+ * The event's `enqueued_at`: NULL (the drain sends it) while an active endpoint of the
+ * agency subscribes to its type, otherwise the time of the write, so the drain never
+ * claims an event only to find nobody to deliver it to. It is decided inside the insert,
+ * so an endpoint registered before the change commits is always seen. An endpoint whose
+ * stored list is not a list of names leaves the event to the drain, which records why.
+ */
+function sentUnlessSubscribed(agencyId: string, type: EventType): SQL {
+  const list = sql`CASE WHEN json_valid(w.event_types) THEN w.event_types ELSE '[]' END`;
+  return sql`(CASE WHEN EXISTS (
+      SELECT 1 FROM ${webhookEndpoints} w
+      WHERE w.agency_id = ${agencyId} AND w.is_active = 1 AND (
+        w.event_types IS NULL OR NOT json_valid(w.event_types) OR json_type(w.event_types) <> 'array'
+        OR EXISTS (SELECT 1 FROM json_each(${list}) WHERE type <> 'text' OR value = ${type})))
+    THEN NULL ELSE ${nowIso()} END)`;
 }
 
 export const newEventId = () => newId("evt");
@@ -45,7 +63,6 @@ export function outboxInsertIfChanged<T extends EventType>(
   const byColumn: Record<string, unknown> = {
     ...r,
     data: JSON.stringify(r.data),
-    enqueuedAt: null,
     attempts: 0,
     createdAt: new Date().toISOString(),
   };
