@@ -1,8 +1,11 @@
+import { env } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
+import { database } from "../src/db/client";
 import { appointments } from "../src/db/schema";
-import { cancelListing, findListing } from "../src/domain/listings";
+import { cancelListing, createListing, findListing } from "../src/domain/listings";
 import { call, db, expectError, internal, makeListing, makeTenant, outbox, unique } from "./harness";
+import { countD1 } from "./webhook-fixtures";
 
 const hours = (h: number) => new Date(Date.now() + h * 3600_000).toISOString();
 
@@ -76,6 +79,24 @@ describe("POST /api/v1/listings", () => {
     expect(r.json.error.details.fields).toEqual(["agent_one_id", "agent_two_id"]);
     expect((await call("/api/v1/listings", { key: a.key })).json.data).toEqual([]);
     expect(await outbox(a.agencyId, "listing.created")).toEqual([]);
+  });
+
+  it("creates in one D1 round trip; a person outside the agency fails that write, then the agency is read", async () => {
+    const a = await makeTenant();
+    const b = await makeTenant();
+    const d1 = countD1();
+    try {
+      const people = { address: "1 One Trip", ownerUserId: a.owner.id };
+      await createListing(database(env.DB), a.agencyId, "https://site.test", { ...people, agentOneId: a.agent.id });
+      expect(d1.roundTrips()).toBe(1);
+      await expect(
+        createListing(database(env.DB), a.agencyId, "https://site.test", { ...people, agentOneId: b.agent.id }),
+      ).rejects.toMatchObject({ code: "agent_not_in_hierarchy", details: { fields: ["agent_one_id"] } });
+      expect(d1.roundTrips()).toBe(3);
+    } finally {
+      d1.stop();
+    }
+    expect(await outbox(a.agencyId, "listing.created")).toHaveLength(1);
   });
 
   it("validates the body: pattern, required fields, renamed fields", async () => {

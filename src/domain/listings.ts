@@ -7,7 +7,7 @@ import { agencies, appointments, events, type Listing, listings, users } from ".
 import { decodeCursor, encodeCursor } from "../lib/cursor";
 import { DomainError } from "../lib/errors";
 import { newId, nowIso, randomAlnum } from "../lib/ids";
-import { isUniqueViolation } from "./constraint";
+import { isNotNullViolation, isUniqueViolation } from "./constraint";
 import { newEventId, outboxInsert, outboxInsertIfChanged } from "./outbox";
 
 export const LISTING_STATUSES = ["Coming Soon", "Active", "Pending", "Sold", "Off Market", "Cancelled"] as const;
@@ -109,9 +109,23 @@ export interface CreateListingInput {
 }
 
 /**
+ * The listing's agency, bound only when every named person is a user of it; otherwise
+ * NULL, so the insert fails its NOT NULL and the whole batch (event and mark with it)
+ * rolls back. The check and the write are one statement: nobody can leave the agency
+ * between them, and the create costs one D1 round trip.
+ */
+function agencyOfPeople(agencyId: string, people: Record<string, string | null | undefined>) {
+  const ids = [...new Set(Object.values(people).filter((v): v is string => !!v))];
+  const inAgency = sql`(SELECT count(*) FROM ${users} WHERE ${users.agencyId} = ${agencyId} AND ${users.id} IN ${ids})`;
+  return sql`(CASE WHEN ${inAgency} = ${ids.length} THEN ${agencyId} END)`;
+}
+
+/**
  * Creates a listing in `Coming Soon`, not activated, with its `listing.created` event in
  * the same batch. A server-minted number that collides is drawn again; a requested one
  * that exists is `listing_number_taken` (the unique index decides, not a prior read).
+ * A person outside the agency fails the insert itself (see `agencyOfPeople`); only then
+ * is the agency read, to name the fields.
  */
 export async function createListing(
   db: Db,
@@ -120,18 +134,18 @@ export async function createListing(
   input: CreateListingInput,
   alsoWrite: (listing: { id: string }) => BatchItem<"sqlite">[] = () => [],
 ): Promise<Listing> {
-  await checkPeople(db, agencyId, {
+  const people = {
     owner_user_id: input.ownerUserId,
     agent_one_id: input.agentOneId,
     agent_two_id: input.agentTwoId,
-  });
+  };
   for (let attempt = 0; ; attempt++) {
     const listingNumber = input.listingNumber ?? randomAlnum(7);
     const id = newId("lst");
     const createdAt = nowIso();
     const row = {
       id,
-      agencyId,
+      agencyId: agencyOfPeople(agencyId, people),
       listingNumber,
       address: input.address,
       ownerUserId: input.ownerUserId,
@@ -154,6 +168,12 @@ export async function createListing(
       ]);
       return listing!;
     } catch (err) {
+      if (isNotNullViolation(err, "listings.agency_id")) {
+        // Throws for the people outside; when they have all joined since, the insert is tried again.
+        await checkPeople(db, agencyId, people);
+        if (attempt >= 5) throw err;
+        continue;
+      }
       if (!isUniqueViolation(err, "listings.")) throw err;
       if (input.listingNumber)
         throw new DomainError("listing_number_taken", { details: { listing_number: input.listingNumber } });
