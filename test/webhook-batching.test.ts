@@ -3,7 +3,7 @@ import { eq, inArray, sql } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { webhookDeliveries, webhookDeliveryAttempts, webhookEndpoints } from "../src/db/schema";
 import { BREAKER_FIRST_PAUSE_SECONDS, ENDPOINT_IN_FLIGHT } from "../src/webhooks/delivery";
-import { drainOutbox } from "../src/webhooks/dispatch";
+import { backgroundDrainDone, DRAIN_SPACING_MS, drainOutbox, kickOutbox } from "../src/webhooks/dispatch";
 import { asInvocation } from "./d1-guard";
 import { db, makeTenant } from "./harness";
 import {
@@ -150,5 +150,50 @@ describe("a consumer batch's D1 work", () => {
     const third = await consumeBatch(ids, { attempts: 3 });
     expect(third.acked.length).toBeGreaterThanOrEqual(1);
     expect(await endpointRow(endpoint!)).toMatchObject({ consecutiveFailures: 0, pausedUntil: null });
+  });
+});
+
+describe("the drain after writes", () => {
+  it("twenty kicks at once in one isolate make two drains at most, which send every event", async () => {
+    const t = await makeTenant();
+    await registerEndpoints(t, 2, `k${Math.random().toString(36).slice(2, 8)}`);
+    await emptyOutbox();
+    await settle();
+    queue.sent.length = 0;
+    const d1 = countD1();
+    const waiting: Promise<unknown>[] = [];
+    const ctx = { waitUntil: (p: Promise<unknown>) => void waiting.push(p) };
+    await insertEvents(t.agencyId, 20, { firstCreatedAt: Date.now() - 1_000 });
+    // Twenty writes that each kick the drain as they answer.
+    for (let i = 0; i < 20; i++) kickOutbox(env, ctx);
+    await Promise.all(waiting);
+    await backgroundDrainDone();
+    const claims = d1.matching(/UPDATE events SET claimed_until/i);
+    d1.stop();
+    expect(waiting).toHaveLength(20);
+    expect(claims).toBeGreaterThanOrEqual(1);
+    expect(claims).toBeLessThanOrEqual(2);
+    expect(queue.sent).toHaveLength(2 * 20);
+  });
+
+  it("the next drain starts no sooner than the spacing after the last one began", async () => {
+    const t = await makeTenant();
+    await registerEndpoints(t, 1, `s${Math.random().toString(36).slice(2, 8)}`);
+    await emptyOutbox();
+    await settle();
+    const claimedAt: number[] = [];
+    const prepare = Object.getPrototypeOf(env.DB).prepare as D1Database["prepare"];
+    vi.spyOn(env.DB, "prepare").mockImplementation((query: string) => {
+      if (/UPDATE events SET claimed_until/i.test(query)) claimedAt.push(Date.now());
+      return prepare.call(env.DB, query);
+    });
+    for (let i = 0; i < 3; i++) {
+      await insertEvents(t.agencyId, 1, { firstCreatedAt: Date.now() - 1_000 });
+      kickOutbox(env, { waitUntil: () => undefined });
+      await backgroundDrainDone();
+    }
+    expect(claimedAt).toHaveLength(3);
+    for (let i = 1; i < claimedAt.length; i++)
+      expect(claimedAt[i]! - claimedAt[i - 1]!).toBeGreaterThanOrEqual(DRAIN_SPACING_MS);
   });
 });

@@ -10,7 +10,7 @@ import { and, count, gt, isNull } from "drizzle-orm";
 import { expect, vi } from "vitest";
 import { events } from "../src/db/schema";
 import worker from "../src/index";
-import { drainOutbox } from "../src/webhooks/dispatch";
+import { backgroundDrainDone, drainOutbox } from "../src/webhooks/dispatch";
 import { call, db, type Tenant } from "./harness";
 
 /** What the tests of webhook-driven features observe: queue messages, receivers' requests, the receivers' answer. */
@@ -77,6 +77,7 @@ export const WEBHOOK_DLQ = "alms-webhooks-dlq-local";
  * holds a claim, so the drain a test runs next is the only one.
  */
 export async function settle() {
+  await backgroundDrainDone();
   await vi.waitFor(
     async () => {
       const [row] = await db()
