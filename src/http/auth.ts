@@ -109,11 +109,15 @@ async function inSession(c: Context<AppEnv>, hash: string, constraint: string, n
   const session = plain.DB.withSession(constraint);
   // Drizzle's D1 driver needs only `prepare` and `batch`, which a session has.
   c.env = { ...plain, DB: session as unknown as D1Database };
+  const write = !READS.has(c.req.method);
+  let handed: Promise<void> | undefined;
+  // The idempotency guard starts it beside the ledger's `complete`, once the change has committed.
+  if (write) c.set("handOffBookmark", () => (handed ??= keepBookmark(plain, hash, session.getBookmark())));
   try {
     await next();
   } finally {
     c.env = plain;
-    if (!READS.has(c.req.method)) await keepBookmark(plain, hash, session.getBookmark());
+    if (write) await (handed ?? keepBookmark(plain, hash, session.getBookmark()));
   }
 }
 

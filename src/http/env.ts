@@ -42,6 +42,12 @@ export interface AppVariables {
    * another caller than the one the read ran on): the request is answered again on it.
    */
   discarded?: Promise<Admitted>;
+  /**
+   * Starts handing the write's D1 bookmark to the key's gate (once; later calls return the
+   * same promise), so a guard can overlap it with its own last call. The request always
+   * waits for it before answering.
+   */
+  handOffBookmark?: () => Promise<void>;
   /** An unexpected failure, logged once when the request ends unless a guard recovered from it. */
   unexpected?: Error;
 }

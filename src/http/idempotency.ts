@@ -247,6 +247,8 @@ export function idempotency(): MiddlewareHandler<AppEnv> {
       await ledger.release(lease);
       return;
     }
+    // The change has committed: its bookmark goes to the key's gate while the ledger records the answer.
+    void c.get("handOffBookmark")?.();
     const res = c.res.clone();
     // Headers that describe this request (request id, rate limit) are answered afresh on a replay.
     const headers: [string, string][] = [...res.headers].filter(([name]) => REPLAYED_HEADERS.has(name.toLowerCase()));
