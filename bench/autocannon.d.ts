@@ -13,6 +13,8 @@ declare module "autocannon" {
     non2xx: number;
     "2xx": number;
     statusCodeStats?: Record<string, { count: number }>;
+    /** Seconds the run took. */
+    duration: number;
   }
   interface Options {
     url: string;

@@ -4,7 +4,7 @@ import { type Goal, type Row, type Verdict, verdict } from "./report.ts";
 import type { PipelineRun } from "./webhooks.ts";
 
 /**
- * `figures` holds the core rows by id (bare, do, d1, 401, floorGet, get, tenants,
+ * `figures` holds the core rows by id (bare, do, d1, 401, floorGet, get, single, tenants,
  * floorPost, post and the optional layer rows); `growthRows` come judged already.
  */
 export function judgeRun(
@@ -44,14 +44,16 @@ export function judgeRun(
         )
       : undefined;
   const tenants = f("tenants");
+  const single = f("single");
   const tenantsVerdict =
-    tenants && get
-      ? verdict(tenants.rps >= get.rps, `${(tenants.rps / get.rps).toFixed(3)}× single key (≥ 1)`)
+    tenants && single
+      ? verdict(tenants.rps >= single.rps, `${(tenants.rps / single.rps).toFixed(3)}× single key (≥ 1)`)
       : undefined;
 
   for (const id of ["bare", "do", "d1", "401", "floorGet"]) add(id);
   add("get", { floor: floorGet, goal: getVerdict });
-  add("tenants", { ref: get, goal: tenantsVerdict });
+  add("single");
+  add("tenants", { ref: single, goal: tenantsVerdict });
   add("floorPost");
   add("post", { floor: floorPost, goal: postVerdict });
   for (const id of ["layer-format", "layer-unknown", "layer-scope"]) add(id);

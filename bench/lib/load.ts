@@ -42,17 +42,33 @@ export interface MeasureOptions {
   expect?: number;
 }
 
-export async function measure(
-  name: string,
-  opts: Parameters<typeof autocannon>[0],
-  { connections = CONNECTIONS, expect }: MeasureOptions = {},
-): Promise<Figure> {
-  process.stderr.write(`· ${name}\n`);
+/** A row to measure: its name, autocannon's options and ours. */
+export interface Spec {
+  name: string;
+  opts: Parameters<typeof autocannon>[0];
+  options?: MeasureOptions;
+}
+
+/** Rounds of an alternated measurement: each row's time is cut into this many slices, taken in turn. */
+export const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+
+interface Slice {
+  seconds: number;
+  requests: number;
+  p50: number;
+  p99: number;
+  unexpected: number;
+  statuses: Record<string, number>;
+  cpuMs?: number;
+}
+
+async function slice(spec: Spec, seconds: number, profile: boolean): Promise<Slice> {
+  const { opts, options: { connections = CONNECTIONS, expect } = {} } = spec;
   const server = opts.url ? servers.get(new URL(String(opts.url)).origin) : undefined;
-  if (WARMUP > 0) await autocannon({ ...opts, connections, duration: WARMUP });
-  const stop = PROFILE_DIR && server?.inspector ? await startProfile(server.inspector, name) : undefined;
+  const stop =
+    profile && PROFILE_DIR && server?.inspector ? await startProfile(server.inspector, spec.name) : undefined;
   const cpuBefore = server?.group ? cpuMsOfGroup(server.group) : undefined;
-  const r = await autocannon({ ...opts, connections, duration: DURATION });
+  const r = await autocannon({ ...opts, connections, duration: seconds });
   const cpuAfter = server?.group ? cpuMsOfGroup(server.group) : undefined;
   await stop?.();
   const statuses = Object.fromEntries(Object.entries(r.statusCodeStats ?? {}).map(([code, s]) => [code, s.count]));
@@ -61,15 +77,66 @@ export async function measure(
       ? r.non2xx
       : Object.entries(statuses).reduce((n, [code, count]) => (Number(code) === expect ? n : n + count), 0);
   return {
-    name,
-    rps: r.requests.average,
+    seconds: r.duration,
+    requests: r.requests.total,
     p50: r.latency.p50,
     p99: r.latency.p99,
     unexpected: wrong + r.errors + r.timeouts,
     statuses,
-    cpuMs:
-      cpuBefore !== undefined && cpuAfter !== undefined && r.requests.total > 0
-        ? (cpuAfter - cpuBefore) / r.requests.total
-        : undefined,
+    cpuMs: cpuBefore !== undefined && cpuAfter !== undefined ? cpuAfter - cpuBefore : undefined,
   };
+}
+
+const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+};
+
+/** One figure from a row's slices: req/s and CPU over all of them, p50 and p99 as the slices' medians. */
+function figureOf(name: string, slices: Slice[]): Figure {
+  const requests = slices.reduce((n, s) => n + s.requests, 0);
+  const seconds = slices.reduce((n, s) => n + s.seconds, 0);
+  const statuses: Record<string, number> = {};
+  for (const s of slices)
+    for (const [code, n] of Object.entries(s.statuses)) statuses[code] = (statuses[code] ?? 0) + n;
+  const cpu = slices.every((s) => s.cpuMs !== undefined) ? slices.reduce((n, s) => n + s.cpuMs!, 0) : undefined;
+  return {
+    name,
+    rps: seconds > 0 ? requests / seconds : 0,
+    p50: median(slices.map((s) => s.p50)),
+    p99: median(slices.map((s) => s.p99)),
+    unexpected: slices.reduce((n, s) => n + s.unexpected, 0),
+    statuses,
+    cpuMs: cpu !== undefined && requests > 0 ? cpu / requests : undefined,
+  };
+}
+
+export async function measure(
+  name: string,
+  opts: Parameters<typeof autocannon>[0],
+  options: MeasureOptions = {},
+): Promise<Figure> {
+  process.stderr.write(`· ${name}\n`);
+  const spec = { name, opts, options };
+  if (WARMUP > 0) await autocannon({ ...opts, connections: options.connections ?? CONNECTIONS, duration: WARMUP });
+  return figureOf(name, [await slice(spec, DURATION, true)]);
+}
+
+/**
+ * Rows compared with each other, measured in turns: after a warm-up each, every row runs
+ * for DURATION / ROUNDS seconds, then the next, ROUNDS times over. A drift of the machine
+ * (another process, a heap growing) then falls on every row alike instead of on whichever
+ * ran second, so their ratio is the routes' own.
+ */
+export async function measureAlternating(specs: Spec[]): Promise<Figure[]> {
+  process.stderr.write(`· in turns (${ROUNDS} rounds): ${specs.map((s) => s.name).join(" | ")}\n`);
+  if (WARMUP > 0)
+    for (const { opts, options } of specs)
+      await autocannon({ ...opts, connections: options?.connections ?? CONNECTIONS, duration: WARMUP });
+  const slices: Slice[][] = specs.map(() => []);
+  const seconds = Math.max(1, Math.round(DURATION / ROUNDS));
+  for (let round = 0; round < ROUNDS; round++)
+    for (const [i, spec] of specs.entries()) slices[i]!.push(await slice(spec, seconds, round === 0));
+  return specs.map((spec, i) => figureOf(spec.name, slices[i]!));
 }
