@@ -311,7 +311,7 @@ async function main() {
   );
   console.log(
     `Load: autocannon on 127.0.0.1, ${CONNECTIONS} connections (list routes ${LIST_CONNECTIONS}), ${DURATION} s per ` +
-      `row after a ${WARMUP} s warm-up (a route and the row it is judged against run in turns, ${ROUNDS} slices ` +
+      `row after a ${WARMUP} s warm-up (a route and the row it is judged against, or a list at both sizes, run in turns, ${ROUNDS} slices ` +
       `each; p50/p99 are the slices' medians); lists at ${size(SMALL_ROWS)} and ${size(BIG_ROWS)} rows per agency; ` +
       `webhooks: ${HOOK_RATE} creates/s for ${HOOK_SECONDS} s per run\n`,
   );

@@ -1,7 +1,7 @@
 // Data growth: each list route, filter and search at a small and at a big agency, the
 // big one's throughput against the small one's.
 import type { Api } from "./api.ts";
-import { LIST_CONNECTIONS, measure } from "./load.ts";
+import { LIST_CONNECTIONS, measureAlternating, type Spec } from "./load.ts";
 import { type Row, verdict } from "./report.ts";
 import { type GrowthAgency, LISTING_STATUS_FILTER, TOUR_STATUS_FILTER } from "./seed.ts";
 
@@ -81,7 +81,7 @@ export async function measureGrowth(api: Api, agencies: GrowthAgency[], notes: s
   const cursors = new Map<GrowthAgency, string>();
   const rows: Row[] = [];
   for (const route of GROWTH_ROUTES) {
-    const pair: Row[] = [];
+    const specs: Spec[] = [];
     for (const a of [small, big]) {
       const key = await api.key(a.agencyId, a.ownerId);
       if (!cursors.has(a)) cursors.set(a, await deepCursor(api, key.secret, a));
@@ -90,15 +90,14 @@ export async function measureGrowth(api: Api, agencies: GrowthAgency[], notes: s
       const first = await api.expect(200, path, key.secret);
       const note = route.check?.(a, first);
       if (note) notes.push(`${name}: ${note}`);
-      pair.push(
-        await measure(
-          name,
-          { url: `${api.origin}${path}`, headers: { "X-API-Key": key.secret } },
-          { connections: LIST_CONNECTIONS },
-        ),
-      );
+      specs.push({
+        name,
+        opts: { url: `${api.origin}${path}`, headers: { "X-API-Key": key.secret } },
+        options: { connections: LIST_CONNECTIONS },
+      });
     }
-    const [atSmall, atBig] = pair as [Row, Row];
+    // The two sizes in turns, so a drift of the machine falls on both.
+    const [atSmall, atBig] = (await measureAlternating(specs)) as [Row, Row];
     const r = atBig.rps / atSmall.rps;
     rows.push(atSmall, { ...atBig, ref: atSmall, goal: verdict(r >= 0.8, `${r.toFixed(3)}× @${small.label} (≥ 0.8)`) });
   }
