@@ -219,43 +219,30 @@ async function main() {
     "POST routes",
     async () => {
       const body = JSON.stringify({ address: "1 Bench Street", owner_user_id: owner.id, agent_one_id: owner.id });
+      // The same create to both, each with a fresh idempotency key.
+      const creates = (headers: Record<string, string>) => [
+        {
+          method: "POST",
+          body,
+          setupRequest: (req: any) => ({
+            ...req,
+            headers: {
+              ...req.headers,
+              ...headers,
+              "Content-Type": "application/json",
+              "X-Idempotency-Key": randomUUID(),
+            },
+          }),
+        },
+      ];
       const [floorPost, post] = await measureAlternating([
         {
           name: "floor POST: gate RPC, ledger DO write, D1 batch of 3 (baseline)",
-          opts: {
-            url: `${baseOrigin}/floor/post`,
-            requests: [
-              {
-                method: "POST",
-                body,
-                setupRequest: (req: any) => ({
-                  ...req,
-                  headers: { ...req.headers, "Content-Type": "application/json", "X-Idempotency-Key": randomUUID() },
-                }),
-              },
-            ],
-          },
+          opts: { url: `${baseOrigin}/floor/post`, requests: creates({}) },
         },
         {
           name: "POST /api/v1/listings (auth + rate limit + idempotency + D1 batch)",
-          opts: {
-            url: `${appOrigin}/api/v1/listings`,
-            requests: [
-              {
-                method: "POST",
-                body,
-                setupRequest: (req: any) => ({
-                  ...req,
-                  headers: {
-                    ...req.headers,
-                    "X-API-Key": postKey.secret,
-                    "Content-Type": "application/json",
-                    "X-Idempotency-Key": randomUUID(),
-                  },
-                }),
-              },
-            ],
-          },
+          opts: { url: `${appOrigin}/api/v1/listings`, requests: creates({ "X-API-Key": postKey.secret }) },
         },
       ]);
       keep("floorPost", floorPost!);

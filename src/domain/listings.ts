@@ -80,9 +80,14 @@ export async function listingById(db: Db, agencyId: string, id: string): Promise
     .get();
 }
 
+type People = Record<string, string | null | undefined>;
+
+/** The distinct user ids a request names, without the fields it left out. */
+const namedIds = (people: People) => [...new Set(Object.values(people).filter((v): v is string => !!v))];
+
 /** Owner and agents must be users of the calling agency's hierarchy. */
-async function checkPeople(db: Db, agencyId: string, people: Record<string, string | null | undefined>) {
-  const ids = [...new Set(Object.values(people).filter((v): v is string => !!v))];
+async function checkPeople(db: Db, agencyId: string, people: People) {
+  const ids = namedIds(people);
   const found = ids.length
     ? await db
         .select({ id: users.id })
@@ -114,8 +119,8 @@ export interface CreateListingInput {
  * rolls back. The check and the write are one statement: nobody can leave the agency
  * between them, and the create costs one D1 round trip.
  */
-function agencyOfPeople(agencyId: string, people: Record<string, string | null | undefined>) {
-  const ids = [...new Set(Object.values(people).filter((v): v is string => !!v))];
+function agencyOfPeople(agencyId: string, people: People) {
+  const ids = namedIds(people);
   const inAgency = sql`(SELECT count(*) FROM ${users} WHERE ${users.agencyId} = ${agencyId} AND ${users.id} IN ${ids})`;
   return sql`(CASE WHEN ${inAgency} = ${ids.length} THEN ${agencyId} END)`;
 }
@@ -139,13 +144,14 @@ export async function createListing(
     agent_one_id: input.agentOneId,
     agent_two_id: input.agentTwoId,
   };
+  const agency = agencyOfPeople(agencyId, people);
   for (let attempt = 0; ; attempt++) {
     const listingNumber = input.listingNumber ?? randomAlnum(7);
     const id = newId("lst");
     const createdAt = nowIso();
     const row = {
       id,
-      agencyId: agencyOfPeople(agencyId, people),
+      agencyId: agency,
       listingNumber,
       address: input.address,
       ownerUserId: input.ownerUserId,

@@ -39,6 +39,10 @@ export type LedgerEntry = {
   body: string | null;
 };
 
+/** The row a lease holds, and its bound values (`leaseOf`). */
+const LEASE_MATCH = "agency_id = ? AND idem_key = ? AND lease_token = ?";
+const leaseOf = (lease: Lease) => [lease.agencyId, lease.key, lease.token] as const;
+
 // Each D1 statement that forgets commit marks binds the agency and at most this many keys (≤ 100 parameters).
 const MARKS_PER_STATEMENT = 90;
 
@@ -103,14 +107,11 @@ export class IdempotencyLedger extends DurableObject<Env> {
   /** Caches the answer of the request holding the lease and frees the key. */
   async complete(lease: Lease, response: CachedResponse): Promise<boolean> {
     const cursor = this.ctx.storage.sql.exec(
-      "UPDATE entries SET lease_token = NULL, lease_until = NULL, status = ?, headers = ?, body = ? " +
-        "WHERE agency_id = ? AND idem_key = ? AND lease_token = ?",
+      `UPDATE entries SET lease_token = NULL, lease_until = NULL, status = ?, headers = ?, body = ? WHERE ${LEASE_MATCH}`,
       response.status,
       JSON.stringify(response.headers),
       response.body,
-      lease.agencyId,
-      lease.key,
-      lease.token,
+      ...leaseOf(lease),
     );
     return cursor.rowsWritten > 0;
   }
@@ -118,10 +119,8 @@ export class IdempotencyLedger extends DurableObject<Env> {
   /** Frees the key without caching (a 5xx): the same request may be retried. */
   async release(lease: Lease): Promise<void> {
     this.ctx.storage.sql.exec(
-      "UPDATE entries SET lease_token = NULL, lease_until = NULL WHERE agency_id = ? AND idem_key = ? AND lease_token = ?",
-      lease.agencyId,
-      lease.key,
-      lease.token,
+      `UPDATE entries SET lease_token = NULL, lease_until = NULL WHERE ${LEASE_MATCH}`,
+      ...leaseOf(lease),
     );
   }
 
@@ -131,12 +130,7 @@ export class IdempotencyLedger extends DurableObject<Env> {
    * and the next call (the owner's) must start afresh and be answered from the mark.
    */
   async discard(lease: Lease): Promise<void> {
-    this.ctx.storage.sql.exec(
-      "DELETE FROM entries WHERE agency_id = ? AND idem_key = ? AND lease_token = ?",
-      lease.agencyId,
-      lease.key,
-      lease.token,
-    );
+    this.ctx.storage.sql.exec(`DELETE FROM entries WHERE ${LEASE_MATCH}`, ...leaseOf(lease));
   }
 
   /** Forgets one page of expired entries with their commit marks, then re-arms for what remains. */
