@@ -5,6 +5,8 @@ import { agencies, listingOrders, listings, providerEvents } from "../db/schema"
 import { isUniqueViolation } from "../domain/constraint";
 import { outboxInsert } from "../domain/outbox";
 import { timingSafeEqual } from "../lib/crypto";
+import { hex } from "../lib/encoding";
+import { hmacSha256 } from "../lib/hmac";
 import { newId } from "../lib/ids";
 
 export const STRIPE_TOLERANCE_SECONDS = 300;
@@ -24,15 +26,7 @@ export async function verifyStripeSignature(
   const t = Number(parts.find(([k]) => k === "t")?.[1]);
   const signatures = parts.filter(([k]) => k === "v1").map(([, v]) => v ?? "");
   if (!Number.isInteger(t) || !signatures.length || Math.abs(nowSeconds - t) > STRIPE_TOLERANCE_SECONDS) return false;
-  const key = await crypto.subtle.importKey(
-    "raw",
-    new TextEncoder().encode(secret),
-    { name: "HMAC", hash: "SHA-256" },
-    false,
-    ["sign"],
-  );
-  const mac = new Uint8Array(await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(`${t}.${rawBody}`)));
-  const expected = [...mac].map((b) => b.toString(16).padStart(2, "0")).join("");
+  const expected = hex(await hmacSha256(secret, `${t}.${rawBody}`));
   return signatures.some((s) => timingSafeEqual(s, expected));
 }
 

@@ -3,6 +3,7 @@
 import referenceScript from "@scalar/api-reference/dist/browser/standalone.js";
 import { Scalar } from "@scalar/hono-api-reference";
 import { Hono } from "hono";
+import { hex } from "../lib/encoding";
 import type { AppEnv } from "./env";
 
 export interface ApiReferenceOptions {
@@ -29,7 +30,7 @@ function loadScript(): Promise<ReferenceScript> {
   script ??= (async () => {
     const body = new Blob([referenceScript], { type: "text/javascript; charset=utf-8" });
     const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", await body.arrayBuffer()));
-    const version = Array.from(digest.subarray(0, 8), (b) => b.toString(16).padStart(2, "0")).join("");
+    const version = hex(digest.subarray(0, 8));
     return { body, version, etag: `"${version}"` };
   })();
   return script;

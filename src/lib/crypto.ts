@@ -1,4 +1,5 @@
-import { base64url, fromBase64url } from "./ids";
+import { base64url, fromBase64url } from "./encoding";
+import { hmacSha256 } from "./hmac";
 
 const enc = new TextEncoder();
 const derived = new Map<string, Promise<CryptoKey>>();
@@ -35,7 +36,7 @@ const hmacParams: SubtleCryptoImportKeyAlgorithm = { name: "HMAC", hash: "SHA-25
 
 export async function sign(secret: string, purpose: string, message: string): Promise<string> {
   const key = await deriveKey(secret, purpose, hmacParams, ["sign", "verify"]);
-  return base64url(new Uint8Array(await crypto.subtle.sign("HMAC", key, enc.encode(message))));
+  return base64url(await hmacSha256(key, message));
 }
 
 /**

@@ -1,6 +1,6 @@
 import { sign, timingSafeEqual } from "./crypto";
+import { base64url, fromBase64url } from "./encoding";
 import { DomainError } from "./errors";
-import { base64url, fromBase64url } from "./ids";
 
 /** A position in (created_at, id) order. */
 export interface Position {

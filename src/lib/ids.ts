@@ -1,3 +1,5 @@
+import { base64url, hex } from "./encoding";
+
 const ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz";
 
 /** Random lowercase alphanumerics, unbiased (rejection sampling). */
@@ -17,24 +19,13 @@ export function newId(prefix: string): string {
   return `${prefix}_${Date.now().toString(36).padStart(9, "0")}${randomAlnum(12)}`;
 }
 
-export function base64url(bytes: Uint8Array): string {
-  let s = "";
-  for (const b of bytes) s += String.fromCharCode(b);
-  return btoa(s).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
-}
-
-export function fromBase64url(s: string): Uint8Array {
-  const b = atob(s.replaceAll("-", "+").replaceAll("_", "/") + "=".repeat((4 - (s.length % 4)) % 4));
-  return Uint8Array.from(b, (ch) => ch.charCodeAt(0));
-}
-
 export function randomToken(bytes = 32): string {
   return base64url(crypto.getRandomValues(new Uint8Array(bytes)));
 }
 
 export async function sha256Hex(input: string): Promise<string> {
   const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(input));
-  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
+  return hex(new Uint8Array(digest));
 }
 
 export const nowIso = (ms = Date.now()) => new Date(ms).toISOString();

@@ -3,6 +3,7 @@ import type { BatchItem } from "drizzle-orm/batch";
 import { type Db, database } from "../db/client";
 import { listings, type MediaDelivery, mediaDeliveries, mediaDeliveryFiles, mediaUploads } from "../db/schema";
 import { outboxInsertIfChanged } from "../domain/outbox";
+import { doublingBackoff } from "../lib/backoff";
 import { nowIso } from "../lib/ids";
 import type { PutOutcome } from "./delivery";
 import { openDestination } from "./destinations";
@@ -13,7 +14,7 @@ import { findUpload, findUploadByKey, settleUpload } from "./uploads";
 
 /** Attempts of a delivery before its outcome is final: 30 s, 1, 2 and 4 min apart. */
 export const MAX_DELIVERY_ATTEMPTS = 5;
-export const retryDelaySeconds = (attempt: number) => Math.min(30 * 2 ** (attempt - 1), 3600);
+export const retryDelaySeconds = (attempt: number) => doublingBackoff(attempt, 30, 3600);
 /** A job may be consumed before the write that follows its send commits: wait for it this long. */
 const YOUNG_JOB_MS = 60_000;
 /** Files of one delivery copied at the same time. */

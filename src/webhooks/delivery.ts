@@ -1,6 +1,7 @@
 import { and, eq, inArray, isNull, lt, or, sql } from "drizzle-orm";
 import { type Db, database } from "../db/client";
 import { events, type WebhookDelivery, type WebhookEndpoint, webhookDeliveries, webhookEndpoints } from "../db/schema";
+import { doublingBackoff } from "../lib/backoff";
 import { decrypt } from "../lib/crypto";
 import { DomainError } from "../lib/errors";
 import { newId, nowIso, randomToken } from "../lib/ids";
@@ -19,8 +20,7 @@ export const MAX_RETRY_DELAY_SECONDS = 12 * 60 * 60;
  * is 16 attempts over about 65 hours, after
  * which the message goes to the dead-letter queue.
  */
-export const retryDelay = (attempt: number) =>
-  Math.min(FIRST_RETRY_SECONDS * 2 ** (attempt - 1), MAX_RETRY_DELAY_SECONDS);
+export const retryDelay = (attempt: number) => doublingBackoff(attempt, FIRST_RETRY_SECONDS, MAX_RETRY_DELAY_SECONDS);
 
 /** Workers holds at most 6 connections open per invocation; a seventh fetch would wait, its timeout running. */
 export const CONNECTIONS_PER_BATCH = 6;

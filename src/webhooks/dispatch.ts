@@ -1,5 +1,6 @@
 import { type SQL, sql } from "drizzle-orm";
 import { type Db, database } from "../db/client";
+import { doublingBackoff } from "../lib/backoff";
 import { newId, nowIso } from "../lib/ids";
 
 /** Events one drain claims at most. With 16 endpoints an agency, that is at most 800 deliveries. */
@@ -13,7 +14,7 @@ export const CLAIM_SECONDS = 60;
 /** Failed fan-outs of one event before it is set aside: about 15 minutes of retries. */
 export const MAX_FAN_OUT_ATTEMPTS = 5;
 /** Seconds before a failed event is claimed again: 1 minute doubling, at most an hour. */
-export const fanOutRetrySeconds = (failures: number) => Math.min(60 * 2 ** (failures - 1), 3600);
+export const fanOutRetrySeconds = (failures: number) => doublingBackoff(failures, 60, 3600);
 /** Queues accept at most 100 messages per sendBatch. */
 const MESSAGES_PER_SEND = 100;
 

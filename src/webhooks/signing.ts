@@ -1,12 +1,9 @@
+import { base64, hex } from "../lib/encoding";
+import { hmacKey, hmacSha256 } from "../lib/hmac";
+
 export const SIGNATURE_HEADER = "X-Webhook-Signature";
 
 const SECRET_PREFIX = "whsec_";
-
-function base64(bytes: Uint8Array): string {
-  let s = "";
-  for (const b of bytes) s += String.fromCharCode(b);
-  return btoa(s);
-}
 
 /**
  * `whsec_` + standard base64 (padded) of 32 random bytes: the whole string keys
@@ -15,18 +12,12 @@ function base64(bytes: Uint8Array): string {
  */
 export const newSigningSecret = () => `${SECRET_PREFIX}${base64(crypto.getRandomValues(new Uint8Array(32)))}`;
 
-async function hmacSha256(key: Uint8Array, message: string): Promise<Uint8Array> {
-  const cryptoKey = await crypto.subtle.importKey("raw", key, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
-  return new Uint8Array(await crypto.subtle.sign("HMAC", cryptoKey, new TextEncoder().encode(message)));
-}
-
 /**
  * `sha256=<hex>`: HMAC-SHA256 of the exact raw body, keyed with the whole signing secret
  * (UTF-8, `whsec_` included), the scheme of GitHub's X-Hub-Signature-256.
  */
 export async function signPayload(secret: string, rawBody: string): Promise<string> {
-  const mac = await hmacSha256(new TextEncoder().encode(secret), rawBody);
-  return `sha256=${[...mac].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
+  return `sha256=${hex(await hmacSha256(secret, rawBody))}`;
 }
 
 const PADDED_BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
@@ -67,11 +58,6 @@ export interface SignedAttempt {
 /** The signature headers of an attempt, from keys imported once per secret. */
 export type Signer = (attempt: SignedAttempt) => Promise<Record<string, string>>;
 
-const hmacKey = (key: Uint8Array) =>
-  crypto.subtle.importKey("raw", key, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
-const hmac = async (key: CryptoKey, message: string) =>
-  new Uint8Array(await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(message)));
-
 /**
  * The signature headers of any number of attempts under one secret: `X-Webhook-Signature`
  * always, and the Standard Webhooks set (`webhook-id`, `webhook-timestamp` in integer
@@ -80,17 +66,14 @@ const hmac = async (key: CryptoKey, message: string) =>
  */
 export async function signer(secret: string): Promise<Signer> {
   const standardKey = standardWebhooksKey(secret);
-  const [whole, standard] = await Promise.all([
-    hmacKey(new TextEncoder().encode(secret)),
-    standardKey ? hmacKey(standardKey) : null,
-  ]);
+  const [whole, standard] = await Promise.all([hmacKey(secret), standardKey ? hmacKey(standardKey) : null]);
   return async ({ webhookId, timestamp, rawBody }) => {
     const [mac, standardMac] = await Promise.all([
-      hmac(whole, rawBody),
-      standard ? hmac(standard, `${webhookId}.${timestamp}.${rawBody}`) : null,
+      hmacSha256(whole, rawBody),
+      standard ? hmacSha256(standard, `${webhookId}.${timestamp}.${rawBody}`) : null,
     ]);
     const headers: Record<string, string> = {
-      [SIGNATURE_HEADER]: `sha256=${[...mac].map((b) => b.toString(16).padStart(2, "0")).join("")}`,
+      [SIGNATURE_HEADER]: `sha256=${hex(mac)}`,
     };
     if (standardMac) {
       headers["webhook-id"] = webhookId;

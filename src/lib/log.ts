@@ -1,0 +1,28 @@
+/**
+ * The one logger: every line is one JSON object with the same leading fields, `level`
+ * and `message` (what happened, a fixed phrase per call site), then the context fields
+ * in snake_case (`request_id`, `agency_id`, `key_id`, `job`, `error`, …). Workers Logs
+ * indexes them as they are. Never log a secret: key ids, never key material.
+ */
+export type LogLevel = "info" | "warn" | "error";
+
+export type LogFields = Record<string, unknown>;
+
+const SINKS = {
+  info: (line: string) => console.log(line),
+  warn: (line: string) => console.warn(line),
+  error: (line: string) => console.error(line),
+} as const;
+
+function write(level: LogLevel, message: string, fields: LogFields): void {
+  SINKS[level](JSON.stringify({ level, message, ...fields }));
+}
+
+export const log = {
+  info: (message: string, fields: LogFields = {}) => write("info", message, fields),
+  warn: (message: string, fields: LogFields = {}) => write("warn", message, fields),
+  error: (message: string, fields: LogFields = {}) => write("error", message, fields),
+};
+
+/** An error's text as logged (`String(err)`: its name and message). */
+export const errorText = (err: unknown): string => String(err);
