@@ -1,5 +1,6 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { Hono } from "hono";
+import { database } from "../db/client";
 import { apiReference } from "./docs";
 import { drainAfterWrites } from "./drain";
 import type { AppEnv } from "./env";
@@ -74,6 +75,7 @@ export function createApp(parts: AppParts): { app: Hono<AppEnv>; routes: RouteRe
     .use(rerunDiscarded((): Hono<AppEnv> => app))
     .use(async function routeRegistry(c, next) {
       c.set("routes", routes);
+      c.set("db", database(c.env.DB));
       await next();
     })
     .use(httpsOnly())

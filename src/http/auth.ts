@@ -109,6 +109,8 @@ async function inSession(c: Context<AppEnv>, hash: string, constraint: string, n
   const session = plain.DB.withSession(constraint);
   // Drizzle's D1 driver needs only `prepare` and `batch`, which a session has.
   c.env = { ...plain, DB: session as unknown as D1Database };
+  const plainDb = c.get("db");
+  c.set("db", database(c.env.DB));
   const write = !READS.has(c.req.method);
   let handed: Promise<void> | undefined;
   // The idempotency guard starts it beside the ledger's `complete`, once the change has committed.
@@ -117,6 +119,7 @@ async function inSession(c: Context<AppEnv>, hash: string, constraint: string, n
     await next();
   } finally {
     c.env = plain;
+    c.set("db", plainDb);
     if (write) await (handed ?? keepBookmark(plain, hash, session.getBookmark()));
   }
 }

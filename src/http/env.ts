@@ -1,3 +1,4 @@
+import type { Db } from "../db/client";
 import type { Caller } from "../domain/roles";
 import type { RateDecision } from "../durable/key-gate";
 import type { EarlyClaim } from "./idempotency";
@@ -24,6 +25,11 @@ export interface Admitted {
 
 export interface AppVariables {
   requestId: string;
+  /**
+   * The request's database handle: the plain binding, rebound by authentication to the
+   * key's D1 session (reads start at the key's latest write). Handlers use only this one.
+   */
+  db: Db;
   /** The routes of both surfaces, built once when the app is created. */
   routes: RouteRegistry;
   caller: Caller;
