@@ -5,7 +5,8 @@ import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
 import { apiKeySecrets } from "../src/db/schema";
 import { mintKey } from "../src/domain/api-keys";
-import { authorize } from "../src/http/auth";
+import type { Caller, Scope } from "../src/domain/roles";
+import { authorize } from "../src/http/authorize";
 import type { AppEnv } from "../src/http/env";
 import { errorResponse, handleError } from "../src/http/errors";
 import { requestId } from "../src/http/wire";
@@ -200,17 +201,12 @@ describe("scopes and roles", () => {
   it("role_forbidden for a caller role outside the route's roles", async () => {
     const app = new Hono<AppEnv>()
       .use(requestId())
-      .use(async (c, next) => {
-        c.set("caller", {
-          via: "api_key",
-          agencyId: "agy_x",
-          role: "media_agency",
-          scopes: new Set(["admin"]),
-          userId: "usr_x",
-        });
-        await next();
+      .get("/admin", (c) => {
+        const scopes = new Set<Scope>(["admin"]);
+        const caller: Caller = { via: "api_key", agencyId: "agy_x", role: "media_agency", scopes, userId: "usr_x" };
+        authorize(caller, { scope: "admin", roles: ["super_admin", "admin"] });
+        return c.text("ok");
       })
-      .get("/admin", authorize({ scope: "admin", roles: ["super_admin", "admin"] }), (c) => c.text("ok"))
       .onError(handleError)
       .notFound((c) => errorResponse(c, new DomainError("request_path_not_found")));
     const res = await app.request("/admin");

@@ -7,8 +7,8 @@ import { mintKey } from "../src/domain/api-keys";
 import { DEFAULT_SCOPES } from "../src/domain/roles";
 import type { LedgerEntry } from "../src/durable/idempotency-ledger";
 import { changeKey } from "../src/durable/key-changes";
-import { forgetKeys } from "../src/http/auth";
-import { ledgerName } from "../src/http/idempotency";
+import { ledgerName } from "../src/http/idempotency-hold";
+import { forgetKeys } from "../src/http/key-auth";
 import worker from "../src/index";
 import { answerOf, BASE, call, db, expectError, makeTenant, type Tenant } from "./harness";
 

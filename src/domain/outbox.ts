@@ -1,5 +1,6 @@
-import { getTableColumns, type SQL, sql } from "drizzle-orm";
+import { type SQL, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
+import { insertIfChanged } from "../db/insert-if-changed";
 import { events, webhookEndpoints } from "../db/schema";
 import { newId, nowIso } from "../lib/ids";
 import { EVENT_TYPES, type EventData, type EventType } from "./events";
@@ -58,17 +59,10 @@ export function outboxInsertIfChanged<T extends EventType>(
   id?: string,
 ) {
   const r = row(agencyId, type, data, id);
-  // INSERT … SELECT lists every column of the table, in table order.
-  const values = getTableColumns(events);
-  const byColumn: Record<string, unknown> = {
+  return insertIfChanged(db, events, {
     ...r,
     data: JSON.stringify(r.data),
     attempts: 0,
     createdAt: new Date().toISOString(),
-  };
-  const selected = sql.join(
-    Object.keys(values).map((name) => sql`${byColumn[name] ?? null}`),
-    sql`, `,
-  );
-  return db.insert(events).select(sql`SELECT ${selected} WHERE changes() > 0`);
+  });
 }

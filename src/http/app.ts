@@ -9,7 +9,6 @@ import { internalDocument, liveDocument, publicDocument } from "./openapi";
 import { operatorAuth } from "./operator";
 import { type Replayer, RouteRegistry } from "./registry";
 import { hiddenInLive, unmatched } from "./routing";
-import { rerunDiscarded } from "./speculation";
 import { httpsOnly, requestId } from "./wire";
 
 export const PUBLIC_OPENAPI_PATH = "/api/v1/openapi.json";
@@ -72,7 +71,6 @@ export function createApp(parts: AppParts): { app: Hono<AppEnv>; routes: RouteRe
 
   const app = new Hono<AppEnv>()
     .use(requestId())
-    .use(rerunDiscarded((): Hono<AppEnv> => app))
     .use(async function routeRegistry(c, next) {
       c.set("routes", routes);
       c.set("db", database(c.env.DB));

@@ -2,6 +2,7 @@ import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { DomainError, type ErrorCode, statusOf } from "../lib/errors";
 import { newId } from "../lib/ids";
+import { log } from "../lib/log";
 import { transientFailure } from "../lib/transient";
 import type { AppEnv } from "./env";
 import { ERROR_DOCS_PATH } from "./openapi-errors";
@@ -42,14 +43,23 @@ function asDomainError(err: Error, c: Context<AppEnv>): DomainError {
   if (err instanceof HTTPException && err.status === 413) return new DomainError("request_body_too_large");
   const transient = transientFailure(err);
   if (transient) {
-    const entry = { level: "warn", request_id: c.get("requestId"), path: c.req.path, error: String(err) };
-    console.warn(JSON.stringify(entry));
+    log.warn("transient failure", { request_id: c.get("requestId"), path: c.req.path, error: String(err) });
     return new DomainError("service_unavailable", { retryAfter: transient.retryAfter });
   }
-  // Logged when the request ends (see `requestId`), unless a guard recovers from it first.
-  c.set("unexpected", err);
+  unexpected.add(err);
   return new DomainError("internal_error");
 }
+
+/** Failures answered as `internal_error`: logged once when the request ends (see `requestId`). */
+const unexpected = new WeakSet<Error>();
+
+/**
+ * Whether the request's failure (`c.error`) was unexpected. The admission step clears
+ * `c.error` when it recovers from a failure (a duplicate that committed first), so a
+ * recovered request logs nothing.
+ */
+export const unexpectedFailure = (c: Context<AppEnv>): Error | undefined =>
+  c.error && unexpected.has(c.error) ? c.error : undefined;
 
 /** The envelope of `err`, with the status its code has in the one table. */
 export function errorResponse(c: Context<AppEnv>, err: DomainError): Response {

@@ -29,11 +29,6 @@ export interface Guard {
    * like an unknown path, for every method, and the live document leaves it out.
    */
   sandboxOnly?: true;
-  /**
-   * A read with effects outside its own answer (an outbound call, a write): it never runs
-   * before the key's gate has answered. Other reads start while the gate decides.
-   */
-  effects?: true;
 }
 
 /** Everything the route factory knows of an operation, read back when the app is built. */

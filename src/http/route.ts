@@ -2,12 +2,10 @@ import { createRoute, type RouteConfig } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
 import type { ZodType } from "zod";
 import type { ErrorCode } from "../lib/errors";
-import { authenticate, authorize } from "./auth";
+import { admission } from "./admission";
 import type { AppEnv } from "./env";
-import { idempotency } from "./idempotency";
 import { errorResponses } from "./openapi-errors";
 import { operatorAuth } from "./operator";
-import { rateLimit } from "./rate-limit";
 import { type Guard, ROUTE_META, type RouteMeta } from "./registry";
 import { sandboxOnly } from "./sandbox";
 import { bodyLimit, DEFAULT_BODY_LIMIT, jsonBody, NO_BODY_LIMIT } from "./wire";
@@ -116,28 +114,26 @@ function describe<const R extends RouteConfig>(
 
 /**
  * A public route: the OpenAPI definition plus its guards, in the order the request
- * meets them: authentication, rate limit, scope and role, idempotency, body checks,
- * then schema validation.
+ * meets them: the admission step (authentication, rate limit, scope and role, the body
+ * through its cap, idempotency), the JSON wire checks, then schema validation.
  */
 export function publicRoute<const R extends RouteConfig>(guard: Guard, route: R): Described<R> {
   const schemas = schemasOf(route);
   const limit = limitOf(schemas, guard.bodyLimit);
-  const idempotent = MUTATING.has(route.method);
-  const middleware: MiddlewareHandler<AppEnv>[] = guard.anonymous
-    ? []
-    : [
-        authenticate({
+  const middleware: MiddlewareHandler<AppEnv>[] = [];
+  if (guard.sandboxOnly) middleware.push(sandboxOnly());
+  middleware.push(
+    guard.anonymous
+      ? bodyLimit(limit)
+      : admission({
           session: guard.session,
           endpoint: guard.endpoint,
-          speculate: route.method === "get" && !guard.effects,
-          claim: idempotent ? { bodyLimit: limit } : undefined,
+          scope: guard.scope,
+          roles: guard.roles,
+          bodyLimit: limit,
+          idempotent: MUTATING.has(route.method),
         }),
-      ];
-  if (guard.sandboxOnly) middleware.unshift(sandboxOnly());
-  if (guard.endpoint) middleware.push(rateLimit(guard.endpoint));
-  if (guard.scope || guard.roles) middleware.push(authorize({ scope: guard.scope, roles: guard.roles }));
-  middleware.push(bodyLimit(limit));
-  if (idempotent) middleware.push(idempotency());
+  );
   if (schemas.json) middleware.push(jsonBody());
   const meta: RouteMeta = {
     ...guard,

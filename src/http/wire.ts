@@ -2,8 +2,9 @@ import type { Context, MiddlewareHandler } from "hono";
 import { invalidUtf8Offset, readCapped } from "../lib/capped-read";
 import { DomainError } from "../lib/errors";
 import { newId } from "../lib/ids";
+import { log } from "../lib/log";
 import type { AppEnv } from "./env";
-import { rerunOf } from "./speculation";
+import { unexpectedFailure } from "./errors";
 
 /**
  * Every response carries `X-Request-Id`; error envelopes repeat it as `error.request_id`.
@@ -11,15 +12,12 @@ import { rerunOf } from "./speculation";
  */
 export function requestId(): MiddlewareHandler<AppEnv> {
   return async function requestId(c, next) {
-    const id = rerunOf(c.req.raw)?.requestId ?? newId("req");
+    const id = newId("req");
     c.set("requestId", id);
     await next();
     c.header("X-Request-Id", id);
-    const err = c.get("unexpected");
-    if (err) {
-      const entry = { level: "error", request_id: id, path: c.req.path, error: String(err), stack: err.stack };
-      console.error(JSON.stringify(entry));
-    }
+    const err = unexpectedFailure(c);
+    if (err) log.error("request failed", { request_id: id, path: c.req.path, error: String(err), stack: err.stack });
   };
 }
 

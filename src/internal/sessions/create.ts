@@ -1,9 +1,9 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { database } from "../../db/client";
 import { createSession } from "../../domain/sessions";
-import { SESSION_COOKIE } from "../../http/auth";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
+import { SESSION_COOKIE } from "../../http/session-auth";
 
 export const createSessionRoute = internalRoute(["user_not_found"], {
   method: "post",

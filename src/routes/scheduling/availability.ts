@@ -42,7 +42,6 @@ export const availabilityRoute = publicRoute(
     scope: "scheduling:read",
     errors: ["calendar_not_connected", "user_not_found", "calendar_provider_error", "calendar_provider_timeout"],
     // It calls the outside calendar, and may store refreshed credentials.
-    effects: true,
   },
   {
     method: "get",

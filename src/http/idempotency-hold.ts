@@ -1,0 +1,226 @@
+import type { Context } from "hono";
+import { isUniqueViolation } from "../domain/constraint";
+import type { Caller } from "../domain/roles";
+import type { Begin, CachedResponse, Lease } from "../durable/idempotency-ledger";
+import { decrypt, encrypt, rowBinding } from "../lib/crypto";
+import { DomainError } from "../lib/errors";
+import { bucketOf, sha256Hex } from "../lib/ids";
+import { IDEMPOTENCY_SHARDS } from "../lib/limits";
+import { log } from "../lib/log";
+import { unavailableRetryAfter } from "../lib/transient";
+import type { AppEnv, IdempotencyContext } from "./env";
+import { answerFromMark, findMark } from "./idempotency";
+import { readBodyText } from "./wire";
+
+const IDEMPOTENCY_HEADER = "X-Idempotency-Key";
+const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,128}$/;
+const REPLAYED_HEADERS = new Set(["content-type", "location", "retry-after"]);
+const RESPONSE_PURPOSE = "idempotency-response";
+
+type Identity = Pick<Caller, "agencyId" | "keyId" | "userId">;
+
+/**
+ * Whose an idempotency record is: the API key (the same across its rotations), or the
+ * dashboard user of a session. Another caller of the same agency never shares it.
+ */
+const callerIdentity = (caller: Pick<Caller, "keyId" | "userId">) =>
+  caller.keyId ? `key:${caller.keyId}` : `user:${caller.userId}`;
+
+/**
+ * The ledger object holding an agency's idempotency key: one of IDEMPOTENCY_SHARDS per
+ * agency, picked by a stable hash of the key. The shard is the name's last part and
+ * never holds a colon, so two agencies never share an object.
+ */
+export const ledgerName = (agencyId: string, key: string) => `${agencyId}:${bucketOf(key, IDEMPOTENCY_SHARDS)}`;
+
+/** A request as the record remembers it: its caller, method, path and body. */
+export const requestHashOf = (callerId: string, method: string, path: string, body: string) =>
+  sha256Hex(`${callerId}\n${method} ${path}\n${body}`);
+
+async function contextOf(c: Context<AppEnv>, caller: Identity, key: string, limit?: number) {
+  const body = await readBodyText(c, limit);
+  const requestHash = await requestHashOf(callerIdentity(caller), c.req.method, c.req.path, body);
+  return { agencyId: caller.agencyId, key, requestHash } satisfies IdempotencyContext;
+}
+
+/** The request's idempotency key: 400 when missing or not 1–128 visible ASCII characters. */
+function keyOf(c: Context<AppEnv>): string {
+  const key = c.req.header(IDEMPOTENCY_HEADER);
+  if (key === undefined || key === "") throw new DomainError("idempotency.missing");
+  if (!IDEMPOTENCY_KEY_PATTERN.test(key))
+    throw new DomainError("idempotency_key_invalid", { details: { max_length: 128, received_length: key.length } });
+  return key;
+}
+
+type LedgerStub = ReturnType<Env["IDEMPOTENCY"]["getByName"]>;
+const ledgerOf = (env: Env, idem: IdempotencyContext): LedgerStub =>
+  env.IDEMPOTENCY.getByName(ledgerName(idem.agencyId, idem.key));
+
+interface Claimed {
+  idem: IdempotencyContext;
+  begin: Begin;
+  ledger: LedgerStub;
+}
+
+/**
+ * A ledger claim started before the caller is confirmed, on the caller this isolate last
+ * saw confirmed. `hold` takes it over when it was made for exactly its request; any claim
+ * not taken over is undone, so a request that is refused leaves the key as it found it:
+ * no lease, no cached answer.
+ */
+export class EarlyClaim {
+  #open = true;
+  readonly #claimed: Promise<Claimed | undefined>;
+
+  private constructor(c: Context<AppEnv>, caller: Identity, key: string, limit: number) {
+    const env = c.env;
+    this.#claimed = (async () => {
+      const idem = await contextOf(c, caller, key, limit);
+      const ledger = ledgerOf(env, idem);
+      return { idem, ledger, begin: (await ledger.begin(idem.agencyId, key, idem.requestHash)) as Begin };
+    })().catch(() => undefined); // `hold` then claims as it would have.
+  }
+
+  /** Starts a claim when the request names a well-formed idempotency key. */
+  static start(c: Context<AppEnv>, caller: Identity, limit: number): EarlyClaim | undefined {
+    const key = c.req.header(IDEMPOTENCY_HEADER);
+    if (key === undefined || !IDEMPOTENCY_KEY_PATTERN.test(key)) return undefined;
+    return new EarlyClaim(c, caller, key, limit);
+  }
+
+  /** The ledger's answer, when the claim was made for `idem`; any other claim is undone. */
+  async take(idem: IdempotencyContext): Promise<Begin | undefined> {
+    if (!this.#open) return undefined;
+    this.#open = false;
+    const claimed = await this.#claimed;
+    if (!claimed) return undefined;
+    const { agencyId, key, requestHash } = claimed.idem;
+    if (agencyId === idem.agencyId && key === idem.key && requestHash === idem.requestHash) return claimed.begin;
+    await undo(claimed);
+    return undefined;
+  }
+
+  /** Undoes the claim unless it was taken over. */
+  async drop(): Promise<void> {
+    if (!this.#open) return;
+    this.#open = false;
+    const claimed = await this.#claimed;
+    if (claimed) await undo(claimed);
+  }
+}
+
+/**
+ * Gives back a lease nobody used: a key the claim took first is forgotten, one an earlier
+ * attempt had taken is only freed, as that attempt left it.
+ */
+async function undo({ idem, begin, ledger }: Claimed): Promise<void> {
+  if (begin.state !== "acquired") return;
+  const lease: Lease = { agencyId: idem.agencyId, key: idem.key, token: begin.token };
+  try {
+    await (begin.recovering ? ledger.release(lease) : ledger.discard(lease));
+  } catch (err) {
+    // The lease then lapses by itself when it expires.
+    log.warn("idempotency lease not undone", { agency_id: idem.agencyId, error: String(err) });
+  }
+}
+
+/**
+ * Cached bodies (which may carry a secret shown once, such as a webhook signing secret)
+ * are kept sealed, bound to the agency, the idempotency key and the request, caller included.
+ */
+const responseBinding = (idem: IdempotencyContext) =>
+  rowBinding("idempotency", idem.agencyId, idem.key, idem.requestHash);
+
+async function seal(env: Env, idem: IdempotencyContext, response: CachedResponse): Promise<CachedResponse> {
+  return { ...response, body: await encrypt(env.SECRET_KEY, RESPONSE_PURPOSE, response.body, responseBinding(idem)) };
+}
+
+async function unseal(env: Env, idem: IdempotencyContext, response: CachedResponse): Promise<CachedResponse> {
+  return { ...response, body: await decrypt(env.SECRET_KEY, RESPONSE_PURPOSE, response.body, responseBinding(idem)) };
+}
+
+function replay(response: CachedResponse): Response {
+  const headers = new Headers(response.headers);
+  headers.set("X-Idempotent-Replay", "true");
+  return new Response(response.status === 204 ? null : response.body, { status: response.status, headers });
+}
+
+/** The lease a request holds on its idempotency key while its handler runs. */
+export interface Hold {
+  idem: IdempotencyContext;
+  ledger: LedgerStub;
+  lease: Lease;
+}
+
+/**
+ * Takes the request's idempotency key in the key's ledger (the early claim, when it was
+ * made for this very request): a replay answers at once, another request with the key
+ * is 409, one still running is 409 with `Retry-After`. A request that committed but lost
+ * its response is answered from its commit mark. A change and its commit mark are
+ * written in one D1 batch, so a request that committed is never executed twice.
+ */
+export async function hold(
+  c: Context<AppEnv>,
+  caller: Identity,
+  early: EarlyClaim | undefined,
+): Promise<Hold | Response> {
+  const idem = await contextOf(c, caller, keyOf(c));
+  const ledger = ledgerOf(c.env, idem);
+  let begin = await early?.take(idem);
+  if (!begin) {
+    try {
+      begin = (await ledger.begin(idem.agencyId, idem.key, idem.requestHash)) as Begin;
+    } catch (err) {
+      throw new DomainError("idempotency_unavailable", { retryAfter: unavailableRetryAfter(err) });
+    }
+  }
+  if (begin.state === "replay") return replay(await unseal(c.env, idem, begin.response));
+  if (begin.state === "conflict") throw new DomainError("idempotency_key_conflict");
+  if (begin.state === "in_progress") throw new DomainError("idempotency_key_in_progress", { retryAfter: 5 });
+  const held: Hold = { idem, ledger, lease: { agencyId: idem.agencyId, key: idem.key, token: begin.token } };
+  if (!begin.recovering) return held;
+  const mark = await findMark(c.var.db, idem).catch(async (err: unknown) => {
+    await ledger.discard(held.lease);
+    throw err;
+  });
+  if (!mark) return held;
+  const answer = await answerFromMark(c, mark);
+  await ledger.complete(held.lease, await seal(c.env, idem, answer));
+  return replay(answer);
+}
+
+/**
+ * Settles the hold once the handler has answered `c.res`: a 5xx frees the key for a
+ * retry, any other answer is recorded for exact replays (its request-specific headers,
+ * request id and rate limit, are answered afresh). `alongside` runs beside the ledger's
+ * call. A concurrent duplicate that committed first made this batch fail on the mark's
+ * key: the request is then answered like the one that committed, and is no failure.
+ */
+export async function settle(c: Context<AppEnv>, held: Hold, alongside: () => Promise<void>): Promise<void> {
+  const { idem, ledger, lease } = held;
+  if (c.error && isUniqueViolation(c.error, "idempotency_marks")) {
+    const mark = await findMark(c.var.db, idem).catch(async (err: unknown) => {
+      await ledger.discard(lease);
+      c.error = undefined;
+      throw err;
+    });
+    if (mark) {
+      const answer = await answerFromMark(c, mark);
+      await ledger.complete(lease, await seal(c.env, idem, answer));
+      c.error = undefined;
+      c.res = replay(answer);
+      return;
+    }
+  }
+  if (c.res.status >= 500) {
+    await ledger.release(lease);
+    return;
+  }
+  const res = c.res.clone();
+  const headers: [string, string][] = [...res.headers].filter(([name]) => REPLAYED_HEADERS.has(name.toLowerCase()));
+  const cached = seal(c.env, idem, { status: res.status, headers, body: await res.text() });
+  await Promise.all([alongside(), cached.then((sealed) => ledger.complete(lease, sealed))]);
+}
+
+/** Frees the key when the handler failed past the error handler (nothing was answered). */
+export const release = (held: Hold): Promise<void> => held.ledger.release(held.lease);

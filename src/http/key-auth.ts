@@ -1,0 +1,133 @@
+import { eq } from "drizzle-orm";
+import { database } from "../db/client";
+import { apiKeySecrets } from "../db/schema";
+import type { EndpointName } from "../domain/budgets";
+import { checkKeyFormat, hashSecret, type KeyMode } from "../domain/keys";
+import type { Caller, Role, Scope } from "../domain/roles";
+import type { GateVerdict, RateDecision } from "../durable/key-gate";
+import { DomainError } from "../lib/errors";
+import { log } from "../lib/log";
+import { unavailableRetryAfter } from "../lib/transient";
+
+/** What the key's gate confirmed for a request: the caller, its rate decision and where its reads start. */
+export interface GateAnswer {
+  caller: Caller;
+  rate?: RateDecision;
+  /** The D1 bookmark of the key's latest committed write. */
+  bookmark?: string;
+}
+
+/** The caller this isolate last saw the gate confirm for a secret, and that key's latest bookmark. */
+export type KnownCaller = Pick<GateAnswer, "caller" | "bookmark">;
+
+/**
+ * A secret's hash maps to its key id forever (secrets are never reassigned), so the
+ * mapping is kept per isolate. So is the caller the key's gate last confirmed, with its
+ * bookmark: work may start on it, but every answer waits for the gate's own verdict.
+ */
+const keyIdByHash = new Map<string, string>();
+const confirmed = new Map<string, KnownCaller>();
+const KEY_CACHE_LIMIT = 10_000;
+
+/** Forgets what this isolate learned of keys, as a fresh isolate would start (for tests). */
+export function forgetKeys(): void {
+  keyIdByHash.clear();
+  confirmed.clear();
+}
+
+/** The presented secret's hash, once its shape and mode are checked (401 before any lookup). */
+export function hashOfKey(env: Env, secret: string): Promise<string> {
+  checkKeyFormat(secret, env.API_MODE as KeyMode);
+  return hashSecret(secret);
+}
+
+/** The caller the gate last confirmed for this secret on this isolate, if any. */
+export const knownCaller = (hash: string): KnownCaller | undefined => confirmed.get(hash);
+
+async function keyIdFor(d1: D1Database, hash: string): Promise<string | undefined> {
+  const cached = keyIdByHash.get(hash);
+  if (cached) return cached;
+  const row = await database(d1)
+    .select({ keyId: apiKeySecrets.keyId })
+    .from(apiKeySecrets)
+    .where(eq(apiKeySecrets.hash, hash))
+    .get();
+  if (!row) return undefined;
+  if (keyIdByHash.size >= KEY_CACHE_LIMIT) keyIdByHash.clear();
+  keyIdByHash.set(hash, row.keyId);
+  return row.keyId;
+}
+
+/**
+ * Authenticates the key and counts the request in its gate, in one round trip; what the
+ * gate confirms is remembered for this isolate's next requests of the key.
+ */
+export async function askGate(env: Env, hash: string, endpoint: EndpointName | null): Promise<GateAnswer> {
+  try {
+    const answer = await askGateOnce(env, hash, endpoint);
+    if (confirmed.size >= KEY_CACHE_LIMIT) confirmed.clear();
+    confirmed.set(hash, { caller: answer.caller, bookmark: answer.bookmark });
+    return answer;
+  } catch (err) {
+    confirmed.delete(hash);
+    throw err;
+  }
+}
+
+async function askGateOnce(env: Env, hash: string, endpoint: EndpointName | null): Promise<GateAnswer> {
+  const keyId = await keyIdFor(env.DB, hash);
+  if (!keyId) throw new DomainError("api_key_invalid");
+  let answer: unknown;
+  try {
+    answer = await env.KEY_GATE.getByName(keyId).admit(keyId, hash, env.API_MODE as KeyMode, endpoint);
+  } catch (err) {
+    throw new DomainError("rate_limit_unavailable", { retryAfter: unavailableRetryAfter(err) });
+  }
+  // Fail closed on an answer that is not a verdict.
+  if (!answer || typeof answer !== "object" || typeof (answer as { ok?: unknown }).ok !== "boolean") {
+    throw new DomainError("rate_limit_unavailable", { retryAfter: 5 });
+  }
+  const verdict = answer as GateVerdict;
+  if (!verdict.ok) throw new DomainError(verdict.code, { message: verdict.message, details: verdict.details });
+  const { key, rate, bookmark } = verdict;
+  return {
+    caller: {
+      via: "api_key",
+      agencyId: key.agencyId,
+      role: key.role as Role,
+      scopes: new Set(key.scopes as Scope[]),
+      userId: key.mintedByUserId,
+      keyId: key.id,
+    },
+    rate,
+    bookmark: typeof bookmark === "string" ? bookmark : undefined,
+  };
+}
+
+/** Hands a write's bookmark to the key's gate (the truth for every isolate) and keeps it here too. */
+export async function handOffBookmark(env: Env, hash: string, bookmark: string | null): Promise<void> {
+  const known = confirmed.get(hash);
+  const keyId = known?.caller.keyId ?? keyIdByHash.get(hash);
+  if (!bookmark || !keyId) return;
+  if (known && (known.bookmark === undefined || bookmark > known.bookmark)) {
+    confirmed.set(hash, { ...known, bookmark });
+  }
+  try {
+    await env.KEY_GATE.getByName(keyId).wrote(bookmark);
+  } catch (err) {
+    // The write has committed; a later read of another isolate may then start before it.
+    log.warn("bookmark hand-off failed", { key_id: keyId, error: String(err) });
+  }
+}
+
+/** The same authority: agency, key, user, role and scopes. */
+export function sameCaller(a: Caller, b: Caller): boolean {
+  return (
+    a.agencyId === b.agencyId &&
+    a.keyId === b.keyId &&
+    a.role === b.role &&
+    a.userId === b.userId &&
+    a.scopes.size === b.scopes.size &&
+    [...a.scopes].every((scope) => b.scopes.has(scope))
+  );
+}
