@@ -129,7 +129,13 @@ describe("delivery", () => {
     await settle();
     await expect(drainOutbox(env)).rejects.toThrow("queue down");
     // The drain that follows the request runs in the background: its failure is logged.
-    const queueDown = { console: "error", level: "error", job: "outbox_drain", error: "Error: queue down" };
+    const queueDown = {
+      console: "error",
+      level: "error",
+      message: "outbox drain failed",
+      job: "outbox_drain",
+      error: "Error: queue down",
+    };
     await vi.waitFor(() => expect(logs).toContainEqual(queueDown));
     expect(logs.filter((l) => l.error !== queueDown.error)).toEqual([]);
     vi.mocked(env.WEBHOOK_QUEUE.sendBatch).mockImplementation(capture);

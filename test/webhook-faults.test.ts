@@ -182,7 +182,13 @@ describe("faults survived", () => {
     const logs = captureErrorLogs();
     const listing = await makeListing(t);
     await vi.waitFor(() => expect(queue.sendBatch).toHaveBeenCalled());
-    const queueDown = { console: "error", level: "error", job: "outbox_drain", error: "Error: queue down" };
+    const queueDown = {
+      console: "error",
+      level: "error",
+      message: "outbox drain failed",
+      job: "outbox_drain",
+      error: "Error: queue down",
+    };
     await vi.waitFor(() => expect(logs).toContainEqual(queueDown));
     expect(logs.filter((l) => l.error !== queueDown.error)).toEqual([]);
     const [created] = await db()

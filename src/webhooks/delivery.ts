@@ -5,6 +5,7 @@ import { doublingBackoff } from "../lib/backoff";
 import { decrypt } from "../lib/crypto";
 import { DomainError } from "../lib/errors";
 import { newId, nowIso, randomToken } from "../lib/ids";
+import { errorText, log } from "../lib/log";
 import { checkOutboundUrl } from "../lib/outbound-url";
 import { SECRET_PURPOSE, secretBinding } from "./endpoints";
 import { type AttemptOutcome, outcomeWriter } from "./outcomes";
@@ -369,15 +370,12 @@ export async function consumeWebhooks(
       ),
     });
   const logError = (message: Message<{ delivery_id: string }>, err: unknown) =>
-    console.error(
-      JSON.stringify({
-        level: "error",
-        job: "webhook_delivery",
-        delivery_id: message.body.delivery_id,
-        attempt: message.attempts,
-        error: String(err),
-      }),
-    );
+    log.error("webhook delivery failed", {
+      job: "webhook_delivery",
+      delivery_id: message.body.delivery_id,
+      attempt: message.attempts,
+      error: errorText(err),
+    });
 
   let claim: Claim;
   try {
@@ -502,14 +500,11 @@ export async function consumeDeadWebhooks(batch: MessageBatch<{ delivery_id: str
         .where(and(eq(webhookDeliveries.id, message.body.delivery_id), eq(webhookDeliveries.status, "pending")));
       message.ack();
     } catch (err) {
-      console.error(
-        JSON.stringify({
-          level: "error",
-          job: "webhook_dead_letter",
-          delivery_id: message.body.delivery_id,
-          error: String(err),
-        }),
-      );
+      log.error("dead letter not recorded", {
+        job: "webhook_dead_letter",
+        delivery_id: message.body.delivery_id,
+        error: errorText(err),
+      });
       message.retry({ delaySeconds: FIRST_RETRY_SECONDS });
     }
   }

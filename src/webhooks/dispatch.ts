@@ -2,6 +2,7 @@ import { type SQL, sql } from "drizzle-orm";
 import { type Db, database } from "../db/client";
 import { doublingBackoff } from "../lib/backoff";
 import { newId, nowIso } from "../lib/ids";
+import { errorText, log } from "../lib/log";
 
 /** Events one drain claims at most. With 16 endpoints an agency, that is at most 800 deliveries. */
 export const PAGE_EVENTS = 50;
@@ -214,16 +215,13 @@ async function recordFailures(db: Db, failed: { event: ClaimedEvent; error: stri
     FROM json_each(${JSON.stringify(rows)}) AS f
     WHERE events.id = json_extract(f.value, '$[0]') AND events.enqueued_at IS NULL`);
   for (const { event, error } of failed)
-    console.error(
-      JSON.stringify({
-        level: "error",
-        job: "outbox_drain",
-        event_id: event.id,
-        attempts: event.attempts + 1,
-        set_aside: event.attempts + 1 >= MAX_FAN_OUT_ATTEMPTS,
-        error,
-      }),
-    );
+    log.error("event fan-out failed", {
+      job: "outbox_drain",
+      event_id: event.id,
+      attempts: event.attempts + 1,
+      set_aside: event.attempts + 1 >= MAX_FAN_OUT_ATTEMPTS,
+      error,
+    });
 }
 
 export interface Drained {
@@ -346,7 +344,7 @@ export async function sweepOutbox(env: Env): Promise<Drained> {
 export function kickOutbox(env: Env, ctx: Pick<ExecutionContext, "waitUntil">): void {
   ctx.waitUntil(
     coalescedDrain(env).catch((err: unknown) =>
-      console.error(JSON.stringify({ level: "error", job: "outbox_drain", error: String(err) })),
+      log.error("outbox drain failed", { job: "outbox_drain", error: errorText(err) }),
     ),
   );
 }
