@@ -8,7 +8,7 @@ import { newId, nowIso, randomToken } from "../lib/ids";
 import { errorText, log } from "../lib/log";
 import { checkOutboundUrl } from "../lib/outbound-url";
 import { SECRET_PURPOSE, secretBinding } from "./endpoints";
-import { type AttemptOutcome, outcomeWriter } from "./outcomes";
+import { type AttemptOutcome, outcomeWriter } from "./outcome-writer";
 import { type Signer, signer } from "./signing";
 
 export const DELIVERY_TIMEOUT_MS = 10_000;
@@ -34,7 +34,7 @@ export const START_WINDOW_MS = 5_000;
  * timeout of an attempt started at its end, and time to record the outcome.
  */
 export const LEASE_MS = START_WINDOW_MS + DELIVERY_TIMEOUT_MS + 15_000;
-export { BREAKER_FAILURES, BREAKER_FIRST_PAUSE_SECONDS, BREAKER_MAX_PAUSE_SECONDS } from "./outcomes";
+export { BREAKER_FAILURES, BREAKER_FIRST_PAUSE_SECONDS } from "./endpoint-breakers";
 
 /** The consumer's time limits; tests shorten them. */
 export interface ConsumerLimits {
