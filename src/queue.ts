@@ -1,5 +1,6 @@
 import { consumeDeadMedia, consumeMedia } from "./media/consumer";
-import { consumeDeadWebhooks, consumeWebhooks } from "./webhooks/delivery";
+import { consumeDeadWebhooks } from "./webhooks/dead-letters";
+import { consumeWebhooks } from "./webhooks/delivery-batch";
 import { kickOutbox } from "./webhooks/dispatch";
 
 /**

@@ -4,8 +4,9 @@ import { and, count, eq, inArray, isNull } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { events, webhookDeliveries, webhookDeliveryAttempts, webhookEndpoints } from "../src/db/schema";
 import { outboxInsert } from "../src/domain/outbox";
-import { consumeWebhooks, retryDelay } from "../src/webhooks/delivery";
+import { consumeWebhooks } from "../src/webhooks/delivery-batch";
 import { drainOutbox } from "../src/webhooks/dispatch";
+import { retryDelay } from "../src/webhooks/retry-schedule";
 import { call, captureErrorLogs, db, internal, makeListing, makeTenant } from "./harness";
 import { consume, cron, drained, registerEndpoint, settle } from "./webhook-harness";
 

@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { and, count, eq, inArray, isNull, sql } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { events, webhookDeliveries, webhookEndpoints } from "../src/db/schema";
-import { BREAKER_FAILURES, CONNECTIONS_PER_BATCH, ENDPOINT_IN_FLIGHT } from "../src/webhooks/delivery";
+import { CONNECTIONS_PER_BATCH, ENDPOINT_IN_FLIGHT } from "../src/webhooks/consumer-limits";
 import {
   AGENCY_EVENTS_PER_PAGE,
   claimStatement,
@@ -11,6 +11,7 @@ import {
   PAGE_EVENTS,
   sweepOutbox,
 } from "../src/webhooks/dispatch";
+import { BREAKER_FAILURES } from "../src/webhooks/endpoint-breakers";
 import { asInvocation } from "./d1-guard";
 import { captureErrorLogs, db, makeTenant } from "./harness";
 import {
