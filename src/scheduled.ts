@@ -3,7 +3,7 @@ import { database } from "./db/client";
 import { sweepRotatedSecrets } from "./domain/api-keys";
 import { keyGate } from "./durable/key-changes";
 import { sweepStuckDeliveries } from "./media/consumer";
-import { sweepOutbox } from "./webhooks/dispatch";
+import { sweepOutbox } from "./webhooks/outbox-sweep";
 import { sweepRetention } from "./webhooks/retention";
 import { markStaleDeliveriesDead } from "./webhooks/stale-deliveries";
 

@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { events, webhookDeliveries, webhookDeliveryAttempts, webhookEndpoints } from "../src/db/schema";
 import { outboxInsert } from "../src/domain/outbox";
 import { consumeWebhooks } from "../src/webhooks/delivery-batch";
-import { drainOutbox } from "../src/webhooks/dispatch";
+import { drainOutbox } from "../src/webhooks/outbox-drain";
 import { retryDelay } from "../src/webhooks/retry-schedule";
 import { call, captureErrorLogs, db, internal, makeListing, makeTenant } from "./harness";
 import { consume, cron, drained, registerEndpoint, settle } from "./webhook-harness";

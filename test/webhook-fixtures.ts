@@ -7,8 +7,8 @@ import worker from "../src/index";
 import { newId } from "../src/lib/ids";
 import type { ConsumerLimits } from "../src/webhooks/consumer-limits";
 import { consumeWebhooks } from "../src/webhooks/delivery-batch";
-import { sweepOutbox } from "../src/webhooks/dispatch";
 import { createEndpoint } from "../src/webhooks/endpoints";
+import { sweepOutbox } from "../src/webhooks/outbox-sweep";
 import { asInvocation, D1_LIMITS } from "./d1-guard";
 import { db, type Tenant } from "./harness";
 
