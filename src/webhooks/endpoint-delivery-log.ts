@@ -9,7 +9,7 @@ import {
   webhookDeliveries,
 } from "../db/schema";
 import { retentionCutoff } from "../domain/event-log";
-import { attemptsOf } from "./deliveries";
+import { attemptsOf } from "./attempt-history";
 import { nextAttemptAt } from "./retry-schedule";
 
 export interface DeliveryLogEntry {
