@@ -10,6 +10,7 @@ export const AGENCY_EVENTS_PER_PAGE = 25;
 const AGENCIES_PER_PAGE = PAGE_EVENTS;
 /** How long a drain holds the events it claimed; a drain that dies releases them by expiry. */
 export const CLAIM_SECONDS = 60;
+
 /** Where the next claim starts its walk over agencies, so every agency gets turns when many wait. */
 let rotation = "";
 
@@ -74,6 +75,7 @@ export function claimStatement(now: number, after: string): SQL {
     RETURNING id, agency_id, event_type, created_at, data, attempts`;
 }
 
+/** Claims the next page (see claimStatement) and moves the rotation on; the page comes oldest first. */
 export async function claimPage(db: Db, now: number): Promise<ClaimedEvent[]> {
   const after = rotation;
   const claimed = await db.all<ClaimedEvent>(claimStatement(now, after));

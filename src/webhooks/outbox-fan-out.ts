@@ -16,6 +16,7 @@ interface Subscriber {
   eventTypes: string[] | null | Error;
 }
 
+/** The active endpoints of these agencies, each with the event types it takes. */
 export async function subscribersOf(db: Db, agencyIds: string[]): Promise<Subscriber[]> {
   // event_types is read as text and parsed per endpoint, so one bad row fails only its own agency's events.
   const rows = await db.all<{ id: string; agency_id: string; event_types: string | null }>(sql`
