@@ -1,6 +1,7 @@
 import { consumeDeadMedia, consumeMedia } from "./media/consumer";
-import { consumeDeadWebhooks, consumeWebhooks } from "./webhooks/delivery";
-import { kickOutbox } from "./webhooks/dispatch";
+import { consumeDeadWebhooks } from "./webhooks/dead-letters";
+import { consumeWebhooks } from "./webhooks/delivery-batch";
+import { kickOutbox } from "./webhooks/outbox-kick";
 
 /**
  * Queue names carry the environment as a suffix (`alms-media-live`); consumers are

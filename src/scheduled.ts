@@ -3,9 +3,9 @@ import { database } from "./db/client";
 import { sweepRotatedSecrets } from "./domain/api-keys";
 import { keyGate } from "./durable/key-changes";
 import { sweepStuckDeliveries } from "./media/consumer";
-import { markStaleDeliveriesDead } from "./webhooks/delivery";
-import { sweepOutbox } from "./webhooks/dispatch";
+import { sweepOutbox } from "./webhooks/outbox-sweep";
 import { sweepRetention } from "./webhooks/retention";
+import { markStaleDeliveriesDead } from "./webhooks/stale-deliveries";
 
 export const NIGHTLY = "0 3 * * *";
 export const EVERY_MINUTE = "* * * * *";

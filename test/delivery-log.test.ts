@@ -2,8 +2,7 @@ import { eq } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { type WebhookDelivery, type WebhookDeliveryAttempt, webhookDeliveries } from "../src/db/schema";
 import { MAX_ERROR_CHARS } from "../src/schemas/delivery-log";
-import { retryDelay } from "../src/webhooks/delivery";
-import { ATTEMPTS_PER_RUN, nextAttemptAt } from "../src/webhooks/delivery-log";
+import { ATTEMPTS_PER_RUN, nextAttemptAt, retryDelay } from "../src/webhooks/retry-schedule";
 import { call, db, expectError, internal, makeListing, makeTenant, type Tenant } from "./harness";
 import {
   consume,

@@ -6,7 +6,7 @@ import { EVENT_TYPES } from "../src/domain/events";
 import { createUser } from "../src/domain/hierarchy";
 import { createListing } from "../src/domain/listings";
 import { outboxInsertIfChanged } from "../src/domain/outbox";
-import { drainOutbox } from "../src/webhooks/dispatch";
+import { drainOutbox } from "../src/webhooks/outbox-drain";
 import { captureErrorLogs, db, makeTenant, outbox, type Tenant, unique } from "./harness";
 
 describe("the transactional outbox", () => {

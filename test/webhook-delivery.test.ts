@@ -4,8 +4,9 @@ import { and, count, eq, inArray, isNull } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { events, webhookDeliveries, webhookDeliveryAttempts, webhookEndpoints } from "../src/db/schema";
 import { outboxInsert } from "../src/domain/outbox";
-import { consumeWebhooks, retryDelay } from "../src/webhooks/delivery";
-import { drainOutbox } from "../src/webhooks/dispatch";
+import { consumeWebhooks } from "../src/webhooks/delivery-batch";
+import { drainOutbox } from "../src/webhooks/outbox-drain";
+import { retryDelay } from "../src/webhooks/retry-schedule";
 import { call, captureErrorLogs, db, internal, makeListing, makeTenant } from "./harness";
 import { consume, cron, drained, registerEndpoint, settle } from "./webhook-harness";
 
@@ -129,7 +130,13 @@ describe("delivery", () => {
     await settle();
     await expect(drainOutbox(env)).rejects.toThrow("queue down");
     // The drain that follows the request runs in the background: its failure is logged.
-    const queueDown = { console: "error", level: "error", job: "outbox_drain", error: "Error: queue down" };
+    const queueDown = {
+      console: "error",
+      level: "error",
+      message: "outbox drain failed",
+      job: "outbox_drain",
+      error: "Error: queue down",
+    };
     await vi.waitFor(() => expect(logs).toContainEqual(queueDown));
     expect(logs.filter((l) => l.error !== queueDown.error)).toEqual([]);
     vi.mocked(env.WEBHOOK_QUEUE.sendBatch).mockImplementation(capture);

@@ -4,7 +4,8 @@ import { and, eq, inArray, sql } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { events, webhookDeliveries, webhookDeliveryAttempts, webhookEndpoints } from "../src/db/schema";
 import worker from "../src/index";
-import { CLAIM_SECONDS, drainOutbox } from "../src/webhooks/dispatch";
+import { CLAIM_SECONDS } from "../src/webhooks/outbox-claim";
+import { drainOutbox } from "../src/webhooks/outbox-drain";
 import { asInvocation } from "./d1-guard";
 import { captureErrorLogs, db, makeListing, makeTenant, type Tenant } from "./harness";
 import {
@@ -182,7 +183,13 @@ describe("faults survived", () => {
     const logs = captureErrorLogs();
     const listing = await makeListing(t);
     await vi.waitFor(() => expect(queue.sendBatch).toHaveBeenCalled());
-    const queueDown = { console: "error", level: "error", job: "outbox_drain", error: "Error: queue down" };
+    const queueDown = {
+      console: "error",
+      level: "error",
+      message: "outbox drain failed",
+      job: "outbox_drain",
+      error: "Error: queue down",
+    };
     await vi.waitFor(() => expect(logs).toContainEqual(queueDown));
     expect(logs.filter((l) => l.error !== queueDown.error)).toEqual([]);
     const [created] = await db()

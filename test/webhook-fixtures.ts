@@ -5,9 +5,10 @@ import { expect, vi } from "vitest";
 import { events } from "../src/db/schema";
 import worker from "../src/index";
 import { newId } from "../src/lib/ids";
-import { type ConsumerLimits, consumeWebhooks } from "../src/webhooks/delivery";
-import { sweepOutbox } from "../src/webhooks/dispatch";
+import type { ConsumerLimits } from "../src/webhooks/consumer-limits";
+import { consumeWebhooks } from "../src/webhooks/delivery-batch";
 import { createEndpoint } from "../src/webhooks/endpoints";
+import { sweepOutbox } from "../src/webhooks/outbox-sweep";
 import { asInvocation, D1_LIMITS } from "./d1-guard";
 import { db, type Tenant } from "./harness";
 

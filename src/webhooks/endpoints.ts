@@ -37,7 +37,7 @@ const isCapRefusal = (err: unknown): boolean => {
 };
 
 /** Internal event types that exist but are not part of the public contract. */
-export const DENIED_EVENT_TYPES = new Set([
+const DENIED_EVENT_TYPES = new Set([
   "api_key.created",
   "api_key.rotated",
   "api_key.revoked",
@@ -47,7 +47,7 @@ export const DENIED_EVENT_TYPES = new Set([
   "billing.credit_captured",
 ]);
 
-export function checkEventTypes(types: string[] | undefined): string[] | null {
+function checkEventTypes(types: string[] | undefined): string[] | null {
   if (types === undefined) return null;
   const known = new Set<string>(EVENT_TYPE_NAMES);
   const denied = types.filter((t) => DENIED_EVENT_TYPES.has(t));

@@ -6,7 +6,7 @@ import { retentionCutoff } from "../domain/event-log";
 /** Rows deleted by one statement at most. */
 export const RETENTION_PAGE = 500;
 /** Statements one nightly run spends at most (200,000 rows); what is left waits for the next night. */
-export const RETENTION_MAX_STATEMENTS = 400;
+const RETENTION_MAX_STATEMENTS = 400;
 
 /**
  * A delivery the sweep may delete: settled (delivered or dead) and last touched before
@@ -67,7 +67,7 @@ function deleteEvents(db: Db, cutoff: string) {
   return db.delete(events).where(inArray(events.id, page)).run();
 }
 
-export interface RetentionSweep {
+interface RetentionSweep {
   attempts: number;
   deliveries: number;
   events: number;

@@ -1,7 +1,7 @@
 import { base64, hex } from "../lib/encoding";
 import { hmacKey, hmacSha256 } from "../lib/hmac";
 
-export const SIGNATURE_HEADER = "X-Webhook-Signature";
+const SIGNATURE_HEADER = "X-Webhook-Signature";
 
 const SECRET_PREFIX = "whsec_";
 
@@ -27,7 +27,7 @@ const PADDED_BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]
  * `whsec_`. Null for a secret not of that form (one minted before secrets took it), which
  * then signs only `X-Webhook-Signature`.
  */
-export function standardWebhooksKey(secret: string): Uint8Array | null {
+function standardWebhooksKey(secret: string): Uint8Array | null {
   if (!secret.startsWith(SECRET_PREFIX)) return null;
   const encoded = secret.slice(SECRET_PREFIX.length);
   if (!encoded || !PADDED_BASE64.test(encoded)) return null;
@@ -49,7 +49,7 @@ export async function standardSignature(
   return `v1,${base64(await hmacSha256(key, `${webhookId}.${timestamp}.${rawBody}`))}`;
 }
 
-export interface SignedAttempt {
+interface SignedAttempt {
   webhookId: string;
   timestamp: number;
   rawBody: string;

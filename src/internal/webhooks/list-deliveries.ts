@@ -3,7 +3,8 @@ import { database } from "../../db/client";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
 import { cursorQuery, pageSchema } from "../../schemas/page";
-import { attemptsOf, pageDeliveries } from "../../webhooks/deliveries";
+import { pageDeliveries } from "../../webhooks/agency-deliveries";
+import { attemptsOf } from "../../webhooks/attempt-history";
 import { DeliverySchema, presentDeliveries } from "./schema";
 
 export const listWebhookDeliveriesRoute = internalRoute([], {

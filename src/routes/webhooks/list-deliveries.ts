@@ -6,7 +6,7 @@ import { publicRoute } from "../../http/route";
 import { DeliveryLogEntrySchema, presentDeliveryLogEntry } from "../../schemas/delivery-log";
 import { cursorQuery, pageBody, pageSchema } from "../../schemas/page";
 import { endpointIdParam } from "../../schemas/webhooks";
-import { pageDeliveryLog } from "../../webhooks/delivery-log";
+import { pageDeliveryLog } from "../../webhooks/endpoint-delivery-log";
 import { findEndpoint } from "../../webhooks/endpoints";
 
 export const DeliveryLogPageSchema = pageSchema(DeliveryLogEntrySchema, "WebhookDeliveryPage");

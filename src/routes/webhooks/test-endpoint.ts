@@ -3,8 +3,8 @@ import { database } from "../../db/client";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
 import { endpointIdParam } from "../../schemas/webhooks";
-import { sendTestEvent } from "../../webhooks/delivery";
 import { findEndpoint } from "../../webhooks/endpoints";
+import { sendTestEvent } from "../../webhooks/test-event";
 
 export const TestResultSchema = z
   .object({

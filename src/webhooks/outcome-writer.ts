@@ -1,15 +1,8 @@
 import { newId, nowIso } from "../lib/ids";
+import { breakerStatement, type Health } from "./endpoint-breakers";
 
-/** Failed attempts in a row that open an endpoint's breaker; a timeout opens it at once. */
-export const BREAKER_FAILURES = 3;
-/** How long an open breaker pauses an endpoint: 30 s doubling per failure in a row, at most 10 minutes. */
-export const BREAKER_FIRST_PAUSE_SECONDS = 30;
-export const BREAKER_MAX_PAUSE_SECONDS = 600;
 /** Outcomes written in one group at most; a consumer batch holds at most 100 messages. */
-export const OUTCOMES_PER_WRITE = 100;
-
-/** What an attempt tells the endpoint's breaker: a success closes it, a failure counts (a timeout opens it). */
-export type Health = "healthy" | { failed: true; timedOut: boolean };
+const OUTCOMES_PER_WRITE = 100;
 
 /** One attempt of one delivery, as the delivery log records it. */
 export interface AttemptOutcome {
@@ -29,34 +22,11 @@ export interface AttemptOutcome {
 type Entry = { outcome: AttemptOutcome } | { release: string };
 
 /**
- * The breaker of each endpoint after a group of its attempts, in the order they ended:
- * `reset` when one succeeded, `failures` those that failed after the last success, and
- * `timeoutAt` the position (1-based) among them of the last that timed out (0: none).
- * Applied in one statement, this is the same as applying the attempts one by one.
- */
-function breakerDeltas(outcomes: AttemptOutcome[]) {
-  const deltas = new Map<string, { reset: boolean; failures: number; timeoutAt: number }>();
-  for (const { endpointId, health } of outcomes) {
-    if (!health) continue;
-    const d = deltas.get(endpointId) ?? { reset: false, failures: 0, timeoutAt: 0 };
-    if (health === "healthy") deltas.set(endpointId, { reset: true, failures: 0, timeoutAt: 0 });
-    else {
-      d.failures++;
-      if (health.timedOut) d.timeoutAt = d.failures;
-      deltas.set(endpointId, d);
-    }
-  }
-  return [...deltas].map(([id, d]) => [id, d.reset ? 1 : 0, d.failures, d.timeoutAt]);
-}
-
-/**
  * The statements that record a group: every attempt in the log, each delivery's state
  * (and its lease freed), the leases of deliveries left unattempted freed (only where this
  * batch still holds them), and each endpoint's breaker. Rows travel as one JSON parameter
  * per statement, so a group of any size is at most four statements. The breaker counts
- * in the statement, so concurrent batches add up: a success resets the count; failures
- * add to it and open the breaker (a pause of 30 s doubling per failure in a row, at most
- * 10 minutes) at BREAKER_FAILURES in a row, or at once on a timeout.
+ * in the statement, so concurrent batches add up (see breakerStatement).
  */
 function groupStatements(d1: D1Database, lease: string, entries: Entry[], now: number): D1PreparedStatement[] {
   const outcomes = entries.flatMap((e) => ("outcome" in e ? [e.outcome] : []));
@@ -111,31 +81,8 @@ function groupStatements(d1: D1Database, lease: string, entries: Entry[], now: n
         )
         .bind(JSON.stringify(released), lease),
     );
-  const breakers = breakerDeltas(outcomes);
-  if (breakers.length) {
-    const base = "(CASE WHEN b.reset THEN 0 ELSE webhook_endpoints.consecutive_failures END)";
-    // The count before the attempt that opened the breaker: the last one, or else the last timeout.
-    const opening = `(CASE WHEN ${base} + b.failures >= ${BREAKER_FAILURES} THEN ${base} + b.failures - 1
-      WHEN b.timeout_at > 0 THEN ${base} + b.timeout_at - 1 END)`;
-    const pause = `min(${BREAKER_FIRST_PAUSE_SECONDS} << min(${opening}, 16), ${BREAKER_MAX_PAUSE_SECONDS})`;
-    statements.push(
-      d1
-        .prepare(
-          `UPDATE webhook_endpoints SET consecutive_failures = ${base} + b.failures,
-            paused_until = CASE
-              WHEN ${opening} IS NOT NULL
-                THEN strftime('%Y-%m-%dT%H:%M:%fZ', (?2 + 1000 * ${pause}) / 1000.0, 'unixepoch')
-              WHEN b.reset THEN NULL
-              ELSE webhook_endpoints.paused_until END
-          FROM (SELECT json_extract(value, '$[0]') AS endpoint_id, json_extract(value, '$[1]') AS reset,
-              json_extract(value, '$[2]') AS failures, json_extract(value, '$[3]') AS timeout_at
-            FROM json_each(?1)) AS b
-          WHERE webhook_endpoints.id = b.endpoint_id
-            AND (b.failures > 0 OR webhook_endpoints.consecutive_failures > 0)`,
-        )
-        .bind(JSON.stringify(breakers), now),
-    );
-  }
+  const breakers = breakerStatement(d1, outcomes, now);
+  if (breakers) statements.push(breakers);
   return statements;
 }
 
@@ -200,3 +147,6 @@ export function outcomeWriter(d1: D1Database, lease: string) {
     release: (deliveryId: string) => submit({ release: deliveryId }),
   };
 }
+
+/** A consumer batch's outcome writer. */
+export type OutcomeWriter = ReturnType<typeof outcomeWriter>;

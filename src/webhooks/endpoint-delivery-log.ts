@@ -9,12 +9,8 @@ import {
   webhookDeliveries,
 } from "../db/schema";
 import { retentionCutoff } from "../domain/event-log";
-import { nowIso } from "../lib/ids";
-import { attemptsOf } from "./deliveries";
-import { retryDelay } from "./delivery";
-
-/** Attempts of one run of the queue: the first try and the webhook queue's 15 retries (wrangler.jsonc max_retries). */
-export const ATTEMPTS_PER_RUN = 16;
+import { attemptsOf } from "./attempt-history";
+import { nextAttemptAt } from "./retry-schedule";
 
 export interface DeliveryLogEntry {
   delivery: WebhookDelivery;
@@ -22,23 +18,6 @@ export interface DeliveryLogEntry {
   /** Every attempt, oldest first. */
   attempts: WebhookDeliveryAttempt[];
   nextAttemptAt: string | null;
-}
-
-/**
- * When the queue will next try a pending delivery, computed, not stored: the attempts
- * of the current run (since the last replay, which restarts the schedule at its first
- * step) and `retryDelay` after the last of them. A pending delivery not yet tried in
- * this run is due at once (it waits in the queue); one whose run is spent is on its way
- * to the dead-letter queue and has none. An estimate: the queue adds its own latency.
- */
-export function nextAttemptAt(delivery: WebhookDelivery, attempts: WebhookDeliveryAttempt[]): string | null {
-  if (delivery.status !== "pending") return null;
-  const since = delivery.replayedAt;
-  const run = since === null ? attempts : attempts.filter((a) => a.attemptedAt >= since);
-  const last = run[run.length - 1];
-  if (!last) return since ?? delivery.createdAt;
-  if (run.length >= ATTEMPTS_PER_RUN) return null;
-  return nowIso(Date.parse(last.attemptedAt) + retryDelay(run.length) * 1000);
 }
 
 /**

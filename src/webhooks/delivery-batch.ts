@@ -1,0 +1,93 @@
+import { database } from "../db/client";
+import { CONNECTIONS_PER_BATCH, type ConsumerLimits, ENDPOINT_IN_FLIGHT, LIMITS } from "./consumer-limits";
+import { attemptDelivery, batchSigners } from "./delivery-attempt";
+import { type Claim, claimBatch } from "./delivery-claim";
+import { type Lane, lanesOf, slots } from "./endpoint-lanes";
+import { logDeliveryFailure, messageSettler, retryLater } from "./message-settling";
+import { type AttemptOutcome, outcomeWriter } from "./outcome-writer";
+
+/**
+ * The webhook queue's consumer: one message per delivery. The batch's D1 work is a few
+ * round trips whatever its size: one leases and loads every deliverable row (claimBatch),
+ * and the outcomes are written in groups as attempts end (outcomeWriter); each message is
+ * settled (acked, or retried with backoff) once its own outcome is written. Slow and
+ * failing receivers cost their own endpoint's deliveries, not the batch:
+ * - attempts run concurrently, at most CONNECTIONS_PER_BATCH requests open at once and
+ *   ENDPOINT_IN_FLIGHT per endpoint (1 for an endpoint that is failing), healthy
+ *   endpoints first, round-robin across agencies;
+ * - an endpoint whose attempt fails in this batch gets no further attempt in it, and one
+ *   whose breaker is open (BREAKER_FAILURES failures in a row, or one timeout) gets none
+ *   until its pause ends: those messages are retried later without a request;
+ * - no attempt starts after START_WINDOW_MS, so a batch lasts at most about the window
+ *   plus the 10 s timeout.
+ * A message that is not attempted is retried as if it had failed (never sooner than the
+ * schedule, and not before the endpoint's pause ends), so a delivery still gets its ~3 days
+ * before the dead-letter queue; the lease of a delivery leased but not attempted is freed.
+ * A failure of our own (D1, a sealed secret that does not open) retries that message
+ * alone on the same schedule. A crash after a request and before its outcome is written
+ * leaves the message unsettled: it is delivered again (at least once).
+ */
+export async function consumeWebhooks(
+  batch: MessageBatch<{ delivery_id: string }>,
+  env: Env,
+  limits: Partial<ConsumerLimits> = {},
+): Promise<void> {
+  const { timeoutMs, startWindowMs } = { ...LIMITS, ...limits };
+  const db = database(env.DB);
+  const started = Date.now();
+
+  let claim: Claim;
+  try {
+    claim = await claimBatch(db, [...new Set(batch.messages.map((m) => m.body.delivery_id))], started);
+  } catch (err) {
+    for (const message of batch.messages) {
+      logDeliveryFailure(message, err);
+      retryLater(message);
+    }
+    return;
+  }
+
+  const ordered = lanesOf(batch.messages, claim);
+  const settler = messageSettler(outcomeWriter(env.DB, claim.lease));
+  const signerOf = batchSigners(env);
+  const connections = slots(CONNECTIONS_PER_BATCH);
+  const work = async (lane: Lane) => {
+    for (let next = lane.pending.shift(); next; next = lane.pending.shift()) {
+      const { message, target, attempts } = next;
+      if (lane.failedHere) {
+        settler.putBack(message);
+        continue;
+      }
+      let outcome: AttemptOutcome;
+      await connections.acquire();
+      try {
+        if (lane.failedHere || Date.now() - started > startWindowMs) {
+          settler.putBack(message);
+          continue;
+        }
+        outcome = await attemptDelivery(
+          env,
+          target,
+          claim.events.get(target.delivery.eventId),
+          attempts + 1,
+          timeoutMs,
+          signerOf,
+        );
+      } catch (err) {
+        logDeliveryFailure(message, err);
+        settler.putBack(message);
+        continue;
+      } finally {
+        connections.release();
+      }
+      const failed = outcome.health !== undefined && outcome.health !== "healthy";
+      if (failed) lane.failedHere = true;
+      settler.record(message, outcome, failed);
+    }
+  };
+  const workers: Promise<void>[] = [];
+  for (let i = 0; i < ENDPOINT_IN_FLIGHT; i++)
+    for (const lane of ordered) if (i === 0 || !lane.failing) workers.push(work(lane));
+  await Promise.all(workers);
+  await settler.settled();
+}
