@@ -5,7 +5,7 @@ import { listings, type MediaDelivery, mediaDeliveries, mediaDeliveryFiles, medi
 import { outboxInsertIfChanged } from "../domain/outbox";
 import { doublingBackoff } from "../lib/backoff";
 import { nowIso } from "../lib/ids";
-import type { PutOutcome } from "./delivery";
+import type { PutOutcome } from "./s3-put";
 import { openDestination } from "./destinations";
 import { type MediaJob, type R2EventNotification, sendJob } from "./jobs";
 import { fileNameOf } from "./policy";

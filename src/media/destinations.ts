@@ -5,7 +5,7 @@ import { decrypt, encrypt, rowBinding } from "../lib/crypto";
 import { DomainError } from "../lib/errors";
 import { nowIso } from "../lib/ids";
 import { checkOutboundUrl, type OutboundPolicy } from "../lib/outbound-url";
-import type { S3Destination } from "./delivery";
+import type { S3Destination } from "./s3-put";
 
 /** The key purpose that seals storage secrets at rest. */
 export const STORAGE_CREDENTIALS = "storage-credentials";

@@ -4,8 +4,8 @@ import { type DeliveryDestination, type Listing, mediaUploads, type User } from 
 import { DomainError } from "../lib/errors";
 import { nowIso } from "../lib/ids";
 import type { OutboundPolicy } from "../lib/outbound-url";
-import { type PutOutcome, putObject, type S3Destination } from "./delivery";
 import { saveDestination } from "./destinations";
+import { type PutOutcome, putObject, type S3Destination } from "./s3-put";
 import { settleUpload } from "./uploads";
 
 /**

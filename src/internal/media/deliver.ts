@@ -3,7 +3,7 @@ import { database } from "../../db/client";
 import { findListing } from "../../domain/listings";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
-import { deliverListingMedia } from "../../media/deliveries";
+import { deliverListingMedia } from "../../media/delivery-records";
 import { listingParams } from "../listings/schema";
 import { DeliverySchema, presentDelivery } from "./schema";
 

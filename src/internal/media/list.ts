@@ -3,7 +3,7 @@ import { database } from "../../db/client";
 import { findListing } from "../../domain/listings";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
-import { deliveriesOf } from "../../media/deliveries";
+import { deliveriesOf } from "../../media/delivery-records";
 import { uploadsOf } from "../../media/uploads";
 import { listingParams } from "../listings/schema";
 import { DeliverySchema, presentDelivery, presentUpload, UploadSchema } from "./schema";
