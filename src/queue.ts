@@ -1,4 +1,5 @@
-import { consumeDeadMedia, consumeMedia } from "./media/consumer";
+import { consumeDeadMedia } from "./media/dead-letters";
+import { consumeMedia } from "./media/media-consumer";
 import { consumeDeadWebhooks, consumeWebhooks } from "./webhooks/delivery";
 import { kickOutbox } from "./webhooks/dispatch";
 

@@ -2,7 +2,7 @@ import { RECONCILE_CRON, reconcileCalendars } from "./calendar/reconcile";
 import { database } from "./db/client";
 import { sweepRotatedSecrets } from "./domain/api-keys";
 import { keyGate } from "./durable/key-changes";
-import { sweepStuckDeliveries } from "./media/consumer";
+import { sweepStuckDeliveries } from "./media/stuck-deliveries";
 import { markStaleDeliveriesDead } from "./webhooks/delivery";
 import { sweepOutbox } from "./webhooks/dispatch";
 import { sweepRetention } from "./webhooks/retention";

@@ -14,7 +14,10 @@ export interface R2EventNotification {
   eventTime?: string;
 }
 
-export const QUEUE_RETRY_AFTER_SECONDS = 30;
+/** What handling a message comes to: ack it, retry it after a delay, or send it again as a fresh message. */
+export type Verdict = { retryAfter: number } | "continue" | "done";
+
+const QUEUE_RETRY_AFTER_SECONDS = 30;
 
 /**
  * Sends a job, turning a refusal into 503 `queue_unavailable`. Callers send before they
