@@ -13,6 +13,7 @@ import { isUniqueViolation } from "../domain/constraint";
 import { outboxInsert } from "../domain/outbox";
 import { DomainError } from "../lib/errors";
 import { newId, nowIso } from "../lib/ids";
+import { log } from "../lib/log";
 import type { CalendarEvent } from "./outbound";
 import { metered } from "./query-meter";
 import { reconcileCaches } from "./reconcile-caches";
@@ -211,9 +212,7 @@ export async function reconcileCalendars(
         failed.add(conn.id);
         counts.skipped++;
         if (!(err instanceof DomainError))
-          console.error(
-            JSON.stringify({ level: "error", job: RECONCILE_JOB, connection_id: conn.id, error: String(err) }),
-          );
+          log.error("calendar connection failed", { job: RECONCILE_JOB, connection_id: conn.id, error: String(err) });
         await recordCheck(conn, describeFailure(err));
         continue;
       }
@@ -227,16 +226,13 @@ export async function reconcileCalendars(
       if (outcome.detected) counts.detected++;
     } catch (err) {
       counts.errors++;
-      console.error(
-        JSON.stringify({
-          level: "error",
-          job: RECONCILE_JOB,
-          subject_type: subject.type,
-          subject_id: subject.id,
-          error: String(err),
-          stack: err instanceof Error ? err.stack : undefined,
-        }),
-      );
+      log.error("calendar subject check failed", {
+        job: RECONCILE_JOB,
+        subject_type: subject.type,
+        subject_id: subject.id,
+        error: String(err),
+        stack: err instanceof Error ? err.stack : undefined,
+      });
     }
   }
 

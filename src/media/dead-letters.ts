@@ -1,4 +1,5 @@
 import { database } from "../db/client";
+import { log } from "../lib/log";
 import { abandonDelivery } from "./delivery-finish";
 import type { MediaJob, R2EventNotification } from "./jobs";
 import { isR2Event, objectCreated } from "./r2-notification";
@@ -20,7 +21,7 @@ export async function consumeDeadMedia(batch: MessageBatch, env: Env): Promise<v
       else if (body?.kind === "upload.settle") await settleJob(db, env, body.upload_id, false);
       msg.ack();
     } catch (err) {
-      console.error(JSON.stringify({ level: "error", job: "media_dlq", message_id: msg.id, error: String(err) }));
+      log.error("dead media message failed", { job: "media_dlq", message_id: msg.id, error: String(err) });
       msg.retry({ delaySeconds: 60 });
     }
   }

@@ -1,4 +1,5 @@
 import { type Db, database } from "../db/client";
+import { log } from "../lib/log";
 import { type Budget, batchBudget, take } from "./batch-budget";
 import { deliver } from "./delivery-attempt";
 import type { MediaJob, Verdict } from "./jobs";
@@ -24,15 +25,12 @@ export async function consumeMedia(batch: MessageBatch, env: Env, _ctx: Executio
       if (verdict === "done" || verdict === "continue") msg.ack();
       else msg.retry({ delaySeconds: verdict.retryAfter });
     } catch (err) {
-      console.error(
-        JSON.stringify({
-          level: "error",
-          job: "media",
-          message_id: msg.id,
-          error: String(err),
-          stack: err instanceof Error ? err.stack : undefined,
-        }),
-      );
+      log.error("media message failed", {
+        job: "media",
+        message_id: msg.id,
+        error: String(err),
+        stack: err instanceof Error ? err.stack : undefined,
+      });
       msg.retry({ delaySeconds: 30 });
     }
   }
@@ -48,7 +46,7 @@ async function handle(db: Db, env: Env, body: unknown, sentAt: Date, budget: Bud
     case "delivery":
       return deliver(db, env, job.delivery_id, young, budget);
     default:
-      console.error(JSON.stringify({ level: "error", job: "media", error: "unknown message", body }));
+      log.error("unknown media message", { job: "media", error: "unknown message", body });
       return "done";
   }
 }

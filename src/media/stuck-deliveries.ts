@@ -2,6 +2,7 @@ import { and, asc, eq, inArray, lt } from "drizzle-orm";
 import { database } from "../db/client";
 import { mediaDeliveries } from "../db/schema";
 import { nowIso } from "../lib/ids";
+import { log } from "../lib/log";
 import { abandonDelivery } from "./delivery-finish";
 import { MAX_DELIVERY_ATTEMPTS } from "./delivery-retry";
 import { sendJob } from "./jobs";
@@ -48,7 +49,7 @@ export async function sweepStuckDeliveries(env: Env, now = Date.now()): Promise<
       await sendJob(env.MEDIA_QUEUE, { kind: "delivery", delivery_id: d.id });
       counts.requeued++;
     } catch (err) {
-      console.error(JSON.stringify({ level: "error", job: "stuck_deliveries", delivery_id: d.id, error: String(err) }));
+      log.error("stuck delivery sweep failed", { job: "stuck_deliveries", delivery_id: d.id, error: String(err) });
     }
   }
   return counts;
