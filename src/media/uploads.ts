@@ -9,9 +9,9 @@ import { type AssetType, fileNameOf } from "./policy";
 import { UPLOAD_URL_TTL_SECONDS } from "./presign";
 
 /** How long after its URL lapses an upload nobody reported is settled. */
-export const SETTLE_GRACE_SECONDS = 120;
+const SETTLE_GRACE_SECONDS = 120;
 
-export interface NewUpload {
+interface NewUpload {
   agencyId: string;
   listing: Listing | null;
   assetType: AssetType;
