@@ -1,4 +1,6 @@
-import { consumeDeadMedia, consumeMedia } from "./media/consumer";
+import { log } from "./lib/log";
+import { consumeDeadMedia } from "./media/dead-letters";
+import { consumeMedia } from "./media/media-consumer";
 import { consumeDeadWebhooks } from "./webhooks/dead-letters";
 import { consumeWebhooks } from "./webhooks/delivery-batch";
 import { kickOutbox } from "./webhooks/outbox-kick";
@@ -25,9 +27,7 @@ export async function runQueue(batch: MessageBatch, env: Env, ctx: ExecutionCont
       return consumeDeadWebhooks(batch as MessageBatch<{ delivery_id: string }>, env);
     default:
       // A queue bound without a consumer here is a configuration error: keep its messages.
-      console.error(
-        JSON.stringify({ level: "error", job: "queue", error: "no consumer for queue", queue: batch.queue }),
-      );
+      log.error("no consumer for queue", { job: "queue", error: "no consumer for queue", queue: batch.queue });
       batch.retryAll({ delaySeconds: 300 });
   }
 }

@@ -2,7 +2,8 @@ import { RECONCILE_CRON, reconcileCalendars } from "./calendar/reconcile";
 import { database } from "./db/client";
 import { sweepRotatedSecrets } from "./domain/api-keys";
 import { keyGate } from "./durable/key-changes";
-import { sweepStuckDeliveries } from "./media/consumer";
+import { log } from "./lib/log";
+import { sweepStuckDeliveries } from "./media/stuck-deliveries";
 import { sweepOutbox } from "./webhooks/outbox-sweep";
 import { sweepRetention } from "./webhooks/retention";
 import { markStaleDeliveriesDead } from "./webhooks/stale-deliveries";
@@ -15,30 +16,31 @@ export async function runScheduled(controller: ScheduledController, env: Env): P
   if (controller.cron === NIGHTLY) {
     const keyIds = await sweepRotatedSecrets(database(env.DB), controller.scheduledTime);
     await Promise.all(keyIds.map((id) => keyGate(env, id).reload()));
-    console.log(JSON.stringify({ job: "rotation_sweep", keys: keyIds.length }));
-    console.log(
-      JSON.stringify({
-        job: "stale_webhook_deliveries",
-        dead: await markStaleDeliveriesDead(env, controller.scheduledTime),
-      }),
-    );
-    console.log(JSON.stringify({ job: "event_retention", ...(await sweepRetention(env, controller.scheduledTime)) }));
+    log.info("rotated secrets swept", { job: "rotation_sweep", keys: keyIds.length });
+    log.info("stale webhook deliveries ended", {
+      job: "stale_webhook_deliveries",
+      dead: await markStaleDeliveriesDead(env, controller.scheduledTime),
+    });
+    log.info("event retention swept", {
+      job: "event_retention",
+      ...(await sweepRetention(env, controller.scheduledTime)),
+    });
   }
   if (controller.cron === RECONCILE_CRON) {
-    console.log(JSON.stringify({ job: "calendar_reconciliation", ...(await reconcileCalendars(env)) }));
+    log.info("calendars reconciled", { job: "calendar_reconciliation", ...(await reconcileCalendars(env)) });
     // Discrepancies it reported leave now rather than at the next minute's sweep.
     await sweepOutbox(env).catch((err: unknown) =>
-      console.error(JSON.stringify({ level: "error", job: "outbox_drain", error: String(err) })),
+      log.error("outbox drain failed", { job: "outbox_drain", error: String(err) }),
     );
   }
   if (controller.cron === EVERY_MINUTE) {
     const stuck = await sweepStuckDeliveries(env, controller.scheduledTime).catch((err: unknown) => {
-      console.error(JSON.stringify({ level: "error", job: "stuck_deliveries", error: String(err) }));
+      log.error("stuck delivery sweep failed", { job: "stuck_deliveries", error: String(err) });
       return { requeued: 0, ended: 0 };
     });
-    if (stuck.requeued || stuck.ended) console.log(JSON.stringify({ job: "stuck_deliveries", ...stuck }));
+    if (stuck.requeued || stuck.ended) log.info("stuck deliveries swept", { job: "stuck_deliveries", ...stuck });
     // The sweeper: whatever the after-write drain left behind (a failed send, a Worker that died) goes out now.
     const drained = await sweepOutbox(env);
-    if (drained.events) console.log(JSON.stringify({ job: "outbox_sweep", ...drained }));
+    if (drained.events) log.info("outbox swept", { job: "outbox_sweep", ...drained });
   }
 }

@@ -3,7 +3,9 @@ import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { database } from "../src/db/client";
 import { appointments } from "../src/db/schema";
-import { cancelListing, createListing, findListing } from "../src/domain/listings";
+import { cancelListing } from "../src/domain/listing-cancel";
+import { createListing } from "../src/domain/listing-create";
+import { findListing } from "../src/domain/listing-reads";
 import { call, db, expectError, internal, makeListing, makeTenant, outbox, unique } from "./harness";
 import { countD1 } from "./webhook-fixtures";
 

@@ -11,8 +11,11 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { apiKeys, deliveryDestinations, mediaDeliveries, mediaDeliveryFiles, mediaUploads } from "../src/db/schema";
 import { keyGate } from "../src/durable/key-changes";
 import worker from "../src/index";
-import { FILES_PER_RUN, MAX_DELIVERY_ATTEMPTS, PARALLEL_PUTS, r2Call, STUCK_DELIVERY_MS } from "../src/media/consumer";
+import { FILES_PER_RUN, PARALLEL_PUTS } from "../src/media/delivery-attempt";
+import { MAX_DELIVERY_ATTEMPTS } from "../src/media/delivery-retry";
 import type { MediaJob } from "../src/media/jobs";
+import { r2Call } from "../src/media/r2-call";
+import { STUCK_DELIVERY_MS } from "../src/media/stuck-deliveries";
 import {
   call,
   captureErrorLogs,

@@ -5,7 +5,7 @@ import { connectCalendar } from "../src/calendar/connections";
 import { PROVIDER_BODY_LIMIT } from "../src/calendar/outbound";
 import worker from "../src/index";
 import { checkOutboundUrl } from "../src/lib/outbound-url";
-import { putObject } from "../src/media/delivery";
+import { putObject } from "../src/media/s3-put";
 import { BASE, call, db, expectError, internal, makeTenant } from "./harness";
 
 afterEach(() => vi.restoreAllMocks());

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { events, idempotencyMarks, listings, users } from "../src/db/schema";
 import { EVENT_TYPES } from "../src/domain/events";
 import { createUser } from "../src/domain/hierarchy";
-import { createListing } from "../src/domain/listings";
+import { createListing } from "../src/domain/listing-create";
 import { outboxInsertIfChanged } from "../src/domain/outbox";
 import { drainOutbox } from "../src/webhooks/outbox-drain";
 import { captureErrorLogs, db, makeTenant, outbox, type Tenant, unique } from "./harness";

@@ -17,7 +17,7 @@ const MAX_CHAIN = 64;
 const credentialsBinding = (row: Pick<CalendarConnection, "agencyId" | "userId">) =>
   rowBinding("calendar_connections", row.agencyId, row.userId);
 
-export type ConnectInput =
+type ConnectInput =
   | { provider: "google"; calendarId: string; credentials: GoogleCredentials }
   | { provider: "ics"; feedUrl: string };
 

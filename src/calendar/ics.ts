@@ -15,7 +15,7 @@ interface VEvent {
 const unfold = (text: string) => text.replace(/\r?\n[ \t]/g, "").split(/\r?\n/);
 
 /** DTSTART/DTEND value to epoch ms: UTC (`Z`), with TZID, floating (taken as UTC), or an all-day date. */
-export function parseIcsTime(params: string, value: string): number | undefined {
+function parseIcsTime(params: string, value: string): number | undefined {
   const tzid = /TZID=([^;:]+)/i.exec(params)?.[1];
   const m = /^(\d{4})(\d{2})(\d{2})(?:T(\d{2})(\d{2})(\d{2})(Z)?)?$/.exec(value.trim());
   if (!m) return undefined;

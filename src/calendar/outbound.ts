@@ -1,7 +1,7 @@
 import { readCapped } from "../lib/capped-read";
 import { DomainError } from "../lib/errors";
 
-export const PROVIDER_TIMEOUT_MS = 8_000;
+const PROVIDER_TIMEOUT_MS = 8_000;
 
 /** The largest provider answer read: an ICS feed of years of events fits; anything bigger is refused. */
 export const PROVIDER_BODY_LIMIT = 5 * 1024 * 1024;

@@ -8,14 +8,15 @@ import {
   jobCursors,
   listings,
   tours,
-  users,
 } from "../db/schema";
 import { isUniqueViolation } from "../domain/constraint";
 import { outboxInsert } from "../domain/outbox";
 import { DomainError } from "../lib/errors";
 import { newId, nowIso } from "../lib/ids";
-import { resolveConnection, sourceFor } from "./connections";
-import type { CalendarEvent, CalendarSource } from "./outbound";
+import { log } from "../lib/log";
+import type { CalendarEvent } from "./outbound";
+import { metered } from "./query-meter";
+import { reconcileCaches } from "./reconcile-caches";
 
 export const RECONCILE_CRON = "*/15 * * * *";
 export const RECONCILE_JOB = "calendar_reconciliation";
@@ -31,9 +32,9 @@ export const SUBJECTS_PER_RUN = 50;
  * D1 queries a run may spend before it starts no further subject: under the 1,000 per
  * invocation, with room for the subject in progress and the outbox drain that follows.
  */
-export const QUERY_BUDGET = 600;
+const QUERY_BUDGET = 600;
 /** A run starts no further subject after this long, well inside a cron's 15 minutes. */
-export const RUN_DEADLINE_MS = 5 * 60_000;
+const RUN_DEADLINE_MS = 5 * 60_000;
 
 interface Subject {
   type: "appointment" | "tour";
@@ -136,25 +137,14 @@ async function subjectsAfter(
   return { subjects: found, ended: found.length < limit };
 }
 
-/** A D1 binding that counts the statements prepared through it: one per query run. */
-function metered(d1: D1Database): { d1: D1Database; queries: () => number } {
-  let queries = 0;
-  const proxy = new Proxy(d1, {
-    get(target, prop) {
-      if (prop === "prepare")
-        return (query: string) => {
-          queries++;
-          return target.prepare(query);
-        };
-      const value = Reflect.get(target, prop);
-      return typeof value === "function" ? value.bind(target) : value;
-    },
-  });
-  return { d1: proxy, queries: () => queries };
-}
-
 const describeFailure = (err: unknown) =>
   err instanceof DomainError ? `${err.code}: ${err.message}` : `unexpected: ${String(err)}`.slice(0, 500);
+
+/** One agency's stored events only (at most `limit`), from the start and without moving the shared cursor. */
+interface ReconcileScope {
+  agencyId: string;
+  limit: number;
+}
 
 /**
  * Checks stored calendar events against their calendars, a bounded slice per run: at
@@ -166,12 +156,6 @@ const describeFailure = (err: unknown) =>
  * (`last_error`, `last_checked_at`) and is not asked again in the same run; its subjects
  * are skipped until a later run. A subject that fails unexpectedly is logged and passed.
  */
-/** One agency's stored events only (at most `limit`), from the start and without moving the shared cursor. */
-export interface ReconcileScope {
-  agencyId: string;
-  limit: number;
-}
-
 export async function reconcileCalendars(
   env: Env,
   scope?: ReconcileScope,
@@ -189,21 +173,7 @@ export async function reconcileCalendars(
   const counts = { checked: 0, detected: 0, resolved: 0, skipped: 0, errors: 0 };
 
   const stored = scope ? undefined : await db.select().from(jobCursors).where(eq(jobCursors.name, RECONCILE_JOB)).get();
-  const owners = new Map<string, Promise<string | null>>();
-  const ownerOf = (agencyId: string) => {
-    let owner = owners.get(agencyId);
-    if (!owner) {
-      owner = db
-        .select({ id: users.id })
-        .from(users)
-        .where(and(eq(users.agencyId, agencyId), isNull(users.managerId)))
-        .orderBy(asc(users.createdAt))
-        .get()
-        .then((row) => row?.id ?? null);
-      owners.set(agencyId, owner);
-    }
-    return owner;
-  };
+  const { ownerOf, connectionOf, sourceOf } = reconcileCaches(db, env);
   const { subjects, ended } = await subjectsAfter(
     db,
     decodePosition(stored?.position),
@@ -212,19 +182,6 @@ export async function reconcileCalendars(
     scope?.agencyId,
   );
 
-  const connections = new Map<string, Promise<CalendarConnection | null>>();
-  const connectionOf = (userId: string) => {
-    let conn = connections.get(userId);
-    if (!conn) {
-      conn = resolveConnection(db, userId).catch((err: unknown) => {
-        if (err instanceof DomainError && err.code === "calendar_not_connected") return null;
-        throw err;
-      });
-      connections.set(userId, conn);
-    }
-    return conn;
-  };
-  const sources = new Map<string, Promise<CalendarSource>>();
   const failed = new Set<string>();
   const answered = new Set<string>();
   const recordCheck = (conn: CalendarConnection, error: string | null) =>
@@ -249,20 +206,13 @@ export async function reconcileCalendars(
       }
       let event: CalendarEvent;
       try {
-        let source = sources.get(conn.id);
-        if (!source) {
-          source = sourceFor(db, env, conn);
-          sources.set(conn.id, source);
-        }
-        event = await (await source).event(subject.calendarEventId);
+        event = await (await sourceOf(conn)).event(subject.calendarEventId);
       } catch (err) {
         // The connection's failure (its provider, or credentials that no longer open): recorded on it.
         failed.add(conn.id);
         counts.skipped++;
         if (!(err instanceof DomainError))
-          console.error(
-            JSON.stringify({ level: "error", job: RECONCILE_JOB, connection_id: conn.id, error: String(err) }),
-          );
+          log.error("calendar connection failed", { job: RECONCILE_JOB, connection_id: conn.id, error: String(err) });
         await recordCheck(conn, describeFailure(err));
         continue;
       }
@@ -276,16 +226,13 @@ export async function reconcileCalendars(
       if (outcome.detected) counts.detected++;
     } catch (err) {
       counts.errors++;
-      console.error(
-        JSON.stringify({
-          level: "error",
-          job: RECONCILE_JOB,
-          subject_type: subject.type,
-          subject_id: subject.id,
-          error: String(err),
-          stack: err instanceof Error ? err.stack : undefined,
-        }),
-      );
+      log.error("calendar subject check failed", {
+        job: RECONCILE_JOB,
+        subject_type: subject.type,
+        subject_id: subject.id,
+        error: String(err),
+        stack: err instanceof Error ? err.stack : undefined,
+      });
     }
   }
 

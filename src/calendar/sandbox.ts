@@ -13,7 +13,7 @@ import { newId, nowIso } from "../lib/ids";
 import type { CalendarSource } from "./outbound";
 
 /** A sandbox calendar keeps its most recently written blocks, at most this many. */
-export const SANDBOX_CALENDAR_BLOCKS = 200;
+const SANDBOX_CALENDAR_BLOCKS = 200;
 /** Busy blocks read for one availability range. */
 const BUSY_READ_LIMIT = 500;
 
@@ -54,7 +54,7 @@ export function sandboxSource(db: Db, conn: Pick<CalendarConnection, "userId" | 
   };
 }
 
-export interface BusyBlockInput {
+interface BusyBlockInput {
   /** The calendar event id; a block with this id on the calendar is moved instead. */
   eventId?: string;
   startsAt: string;

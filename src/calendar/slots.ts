@@ -3,7 +3,7 @@ import { localDate, zonedToUtc } from "./zoned";
 
 /** Shoots are offered Monday to Friday, 09:00 to 17:00 in the requested timezone. */
 export const WORKING_HOURS = { days: [1, 2, 3, 4, 5], start: 9, end: 17 } as const;
-export const MAX_SLOTS = 500;
+const MAX_SLOTS = 500;
 
 /**
  * Back-to-back slots of `durationMs` from the start of each working day, inside

@@ -1,5 +1,5 @@
 /** Offset of `timeZone` from UTC at instant `ms`, in milliseconds. */
-export function tzOffset(ms: number, timeZone: string): number {
+function tzOffset(ms: number, timeZone: string): number {
   const parts = new Intl.DateTimeFormat("en-US", {
     timeZone,
     hourCycle: "h23",

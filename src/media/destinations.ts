@@ -5,16 +5,16 @@ import { decrypt, encrypt, rowBinding } from "../lib/crypto";
 import { DomainError } from "../lib/errors";
 import { nowIso } from "../lib/ids";
 import { checkOutboundUrl, type OutboundPolicy } from "../lib/outbound-url";
-import type { S3Destination } from "./delivery";
+import type { S3Destination } from "./s3-put";
 
 /** The key purpose that seals storage secrets at rest. */
-export const STORAGE_CREDENTIALS = "storage-credentials";
+const STORAGE_CREDENTIALS = "storage-credentials";
 
 /** A destination's sealed secret opens only for that agent's own destination row. */
 const destinationBinding = (row: Pick<DeliveryDestination, "agencyId" | "userId">) =>
   rowBinding("delivery_destinations", row.agencyId, row.userId);
 
-export interface DestinationInput {
+interface DestinationInput {
   endpointUrl: string;
   bucket: string;
   region: string;

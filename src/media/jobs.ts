@@ -1,4 +1,5 @@
 import { DomainError } from "../lib/errors";
+import { log } from "../lib/log";
 
 /** Messages of the media queue that this service sends itself. */
 export type MediaJob =
@@ -14,7 +15,10 @@ export interface R2EventNotification {
   eventTime?: string;
 }
 
-export const QUEUE_RETRY_AFTER_SECONDS = 30;
+/** What handling a message comes to: ack it, retry it after a delay, or send it again as a fresh message. */
+export type Verdict = { retryAfter: number } | "continue" | "done";
+
+const QUEUE_RETRY_AFTER_SECONDS = 30;
 
 /**
  * Sends a job, turning a refusal into 503 `queue_unavailable`. Callers send before they
@@ -25,7 +29,7 @@ export async function sendJob(queue: Queue, job: MediaJob, delaySeconds?: number
   try {
     await queue.send(job, delaySeconds ? { delaySeconds } : undefined);
   } catch (err) {
-    console.error(JSON.stringify({ level: "error", job: job.kind, error: String(err) }));
+    log.error("media job send failed", { job: job.kind, error: String(err) });
     throw new DomainError("queue_unavailable", {
       retryAfter: QUEUE_RETRY_AFTER_SECONDS,
       details: { retry_after_seconds: QUEUE_RETRY_AFTER_SECONDS },

@@ -24,7 +24,7 @@ export async function localUploadUrl(secret: string, origin: string, upload: Sig
   return url.toString();
 }
 
-export type LocalUrlCheck = "ok" | "invalid" | "expired";
+type LocalUrlCheck = "ok" | "invalid" | "expired";
 
 export async function checkLocalUploadUrl(
   secret: string,

@@ -5,7 +5,7 @@ import { localUploadUrl } from "./local-signing";
 export const UPLOAD_URL_TTL_SECONDS = 15 * 60;
 
 /** Where and how the client PUTs the file's bytes. */
-export interface UploadTarget {
+interface UploadTarget {
   method: "PUT";
   url: string;
   /** Headers the PUT must carry exactly: the URL's signature covers them. */
@@ -13,7 +13,7 @@ export interface UploadTarget {
   expiresAt: Date;
 }
 
-export interface R2Credentials {
+interface R2Credentials {
   accountId: string;
   accessKeyId: string;
   secretAccessKey: string;
@@ -21,7 +21,7 @@ export interface R2Credentials {
 }
 
 /** R2's S3 credentials when every part is configured; otherwise uploads go through the Worker. */
-export function r2Credentials(env: Env): R2Credentials | undefined {
+function r2Credentials(env: Env): R2Credentials | undefined {
   const { R2_ACCOUNT_ID, R2_ACCESS_KEY_ID, R2_SECRET_ACCESS_KEY, R2_BUCKET_NAME } = env;
   if (!R2_ACCOUNT_ID || !R2_ACCESS_KEY_ID || !R2_SECRET_ACCESS_KEY || !R2_BUCKET_NAME) return undefined;
   return {

@@ -4,8 +4,8 @@ import { type DeliveryDestination, type Listing, mediaUploads, type User } from 
 import { DomainError } from "../lib/errors";
 import { nowIso } from "../lib/ids";
 import type { OutboundPolicy } from "../lib/outbound-url";
-import { type PutOutcome, putObject, type S3Destination } from "./delivery";
 import { saveDestination } from "./destinations";
+import { type PutOutcome, putObject, type S3Destination } from "./s3-put";
 import { settleUpload } from "./uploads";
 
 /**
@@ -14,14 +14,14 @@ import { settleUpload } from "./uploads";
  * failure, so the delivery ends `failed` after its first attempt).
  */
 export const SANDBOX_BEHAVIOURS = ["accept", "refuse"] as const;
-export type SandboxBehaviour = (typeof SANDBOX_BEHAVIOURS)[number];
+type SandboxBehaviour = (typeof SANDBOX_BEHAVIOURS)[number];
 
 /** Where an accepting sandbox destination's files land in the service's own bucket. */
 export const SANDBOX_DELIVERY_PREFIX = "sandbox-deliveries";
 const SANDBOX_SCHEME = "sandbox:";
 
 /** `accept` or `refuse` for a sandbox destination's endpoint (`sandbox://accept`), undefined for real storage. */
-export function sandboxBehaviour(endpointUrl: string): SandboxBehaviour | undefined {
+function sandboxBehaviour(endpointUrl: string): SandboxBehaviour | undefined {
   if (!endpointUrl.startsWith(`${SANDBOX_SCHEME}//`)) return undefined;
   const behaviour = endpointUrl.slice(SANDBOX_SCHEME.length + 2);
   return (SANDBOX_BEHAVIOURS as readonly string[]).includes(behaviour) ? (behaviour as SandboxBehaviour) : "refuse";

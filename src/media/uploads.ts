@@ -3,15 +3,15 @@ import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../db/client";
 import { type Listing, listings, type MediaUpload, mediaUploads } from "../db/schema";
 import { newId, nowIso } from "../lib/ids";
-import { prepareDelivery } from "./deliveries";
+import { prepareDelivery } from "./delivery-records";
 import { sendJob } from "./jobs";
 import { type AssetType, fileNameOf } from "./policy";
 import { UPLOAD_URL_TTL_SECONDS } from "./presign";
 
 /** How long after its URL lapses an upload nobody reported is settled. */
-export const SETTLE_GRACE_SECONDS = 120;
+const SETTLE_GRACE_SECONDS = 120;
 
-export interface NewUpload {
+interface NewUpload {
   agencyId: string;
   listing: Listing | null;
   assetType: AssetType;

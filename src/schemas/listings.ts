@@ -1,6 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import type { Listing } from "../db/schema";
-import { LISTING_STATUSES, publicUrl } from "../domain/listings";
+import { LISTING_STATUSES } from "../domain/listing-lifecycle";
+import { publicUrl } from "../domain/listing-reads";
 
 export const listingNumberParam = z.object({
   listing_number: z

@@ -1,7 +1,7 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { database } from "../../db/client";
 import { scheduleAppointment } from "../../domain/appointments";
-import { findListing } from "../../domain/listings";
+import { findListing } from "../../domain/listing-reads";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
 import { instant, listingParams } from "../listings/schema";

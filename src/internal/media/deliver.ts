@@ -1,9 +1,9 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { database } from "../../db/client";
-import { findListing } from "../../domain/listings";
+import { findListing } from "../../domain/listing-reads";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
-import { deliverListingMedia } from "../../media/deliveries";
+import { deliverListingMedia } from "../../media/delivery-records";
 import { listingParams } from "../listings/schema";
 import { DeliverySchema, presentDelivery } from "./schema";
 

@@ -1,9 +1,9 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { database } from "../../db/client";
-import { findListing } from "../../domain/listings";
+import { findListing } from "../../domain/listing-reads";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
-import { deliveriesOf } from "../../media/deliveries";
+import { deliveriesOf } from "../../media/delivery-records";
 import { uploadsOf } from "../../media/uploads";
 import { listingParams } from "../listings/schema";
 import { DeliverySchema, presentDelivery, presentUpload, UploadSchema } from "./schema";

@@ -1,6 +1,7 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { database } from "../../db/client";
-import { cancelListing, findListing } from "../../domain/listings";
+import { cancelListing } from "../../domain/listing-cancel";
+import { findListing } from "../../domain/listing-reads";
 import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency";
 import { publicRoute } from "../../http/route";

@@ -1,6 +1,6 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { database } from "../../db/client";
-import { createListing } from "../../domain/listings";
+import { createListing } from "../../domain/listing-create";
 import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency";
 import { publicRoute } from "../../http/route";

@@ -1,6 +1,7 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { database } from "../../db/client";
-import { LISTING_STATUSES, pageListings } from "../../domain/listings";
+import { LISTING_STATUSES } from "../../domain/listing-lifecycle";
+import { pageListings } from "../../domain/listing-reads";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
 import { ListingSchema, presentListing } from "../../schemas/listings";

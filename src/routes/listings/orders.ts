@@ -1,6 +1,6 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { database } from "../../db/client";
-import { findListing } from "../../domain/listings";
+import { findListing } from "../../domain/listing-reads";
 import { pageOrders } from "../../domain/orders";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";

@@ -2,7 +2,7 @@ import { type RouteHandler, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { database } from "../../db/client";
 import type { Listing } from "../../db/schema";
-import { findListing } from "../../domain/listings";
+import { findListing } from "../../domain/listing-reads";
 import { floorplanValue, MAX_FLOORPLANS, nextMatterport, type SectionValue, writeSection } from "../../domain/sections";
 import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency";

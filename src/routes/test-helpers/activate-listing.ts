@@ -1,6 +1,7 @@
 import type { RouteHandler } from "@hono/zod-openapi";
 import { database } from "../../db/client";
-import { activateListing, findListing } from "../../domain/listings";
+import { activateListing } from "../../domain/listing-lifecycle";
+import { findListing } from "../../domain/listing-reads";
 import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency";
 import { publicRoute } from "../../http/route";

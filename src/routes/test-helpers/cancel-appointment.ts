@@ -1,7 +1,7 @@
 import type { RouteHandler } from "@hono/zod-openapi";
 import { type Db, database } from "../../db/client";
 import { cancelAppointment, getAppointment } from "../../domain/appointments";
-import { findListing } from "../../domain/listings";
+import { findListing } from "../../domain/listing-reads";
 import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency";
 import { publicRoute } from "../../http/route";

@@ -18,7 +18,7 @@ import { sendJob } from "./jobs";
  * Where a listing's media goes: the storage of its first agent, else its second agent.
  * A listing whose agents configured no storage is not delivered.
  */
-export async function destinationFor(
+async function destinationFor(
   db: Db,
   listing: Pick<Listing, "agencyId" | "agentOneId" | "agentTwoId">,
 ): Promise<DeliveryDestination | undefined> {
@@ -38,7 +38,7 @@ export async function destinationFor(
  * Files a delivery may carry. `undelivered`: completed uploads not already delivered or
  * on their way (what an upload trigger sends); `all`: every completed upload (a re-send).
  */
-export type DeliveryScope = "undelivered" | "all";
+type DeliveryScope = "undelivered" | "all";
 
 const candidates = (listingId: string, scope: DeliveryScope) => sql`
   SELECT u.id FROM media_uploads u
@@ -50,7 +50,7 @@ const candidates = (listingId: string, scope: DeliveryScope) => sql`
       : sql``
   }`;
 
-export async function hasCandidates(db: Db, listingId: string, scope: DeliveryScope): Promise<boolean> {
+async function hasCandidates(db: Db, listingId: string, scope: DeliveryScope): Promise<boolean> {
   const rows = await db.all(sql`${candidates(listingId, scope)} LIMIT 1`);
   return rows.length > 0;
 }
@@ -60,7 +60,7 @@ export async function hasCandidates(db: Db, listingId: string, scope: DeliverySc
  * delivery row exists only if there is something to carry, and files are claimed in the
  * same statement that reads them, so two concurrent triggers never carry the same file.
  */
-export function createDeliveryStatements(
+function createDeliveryStatements(
   db: Db,
   d: {
     id: string;
@@ -154,7 +154,7 @@ export async function deliveriesOf(db: Db, listing: Pick<Listing, "id" | "agency
 }
 
 /** A delivery by id, held to the agency, with its files; undefined when it is not the agency's. */
-export async function deliveryOfAgency(db: Db, agencyId: string, id: string): Promise<DeliveryWithFiles | undefined> {
+async function deliveryOfAgency(db: Db, agencyId: string, id: string): Promise<DeliveryWithFiles | undefined> {
   const [deliveries, files] = await db.batch([
     db
       .select()

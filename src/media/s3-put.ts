@@ -16,10 +16,7 @@ export interface S3Destination {
 export type PutOutcome = { ok: true } | { ok: false; permanent: boolean; error: string };
 
 /** The object's URL: `endpoint/bucket/key` (path style) or `bucket.endpoint/key` (virtual-hosted style). */
-export function objectUrl(
-  dest: Pick<S3Destination, "endpointUrl" | "bucket" | "addressingStyle">,
-  key: string,
-): string {
+function objectUrl(dest: Pick<S3Destination, "endpointUrl" | "bucket" | "addressingStyle">, key: string): string {
   const endpoint = new URL(dest.endpointUrl);
   const base = endpoint.pathname.replace(/\/+$/, "");
   if (dest.addressingStyle === "virtual") {
@@ -29,7 +26,7 @@ export function objectUrl(
 }
 
 /** A PUT may carry up to 5 GiB; past this it is abandoned and retried later. */
-export const PUT_TIMEOUT_MS = 10 * 60_000;
+const PUT_TIMEOUT_MS = 10 * 60_000;
 /** An error answer is read this far for its S3 error code; the rest is dropped. */
 const ERROR_BODY_LIMIT = 16 * 1024;
 

@@ -1,0 +1,52 @@
+import { type Db, database } from "../db/client";
+import { log } from "../lib/log";
+import { type Budget, batchBudget, take } from "./batch-budget";
+import { deliver } from "./delivery-attempt";
+import type { MediaJob, Verdict } from "./jobs";
+import { isR2Event, objectCreated } from "./r2-notification";
+import { settleJob } from "./upload-settle";
+
+/** A job may be consumed before the write that follows its send commits: wait for it this long. */
+const YOUNG_JOB_MS = 60_000;
+
+/**
+ * The media queue's consumer: messages are settled one by one (ack, or retry with its
+ * own delay), never the batch as a whole. A message the batch has no budget left for,
+ * and a delivery with files still pending after its run, go back as a fresh message, so
+ * they spend none of the queue's retries.
+ */
+export async function consumeMedia(batch: MessageBatch, env: Env, _ctx: ExecutionContext): Promise<void> {
+  const db = database(env.DB);
+  const budget = batchBudget();
+  for (const msg of batch.messages) {
+    try {
+      const verdict = take(budget, 2) ? await handle(db, env, msg.body, msg.timestamp, budget) : "continue";
+      if (verdict === "continue") await env.MEDIA_QUEUE.send(msg.body);
+      if (verdict === "done" || verdict === "continue") msg.ack();
+      else msg.retry({ delaySeconds: verdict.retryAfter });
+    } catch (err) {
+      log.error("media message failed", {
+        job: "media",
+        message_id: msg.id,
+        error: String(err),
+        stack: err instanceof Error ? err.stack : undefined,
+      });
+      msg.retry({ delaySeconds: 30 });
+    }
+  }
+}
+
+async function handle(db: Db, env: Env, body: unknown, sentAt: Date, budget: Budget): Promise<Verdict> {
+  if (isR2Event(body)) return objectCreated(db, env, body);
+  const job = body as MediaJob;
+  const young = Date.now() - sentAt.getTime() < YOUNG_JOB_MS;
+  switch (job?.kind) {
+    case "upload.settle":
+      return settleJob(db, env, job.upload_id, young);
+    case "delivery":
+      return deliver(db, env, job.delivery_id, young, budget);
+    default:
+      log.error("unknown media message", { job: "media", error: "unknown message", body });
+      return "done";
+  }
+}
