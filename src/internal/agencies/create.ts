@@ -1,5 +1,4 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { createAgency } from "../../domain/hierarchy";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
@@ -29,7 +28,7 @@ export const createAgencyRoute = internalRoute([], {
 
 export const createAgencyHandler: RouteHandler<typeof createAgencyRoute, AppEnv> = async (c) => {
   const body = c.req.valid("json");
-  const agency = await createAgency(database(c.env.DB), {
+  const agency = await createAgency(c.var.db, {
     name: body.name,
     kind: body.kind,
     cancellationNoticeHours: body.cancellation_notice_hours,

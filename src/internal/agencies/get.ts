@@ -1,5 +1,4 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { getAgency } from "../../domain/hierarchy";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
@@ -16,4 +15,4 @@ export const getAgencyRoute = internalRoute(["agency_not_found"], {
 });
 
 export const getAgencyHandler: RouteHandler<typeof getAgencyRoute, AppEnv> = async (c) =>
-  c.json(presentAgency(await getAgency(database(c.env.DB), c.req.valid("param").agency_id)), 200);
+  c.json(presentAgency(await getAgency(c.var.db, c.req.valid("param").agency_id)), 200);

@@ -1,5 +1,4 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { pageAgencies } from "../../domain/users";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
@@ -23,6 +22,6 @@ export const listAgenciesRoute = internalRoute([], {
 
 export const listAgenciesHandler: RouteHandler<typeof listAgenciesRoute, AppEnv> = async (c) => {
   const { cursor, limit } = c.req.valid("query");
-  const page = await pageAgencies(database(c.env.DB), { secret: c.env.SECRET_KEY, cursor, limit });
+  const page = await pageAgencies(c.var.db, { secret: c.env.SECRET_KEY, cursor, limit });
   return c.json(pageBody(page, presentAgency), 200);
 };

@@ -1,5 +1,4 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { keysOfAgency } from "../../domain/api-keys";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
@@ -21,7 +20,7 @@ export const listApiKeysRoute = internalRoute(["agency_not_found"], {
 });
 
 export const listApiKeysHandler: RouteHandler<typeof listApiKeysRoute, AppEnv> = async (c) => {
-  const keys = await keysOfAgency(database(c.env.DB), c.req.valid("query").agency_id);
+  const keys = await keysOfAgency(c.var.db, c.req.valid("query").agency_id);
   const now = Date.now();
   return c.json({ data: keys.map((k) => presentKey(k, now)) }, 200);
 };

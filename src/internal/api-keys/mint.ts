@@ -1,5 +1,4 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { mintKey, withSecrets } from "../../domain/api-keys";
 import { KEY_PREFIXES, type KeyMode } from "../../domain/keys";
 import { SCOPES } from "../../domain/roles";
@@ -46,7 +45,7 @@ export const mintApiKeyRoute = internalRoute(
 
 export const mintApiKeyHandler: RouteHandler<typeof mintApiKeyRoute, AppEnv> = async (c) => {
   const b = c.req.valid("json");
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const { key, secret } = await mintKey(db, {
     agencyId: b.agency_id,
     mintedByUserId: b.minted_by_user_id,

@@ -1,5 +1,4 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { withSecrets } from "../../domain/api-keys";
 import { SCOPES } from "../../domain/roles";
 import { changeKey } from "../../durable/key-changes";
@@ -45,5 +44,5 @@ export const updateApiKeyHandler: RouteHandler<typeof updateApiKeyRoute, AppEnv>
     rateLimitOverrides: b.rate_limit_overrides,
   };
   const { key } = await changeKey(c.env, c.req.valid("param").key_id, { op: "update", patch });
-  return c.json(presentKey(await withSecrets(database(c.env.DB), key)), 200);
+  return c.json(presentKey(await withSecrets(c.var.db, key)), 200);
 };

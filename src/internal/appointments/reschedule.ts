@@ -1,5 +1,4 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { getAppointment, rescheduleAppointment } from "../../domain/appointments";
 import { findListing } from "../../domain/listings";
 import type { AppEnv } from "../../http/env";
@@ -24,7 +23,7 @@ export const rescheduleAppointmentRoute = internalRoute(
 );
 
 export const rescheduleAppointmentHandler: RouteHandler<typeof rescheduleAppointmentRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const p = c.req.valid("param");
   const b = c.req.valid("json");
   const listing = await findListing(db, p.agency_id, p.listing_number);

@@ -1,5 +1,4 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { scheduleAppointment } from "../../domain/appointments";
 import { findListing } from "../../domain/listings";
 import type { AppEnv } from "../../http/env";
@@ -35,7 +34,7 @@ export const scheduleAppointmentRoute = internalRoute(
 );
 
 export const scheduleAppointmentHandler: RouteHandler<typeof scheduleAppointmentRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const p = c.req.valid("param");
   const b = c.req.valid("json");
   const listing = await findListing(db, p.agency_id, p.listing_number);

@@ -1,6 +1,5 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { connectCalendar } from "../../calendar/connections";
-import { database } from "../../db/client";
 import { getUserById } from "../../domain/hierarchy";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
@@ -64,7 +63,7 @@ export const connectCalendarRoute = internalRoute(["user_not_found", "calendar_f
 });
 
 export const connectCalendarHandler: RouteHandler<typeof connectCalendarRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const user = await getUserById(db, c.req.valid("param").user_id);
   const b = c.req.valid("json");
   const conn = await connectCalendar(

@@ -1,5 +1,4 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { activateListing, findListing } from "../../domain/listings";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
@@ -17,7 +16,7 @@ export const activateListingRoute = internalRoute(["listing_not_found"], {
 });
 
 export const activateListingHandler: RouteHandler<typeof activateListingRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const p = c.req.valid("param");
   const activated = await activateListing(db, await findListing(db, p.agency_id, p.listing_number));
   return c.json(presentListing(activated, c.env.SITE_URL), 200);

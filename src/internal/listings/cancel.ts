@@ -1,5 +1,4 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { cancelListing, findListing } from "../../domain/listings";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
@@ -20,7 +19,7 @@ export const cancelListingRoute = internalRoute(["listing_not_found", "listing_a
 });
 
 export const cancelListingHandler: RouteHandler<typeof cancelListingRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const p = c.req.valid("param");
   const listing = await findListing(db, p.agency_id, p.listing_number);
   const cancelled = await cancelListing(db, listing, { reason: c.req.valid("json").reason, source: "dashboard" });

@@ -1,5 +1,4 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { findListing } from "../../domain/listings";
 import { recordOrder } from "../../domain/orders";
 import type { AppEnv } from "../../http/env";
@@ -36,7 +35,7 @@ export const recordOrderRoute = internalRoute(["listing_not_found", "order_alrea
 });
 
 export const recordOrderHandler: RouteHandler<typeof recordOrderRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const p = c.req.valid("param");
   const b = c.req.valid("json");
   const listing = await findListing(db, p.agency_id, p.listing_number);

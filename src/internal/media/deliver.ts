@@ -1,5 +1,4 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { findListing } from "../../domain/listings";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
@@ -33,7 +32,7 @@ export const deliverListingMediaRoute = internalRoute(
 );
 
 export const deliverListingMediaHandler: RouteHandler<typeof deliverListingMediaRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const p = c.req.valid("param");
   const listing = await findListing(db, p.agency_id, p.listing_number);
   const delivery = await deliverListingMedia(c.env, db, listing, c.req.valid("json").scope);

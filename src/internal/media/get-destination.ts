@@ -1,5 +1,4 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { getUserById } from "../../domain/hierarchy";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
@@ -19,7 +18,7 @@ export const getDeliveryDestinationRoute = internalRoute(["user_not_found", "del
 });
 
 export const getDeliveryDestinationHandler: RouteHandler<typeof getDeliveryDestinationRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const user = await getUserById(db, c.req.valid("param").user_id);
   return c.json(presentDestination(await getDestination(db, user)), 200);
 };

@@ -1,5 +1,4 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { findListing } from "../../domain/listings";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
@@ -28,7 +27,7 @@ export const listListingMediaRoute = internalRoute(["listing_not_found"], {
 });
 
 export const listListingMediaHandler: RouteHandler<typeof listListingMediaRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const p = c.req.valid("param");
   const listing = await findListing(db, p.agency_id, p.listing_number);
   const [uploads, deliveries] = await Promise.all([uploadsOf(db, listing), deliveriesOf(db, listing)]);

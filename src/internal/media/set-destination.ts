@@ -1,5 +1,4 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { getUserById } from "../../domain/hierarchy";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
@@ -59,7 +58,7 @@ export const setDeliveryDestinationRoute = internalRoute(["user_not_found", "inv
 });
 
 export const setDeliveryDestinationHandler: RouteHandler<typeof setDeliveryDestinationRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const user = await getUserById(db, c.req.valid("param").user_id);
   const b = c.req.valid("json");
   checkEndpoint(b.endpoint_url, { allowLocalHttp: c.env.ALLOW_HTTP_RECEIVERS === "true" });

@@ -1,5 +1,4 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { createSession } from "../../domain/sessions";
 import { SESSION_COOKIE } from "../../http/auth";
 import type { AppEnv } from "../../http/env";
@@ -40,7 +39,7 @@ export const createSessionRoute = internalRoute(["user_not_found"], {
 export const createSessionHandler: RouteHandler<typeof createSessionRoute, AppEnv> = async (c) => {
   const b = c.req.valid("json");
   const { token, expiresAt } = await createSession(
-    database(c.env.DB),
+    c.var.db,
     b.user_id,
     b.ttl_minutes ? b.ttl_minutes * 60_000 : undefined,
   );

@@ -1,5 +1,4 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { createUser } from "../../domain/hierarchy";
 import { ROLES } from "../../domain/roles";
 import type { AppEnv } from "../../http/env";
@@ -46,7 +45,7 @@ export const createUserRoute = internalRoute(
 
 export const createUserHandler: RouteHandler<typeof createUserRoute, AppEnv> = async (c) => {
   const b = c.req.valid("json");
-  const user = await createUser(database(c.env.DB), {
+  const user = await createUser(c.var.db, {
     agencyId: b.agency_id,
     managerId: b.manager_id,
     role: b.role,

@@ -1,5 +1,4 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { deactivateUser } from "../../domain/hierarchy";
 import { refreshKeysMintedBy } from "../../durable/key-changes";
 import type { AppEnv } from "../../http/env";
@@ -28,7 +27,7 @@ export const deactivateUserRoute = internalRoute(["user_not_found"], {
 });
 
 export const deactivateUserHandler: RouteHandler<typeof deactivateUserRoute, AppEnv> = async (c) => {
-  const user = await deactivateUser(database(c.env.DB), c.req.valid("param").user_id, c.req.valid("json").reason);
+  const user = await deactivateUser(c.var.db, c.req.valid("param").user_id, c.req.valid("json").reason);
   // Told even when nothing changed, so repeating a call whose notice was cut short completes it.
   await refreshKeysMintedBy(c.env, user.id, { subtree: false });
   return c.json(presentInternalUser(user), 200);

@@ -1,5 +1,4 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { pageAgencyUsers } from "../../domain/users";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
@@ -23,6 +22,6 @@ export const listUsersRoute = internalRoute([], {
 
 export const listUsersHandler: RouteHandler<typeof listUsersRoute, AppEnv> = async (c) => {
   const { cursor, limit, agency_id } = c.req.valid("query");
-  const page = await pageAgencyUsers(database(c.env.DB), agency_id, { secret: c.env.SECRET_KEY, cursor, limit });
+  const page = await pageAgencyUsers(c.var.db, agency_id, { secret: c.env.SECRET_KEY, cursor, limit });
   return c.json(pageBody(page, presentInternalUser), 200);
 };

@@ -1,5 +1,4 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
 import { cursorQuery, pageSchema } from "../../schemas/page";
@@ -31,7 +30,7 @@ export const listWebhookDeliveriesRoute = internalRoute([], {
 export const listWebhookDeliveriesHandler: RouteHandler<typeof listWebhookDeliveriesRoute, AppEnv> = async (c) => {
   const { agency_id } = c.req.valid("param");
   const { cursor, limit, status, event_id } = c.req.valid("query");
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const page = await pageDeliveries(
     db,
     agency_id,

@@ -1,5 +1,4 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
 import { attemptsOf, replayDelivery } from "../../webhooks/deliveries";
@@ -19,7 +18,7 @@ export const replayWebhookDeliveryRoute = internalRoute(["webhook_delivery_not_f
 });
 
 export const replayWebhookDeliveryHandler: RouteHandler<typeof replayWebhookDeliveryRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const updated = await replayDelivery(db, c.env.WEBHOOK_QUEUE, c.req.valid("param").delivery_id);
   const [presented] = presentDeliveries([updated], await attemptsOf(db, [updated.id]));
   return c.json(presented!, 202);

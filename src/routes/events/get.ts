@@ -1,5 +1,4 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { EVENT_RETENTION_DAYS, findEvent } from "../../domain/event-log";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
@@ -23,6 +22,6 @@ export const getEventRoute = publicRoute(
 );
 
 export const getEventHandler: RouteHandler<typeof getEventRoute, AppEnv> = async (c) => {
-  const event = await findEvent(database(c.env.DB), c.get("caller").agencyId, c.req.valid("param").event_id);
+  const event = await findEvent(c.var.db, c.get("caller").agencyId, c.req.valid("param").event_id);
   return c.json(presentEvent(event), 200);
 };

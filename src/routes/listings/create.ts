@@ -1,5 +1,4 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { createListing } from "../../domain/listings";
 import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency";
@@ -58,7 +57,7 @@ export const createListingRoute = publicRoute(
 
 export const createListingHandler: RouteHandler<typeof createListingRoute, AppEnv> = async (c) => {
   const b = c.req.valid("json");
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const listing = await createListing(
     db,
     c.get("caller").agencyId,

@@ -1,5 +1,4 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { findListing } from "../../domain/listings";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
@@ -22,6 +21,6 @@ export const getListingRoute = publicRoute(
 );
 
 export const getListingHandler: RouteHandler<typeof getListingRoute, AppEnv> = async (c) => {
-  const listing = await findListing(database(c.env.DB), c.get("caller").agencyId, c.req.valid("param").listing_number);
+  const listing = await findListing(c.var.db, c.get("caller").agencyId, c.req.valid("param").listing_number);
   return c.json(ListingSchema.parse(presentListing(listing, c.env.SITE_URL)), 200);
 };

@@ -1,5 +1,4 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { LISTING_STATUSES, pageListings } from "../../domain/listings";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
@@ -39,7 +38,7 @@ export const listListingsRoute = publicRoute(
 export const listListingsHandler: RouteHandler<typeof listListingsRoute, AppEnv> = async (c) => {
   const { cursor, limit, status, agent_id } = c.req.valid("query");
   const page = await pageListings(
-    database(c.env.DB),
+    c.var.db,
     c.get("caller").agencyId,
     { status, personId: agent_id },
     { secret: c.env.SECRET_KEY, cursor, limit },

@@ -1,5 +1,4 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { findListing } from "../../domain/listings";
 import { pageOrders } from "../../domain/orders";
 import type { AppEnv } from "../../http/env";
@@ -28,7 +27,7 @@ export const listOrdersRoute = publicRoute(
 );
 
 export const listOrdersHandler: RouteHandler<typeof listOrdersRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const listing = await findListing(db, c.get("caller").agencyId, c.req.valid("param").listing_number);
   const { cursor, limit } = c.req.valid("query");
   const page = await pageOrders(db, listing, { secret: c.env.SECRET_KEY, cursor, limit });

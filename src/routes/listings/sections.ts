@@ -1,6 +1,5 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import { database } from "../../db/client";
 import type { Listing } from "../../db/schema";
 import { findListing } from "../../domain/listings";
 import { floorplanValue, MAX_FLOORPLANS, nextMatterport, type SectionValue, writeSection } from "../../domain/sections";
@@ -72,7 +71,7 @@ async function updateSection(
   operation: string,
   value: (listing: Listing) => SectionValue,
 ) {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const listing = await findListing(db, c.get("caller").agencyId, listingNumber);
   const mark = idempotencyMark(c, db, {
     status: 200,

@@ -1,5 +1,4 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { changeStatus, findListing, SETTABLE_STATUSES } from "../../domain/listings";
 import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency";
@@ -46,7 +45,7 @@ export const updateStatusRoute = publicRoute(
 );
 
 export const updateStatusHandler: RouteHandler<typeof updateStatusRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const listing = await findListing(db, c.get("caller").agencyId, c.req.valid("param").listing_number);
   const mark = idempotencyMark(c, db, {
     status: 200,

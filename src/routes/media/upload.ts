@@ -1,5 +1,4 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { findListing } from "../../domain/listings";
 import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency";
@@ -58,7 +57,7 @@ export const uploadMediaHandler: RouteHandler<typeof uploadMediaRoute, AppEnv> =
   const b = c.req.valid("json");
   const caller = c.get("caller");
   const contentType = checkUpload(b.asset_type, b.content_type, b.size_bytes);
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const listing = b.listing_number ? await findListing(db, caller.agencyId, b.listing_number) : null;
   const upload = await createUpload(
     db,

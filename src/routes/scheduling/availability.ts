@@ -2,7 +2,6 @@ import { type RouteHandler, z } from "@hono/zod-openapi";
 import { resolveConnection, sourceFor } from "../../calendar/connections";
 import { freeSlots, WORKING_HOURS } from "../../calendar/slots";
 import { isTimeZone } from "../../calendar/zoned";
-import { database } from "../../db/client";
 import { activeUserOfAgency } from "../../domain/users";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
@@ -99,7 +98,7 @@ const DAY_NAMES = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"];
 export const availabilityHandler: RouteHandler<typeof availabilityRoute, AppEnv> = async (c) => {
   const q = c.req.valid("query");
   const caller = c.get("caller");
-  const db = database(c.env.DB);
+  const db = c.var.db;
   // Every subject, defaulted or given, is an active user of the caller's agency: a key
   // whose minting user moved away never reads the other agency's calendar.
   const subject = await activeUserOfAgency(db, caller.agencyId, q.user_id ?? caller.userId);

@@ -1,5 +1,4 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { activateListing, findListing } from "../../domain/listings";
 import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency";
@@ -21,7 +20,7 @@ export const activateListingRoute = publicRoute(helperGuard("listings:write", ["
 });
 
 export const activateListingHandler: RouteHandler<typeof activateListingRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const listing = await findListing(db, c.get("caller").agencyId, c.req.valid("param").listing_number);
   const mark = idempotencyMark(c, db, { status: 200, resourceType: "listing", resourceId: listing.id });
   const activated = await activateListing(db, listing, mark);

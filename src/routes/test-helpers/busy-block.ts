@@ -1,6 +1,5 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { writeSandboxBusyBlock } from "../../calendar/sandbox";
-import { database } from "../../db/client";
 import { activeUserOfAgency } from "../../domain/users";
 import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency";
@@ -62,7 +61,7 @@ export const busyBlockRoute = publicRoute(
 );
 
 export const busyBlockHandler: RouteHandler<typeof busyBlockRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const b = c.req.valid("json");
   const user = await activeUserOfAgency(db, c.get("caller").agencyId, c.req.valid("param").user_id);
   const { block, connection } = await writeSandboxBusyBlock(

@@ -1,5 +1,5 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import { type Db, database } from "../../db/client";
+import type { Db } from "../../db/client";
 import { cancelAppointment, getAppointment } from "../../domain/appointments";
 import { findListing } from "../../domain/listings";
 import type { AppEnv } from "../../http/env";
@@ -45,7 +45,7 @@ export const cancelAppointmentRoute = publicRoute(
 );
 
 export const cancelAppointmentHandler: RouteHandler<typeof cancelAppointmentRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const { listing, appointment } = await appointmentOfListing(db, c.get("caller").agencyId, c.req.valid("param"));
   const cancelled = await cancelAppointment(
     db,

@@ -1,7 +1,6 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { STRIPE_SUBSCRIPTION_ID, subscriptionDeleted } from "../../billing/sandbox";
 import { applyStripeEvent } from "../../billing/stripe";
-import { database } from "../../db/client";
 import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency";
 import { publicRoute } from "../../http/route";
@@ -32,7 +31,7 @@ export const cancelSubscriptionRoute = publicRoute(helperGuard("webhooks:write",
 });
 
 export const cancelSubscriptionHandler: RouteHandler<typeof cancelSubscriptionRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const subscriptionId = c.req.valid("param").subscription_id;
   const event = subscriptionDeleted(c.get("caller").agencyId, subscriptionId);
   const outcome = await applyStripeEvent(db, event, idempotencyMark(c, db, { status: 200 }));

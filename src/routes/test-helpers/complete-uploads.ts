@@ -1,5 +1,4 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { findListing } from "../../domain/listings";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
@@ -45,7 +44,7 @@ export const completeUploadsRoute = publicRoute(
 
 // Running it again completes only what is still pending, so a repeat after a lost answer does no harm.
 export const completeUploadsHandler: RouteHandler<typeof completeUploadsRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const listing = await findListing(db, c.get("caller").agencyId, c.req.valid("param").listing_number);
   const done = await completePendingUploads(db, c.env, listing);
   return c.json(

@@ -1,7 +1,6 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { subscriptionCreated } from "../../billing/sandbox";
 import { applyStripeEvent } from "../../billing/stripe";
-import { database } from "../../db/client";
 import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency";
 import { publicRoute } from "../../http/route";
@@ -42,7 +41,7 @@ export const createSubscriptionRoute = publicRoute(helperGuard("webhooks:write")
 });
 
 export const createSubscriptionHandler: RouteHandler<typeof createSubscriptionRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const event = subscriptionCreated(c.get("caller").agencyId, c.req.valid("json").plan);
   const outcome = await applyStripeEvent(db, event, idempotencyMark(c, db, { status: 201 }));
   return c.json(

@@ -1,5 +1,4 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { createUser } from "../../domain/hierarchy";
 import { AGENCY_ROLES } from "../../domain/roles";
 import { activeUserOfAgency } from "../../domain/users";
@@ -48,7 +47,7 @@ export const createUserRoute = publicRoute(helperGuard("webhooks:write", ["user_
 });
 
 export const createUserHandler: RouteHandler<typeof createUserRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const b = c.req.valid("json");
   const manager = await activeUserOfAgency(db, c.get("caller").agencyId, b.manager_id);
   const user = await createUser(

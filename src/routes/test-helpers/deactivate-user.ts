@@ -1,5 +1,4 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { deactivateUser } from "../../domain/hierarchy";
 import { userOfAgency } from "../../domain/users";
 import type { AppEnv } from "../../http/env";
@@ -32,7 +31,7 @@ export const deactivateUserRoute = publicRoute(helperGuard("webhooks:write", ["u
 });
 
 export const deactivateUserHandler: RouteHandler<typeof deactivateUserRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const user = await userOfAgency(db, c.get("caller").agencyId, c.req.valid("param").user_id);
   const deactivated = await deactivateUser(
     db,

@@ -1,5 +1,4 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { editListing, findListing } from "../../domain/listings";
 import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency";
@@ -49,7 +48,7 @@ export const editListingRoute = publicRoute(
 );
 
 export const editListingHandler: RouteHandler<typeof editListingRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const b = c.req.valid("json");
   const listing = await findListing(db, c.get("caller").agencyId, c.req.valid("param").listing_number);
   const mark = idempotencyMark(c, db, { status: 200, resourceType: "listing", resourceId: listing.id });

@@ -1,5 +1,4 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { changeManager } from "../../domain/hierarchy";
 import { activeUserOfAgency, userOfAgency } from "../../domain/users";
 import type { AppEnv } from "../../http/env";
@@ -38,7 +37,7 @@ export const moveUserRoute = publicRoute(
 );
 
 export const moveUserHandler: RouteHandler<typeof moveUserRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const agencyId = c.get("caller").agencyId;
   const managerId = c.req.valid("json").manager_id;
   const user = await userOfAgency(db, agencyId, c.req.valid("param").user_id);

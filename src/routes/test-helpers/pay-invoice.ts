@@ -1,7 +1,6 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { invoicePaid } from "../../billing/sandbox";
 import { applyStripeEvent } from "../../billing/stripe";
-import { database } from "../../db/client";
 import { findListing } from "../../domain/listings";
 import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency";
@@ -54,7 +53,7 @@ export const payInvoiceRoute = publicRoute(helperGuard("listings:write", ["listi
 });
 
 export const payInvoiceHandler: RouteHandler<typeof payInvoiceRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const b = c.req.valid("json");
   const listing = await findListing(db, c.get("caller").agencyId, c.req.valid("param").listing_number);
   const event = invoicePaid(listing.agencyId, listing.listingNumber, {

@@ -1,5 +1,4 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { scheduleAppointment } from "../../domain/appointments";
 import { findListing } from "../../domain/listings";
 import type { AppEnv } from "../../http/env";
@@ -45,7 +44,7 @@ export const scheduleAppointmentRoute = publicRoute(
 );
 
 export const scheduleAppointmentHandler: RouteHandler<typeof scheduleAppointmentRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const b = c.req.valid("json");
   const listing = await findListing(db, c.get("caller").agencyId, c.req.valid("param").listing_number);
   const appointment = await scheduleAppointment(

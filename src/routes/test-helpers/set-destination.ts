@@ -1,5 +1,4 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { activeUserOfAgency } from "../../domain/users";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
@@ -49,7 +48,7 @@ export const setDestinationRoute = publicRoute(helperGuard("media:write", ["user
 
 // Setting the same destination again changes nothing, so a repeat after a lost answer does no harm.
 export const setDestinationHandler: RouteHandler<typeof setDestinationRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const b = c.req.valid("json");
   const user = await activeUserOfAgency(db, c.get("caller").agencyId, c.req.valid("param").user_id);
   const saved = await saveSandboxDestination(db, c.env.SECRET_KEY, user, {

@@ -1,5 +1,4 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { createTour } from "../../domain/tours";
 import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency";
@@ -31,7 +30,7 @@ export const createTourRoute = publicRoute(
 
 export const createTourHandler: RouteHandler<typeof createTourRoute, AppEnv> = async (c) => {
   const b = c.req.valid("json");
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const tour = await createTour(
     db,
     c.get("caller").agencyId,

@@ -1,5 +1,4 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { findTour } from "../../domain/tours";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
@@ -23,8 +22,6 @@ export const getTourRoute = publicRoute(
 
 export const getTour: RouteHandler<typeof getTourRoute, AppEnv> = async (c) =>
   c.json(
-    TourSchema.parse(
-      presentTour(await findTour(database(c.env.DB), c.get("caller").agencyId, c.req.valid("param").tourNumber)),
-    ),
+    TourSchema.parse(presentTour(await findTour(c.var.db, c.get("caller").agencyId, c.req.valid("param").tourNumber))),
     200,
   );

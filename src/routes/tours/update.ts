@@ -1,5 +1,4 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { findTour, updateTour } from "../../domain/tours";
 import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency";
@@ -43,7 +42,7 @@ export const updateTourHandler: RouteHandler<typeof updateTourRoute, AppEnv> = a
       },
     });
   }
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const tour = await findTour(db, c.get("caller").agencyId, c.req.valid("param").tourNumber);
   const mark = idempotencyMark(c, db, { status: 200, resourceType: "tour", resourceId: tour.id, ifChanged: true });
   return c.json(TourSchema.parse(presentTour(await updateTour(db, tour, b, mark))), 200);

@@ -1,6 +1,5 @@
 import type { RouteHandler } from "@hono/zod-openapi";
 import { z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { userOfAgency } from "../../domain/users";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
@@ -23,6 +22,6 @@ export const getUserRoute = publicRoute(
 );
 
 export const getUser: RouteHandler<typeof getUserRoute, AppEnv> = async (c) => {
-  const user = await userOfAgency(database(c.env.DB), c.get("caller").agencyId, c.req.valid("param").user_id);
+  const user = await userOfAgency(c.var.db, c.get("caller").agencyId, c.req.valid("param").user_id);
   return c.json(UserSchema.parse(presentUser(user)), 200);
 };

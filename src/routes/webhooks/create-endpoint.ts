@@ -1,5 +1,4 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency";
 import { publicRoute } from "../../http/route";
@@ -46,7 +45,7 @@ export const createEndpointRoute = publicRoute(
 
 export const createEndpointHandler: RouteHandler<typeof createEndpointRoute, AppEnv> = async (c) => {
   const b = c.req.valid("json");
-  const db = database(c.env.DB);
+  const db = c.var.db;
   // The replay of a lost response cannot show the secret again, so the mark names only the endpoint.
   const { endpoint, secret } = await createEndpoint(
     db,

@@ -1,5 +1,4 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { EVENT_RETENTION_DAYS } from "../../domain/event-log";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
@@ -50,7 +49,7 @@ export const listDeliveriesRoute = publicRoute(
 );
 
 export const listDeliveriesHandler: RouteHandler<typeof listDeliveriesRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const endpoint = await findEndpoint(db, c.get("caller").agencyId, c.req.valid("param").endpoint_id);
   const { cursor, limit, status, event_id } = c.req.valid("query");
   const page = await pageDeliveryLog(

@@ -1,5 +1,4 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
 import { cursorQuery, pageBody, pageSchema } from "../../schemas/page";
@@ -26,7 +25,7 @@ export const listEndpointsRoute = publicRoute(
 
 export const listEndpointsHandler: RouteHandler<typeof listEndpointsRoute, AppEnv> = async (c) => {
   const { cursor, limit } = c.req.valid("query");
-  const page = await pageEndpoints(database(c.env.DB), c.get("caller").agencyId, {
+  const page = await pageEndpoints(c.var.db, c.get("caller").agencyId, {
     secret: c.env.SECRET_KEY,
     cursor,
     limit,

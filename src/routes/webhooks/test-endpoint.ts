@@ -1,5 +1,4 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
 import { endpointIdParam } from "../../schemas/webhooks";
@@ -41,6 +40,6 @@ export const testEndpointRoute = publicRoute(
 );
 
 export const testEndpointHandler: RouteHandler<typeof testEndpointRoute, AppEnv> = async (c) => {
-  const endpoint = await findEndpoint(database(c.env.DB), c.get("caller").agencyId, c.req.valid("param").endpoint_id);
+  const endpoint = await findEndpoint(c.var.db, c.get("caller").agencyId, c.req.valid("param").endpoint_id);
   return c.json(TestResultSchema.parse(await sendTestEvent(c.env, endpoint)), 200);
 };
