@@ -1,6 +1,7 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { EVENT_RETENTION_DAYS, eventWindow, pageEvents } from "../../domain/event-log";
 import { EVENT_TYPE_NAMES } from "../../domain/events";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
 import { EventSchema, presentEvent } from "../../schemas/event-log";
@@ -45,7 +46,7 @@ export const listEventsRoute = publicRoute(
       }),
     },
     responses: {
-      200: { description: "A page of events.", content: { "application/json": { schema: EventPageSchema } } },
+      200: { description: "A page of events.", content: json(EventPageSchema) },
     },
   },
 );

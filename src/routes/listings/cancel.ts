@@ -1,5 +1,6 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { cancelListing, findListing } from "../../domain/listings";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency";
 import { publicRoute } from "../../http/route";
@@ -26,25 +27,23 @@ export const cancelListingRoute = publicRoute(
     request: {
       params: listingNumberParam,
       body: {
-        content: {
-          "application/json": {
-            schema: z
-              .strictObject({
-                reason: z
-                  .string()
-                  .trim()
-                  .min(1)
-                  .max(500)
-                  .optional()
-                  .openapi({ description: "Why the listing is cancelled.", example: "Seller withdrew" }),
-              })
-              .openapi("CancelListing"),
-          },
-        },
+        content: json(
+          z
+            .strictObject({
+              reason: z
+                .string()
+                .trim()
+                .min(1)
+                .max(500)
+                .optional()
+                .openapi({ description: "Why the listing is cancelled.", example: "Seller withdrew" }),
+            })
+            .openapi("CancelListing"),
+        ),
       },
     },
     responses: {
-      200: { description: "The cancelled listing.", content: { "application/json": { schema: ListingSchema } } },
+      200: { description: "The cancelled listing.", content: json(ListingSchema) },
     },
   },
 );

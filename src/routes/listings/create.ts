@@ -1,5 +1,6 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { createListing } from "../../domain/listings";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency";
 import { publicRoute } from "../../http/route";
@@ -48,9 +49,9 @@ export const createListingRoute = publicRoute(
       "Creates a listing in `Coming Soon`, not yet activated (activation and credit capture happen in the " +
       "dashboard). `address`, `owner_user_id` and `agent_one_id` are required. A `listing.created` webhook " +
       "follows within seconds.",
-    request: { body: { content: { "application/json": { schema: CreateListingBody } } } },
+    request: { body: { content: json(CreateListingBody) } },
     responses: {
-      201: { description: "The created listing.", content: { "application/json": { schema: ListingSchema } } },
+      201: { description: "The created listing.", content: json(ListingSchema) },
     },
   },
 );

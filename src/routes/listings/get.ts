@@ -1,5 +1,6 @@
 import type { RouteHandler } from "@hono/zod-openapi";
 import { findListing } from "../../domain/listings";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
 import { ListingSchema, listingNumberParam, presentListing } from "../../schemas/listings";
@@ -16,7 +17,7 @@ export const getListingRoute = publicRoute(
       "A listing of your agency. Another agency's listing answers 404 `listing_not_found`, exactly like an " +
       "unknown number.",
     request: { params: listingNumberParam },
-    responses: { 200: { description: "The listing.", content: { "application/json": { schema: ListingSchema } } } },
+    responses: { 200: { description: "The listing.", content: json(ListingSchema) } },
   },
 );
 

@@ -1,5 +1,6 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { LISTING_STATUSES, pageListings } from "../../domain/listings";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
 import { ListingSchema, presentListing } from "../../schemas/listings";
@@ -30,7 +31,7 @@ export const listListingsRoute = publicRoute(
       }),
     },
     responses: {
-      200: { description: "A page of listings.", content: { "application/json": { schema: ListingPageSchema } } },
+      200: { description: "A page of listings.", content: json(ListingPageSchema) },
     },
   },
 );

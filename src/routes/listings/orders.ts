@@ -1,6 +1,7 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { findListing } from "../../domain/listings";
 import { pageOrders } from "../../domain/orders";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
 import { listingNumberParam } from "../../schemas/listings";
@@ -21,7 +22,7 @@ export const listOrdersRoute = publicRoute(
       "A cursor page of the invoices and payments tied to the listing, oldest first. Billing is read-only here.",
     request: { params: listingNumberParam, query: z.strictObject(cursorQuery) },
     responses: {
-      200: { description: "A page of orders.", content: { "application/json": { schema: OrderPageSchema } } },
+      200: { description: "A page of orders.", content: json(OrderPageSchema) },
     },
   },
 );

@@ -1,5 +1,6 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { changeStatus, findListing, SETTABLE_STATUSES } from "../../domain/listings";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency";
 import { publicRoute } from "../../http/route";
@@ -25,21 +26,17 @@ export const updateStatusRoute = publicRoute(
     request: {
       params: listingNumberParam,
       body: {
-        content: {
-          "application/json": {
-            schema: z
-              .strictObject({
-                new_status: z
-                  .enum(SETTABLE_STATUSES)
-                  .openapi({ description: "The status to move to.", example: "Sold" }),
-              })
-              .openapi("UpdateListingStatus"),
-          },
-        },
+        content: json(
+          z
+            .strictObject({
+              new_status: z.enum(SETTABLE_STATUSES).openapi({ description: "The status to move to.", example: "Sold" }),
+            })
+            .openapi("UpdateListingStatus"),
+        ),
       },
     },
     responses: {
-      200: { description: "The updated listing.", content: { "application/json": { schema: ListingSchema } } },
+      200: { description: "The updated listing.", content: json(ListingSchema) },
     },
   },
 );

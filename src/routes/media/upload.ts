@@ -1,5 +1,6 @@
 import type { RouteHandler } from "@hono/zod-openapi";
 import { findListing } from "../../domain/listings";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency";
 import { publicRoute } from "../../http/route";
@@ -46,9 +47,9 @@ export const uploadMediaRoute = publicRoute(
       "",
       "503 `queue_unavailable` (with `Retry-After`) means nothing was recorded; retry with the same idempotency key.",
     ].join("\n"),
-    request: { body: { content: { "application/json": { schema: UploadRequestSchema } } } },
+    request: { body: { content: json(UploadRequestSchema) } },
     responses: {
-      201: { description: "The upload destination.", content: { "application/json": { schema: UploadTargetSchema } } },
+      201: { description: "The upload destination.", content: json(UploadTargetSchema) },
     },
   },
 );

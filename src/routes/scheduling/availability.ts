@@ -3,6 +3,7 @@ import { resolveConnection, sourceFor } from "../../calendar/connections";
 import { freeSlots, WORKING_HOURS } from "../../calendar/slots";
 import { isTimeZone } from "../../calendar/zoned";
 import { activeUserOfAgency } from "../../domain/users";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
 
@@ -89,7 +90,7 @@ export const availabilityRoute = publicRoute(
           path: ["to"],
         }),
     },
-    responses: { 200: { description: "Free slots.", content: { "application/json": { schema: AvailabilitySchema } } } },
+    responses: { 200: { description: "Free slots.", content: json(AvailabilitySchema) } },
   },
 );
 

@@ -1,10 +1,11 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { findListing } from "../../domain/listings";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
 import { COMPLETE_UPLOADS_LIMIT, completePendingUploads } from "../../media/sandbox";
 import { listingNumberParam } from "../../schemas/listings";
-import { helperGuard, json, TEST_HELPERS_TAG } from "./schema";
+import { helperGuard, TEST_HELPERS_TAG } from "./schema";
 
 export const CompletedUploadsSchema = z.object({
   listing_number: z.string().openapi({ example: "k3v9x2a" }),
@@ -38,7 +39,7 @@ export const completeUploadsRoute = publicRoute(
       "`POST /api/v1/test_helpers/users/{user_id}/delivery_destination`. No pending upload is 409 " +
       `\`no_pending_uploads\`. At most ${COMPLETE_UPLOADS_LIMIT} uploads, oldest first, complete per call.`,
     request: { params: listingNumberParam },
-    responses: { 200: { description: "The completed uploads.", ...json(CompletedUploadsSchema) } },
+    responses: { 200: { description: "The completed uploads.", content: json(CompletedUploadsSchema) } },
   },
 );
 

@@ -1,11 +1,12 @@
 import type { RouteHandler } from "@hono/zod-openapi";
 import { findTour } from "../../domain/tours";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
 import { presentTour, TourSchema, tourNumberParam } from "../../schemas/tours";
 
 const tourAnswer = (status: 200 | 201, description: string) =>
-  ({ [status]: { description, content: { "application/json": { schema: TourSchema } } } }) as const;
+  ({ [status]: { description, content: json(TourSchema) } }) as const;
 
 export const getTourRoute = publicRoute(
   { endpoint: "read_tour_single", scope: "tours:read", errors: ["tour_not_found"] },

@@ -1,5 +1,6 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { MAX_TOUR_SEARCH, pageTours, TOUR_STATUSES } from "../../domain/tours";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
 import { presentSummary, TourSummarySchema } from "../../schemas/tours";
@@ -53,7 +54,7 @@ export const listToursRoute = publicRoute(
       }),
     },
     responses: {
-      200: { description: "A page of tours.", content: { "application/json": { schema: TourPageSchema } } },
+      200: { description: "A page of tours.", content: json(TourPageSchema) },
     },
   },
 );

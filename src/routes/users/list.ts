@@ -2,6 +2,7 @@ import type { RouteHandler } from "@hono/zod-openapi";
 import { z } from "@hono/zod-openapi";
 import { ROLES } from "../../domain/roles";
 import { pageUsers } from "../../domain/users";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
 import { cursorQuery, pageBody, pageSchema } from "../../schemas/page";
@@ -31,7 +32,7 @@ export const listUsersRoute = publicRoute(
       }),
     },
     responses: {
-      200: { description: "A page of users.", content: { "application/json": { schema: UserPageSchema } } },
+      200: { description: "A page of users.", content: json(UserPageSchema) },
     },
   },
 );

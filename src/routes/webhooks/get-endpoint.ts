@@ -1,4 +1,5 @@
 import type { RouteHandler } from "@hono/zod-openapi";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
 import { endpointIdParam, presentEndpoint, WebhookEndpointSchema } from "../../schemas/webhooks";
@@ -16,7 +17,7 @@ export const getEndpointRoute = publicRoute(
     responses: {
       200: {
         description: "The endpoint (without its secret).",
-        content: { "application/json": { schema: WebhookEndpointSchema } },
+        content: json(WebhookEndpointSchema),
       },
     },
   },

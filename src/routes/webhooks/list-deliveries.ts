@@ -1,5 +1,6 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { EVENT_RETENTION_DAYS } from "../../domain/event-log";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
 import { DeliveryLogEntrySchema, presentDeliveryLogEntry } from "../../schemas/delivery-log";
@@ -42,7 +43,7 @@ export const listDeliveriesRoute = publicRoute(
     responses: {
       200: {
         description: "A page of deliveries.",
-        content: { "application/json": { schema: DeliveryLogPageSchema } },
+        content: json(DeliveryLogPageSchema),
       },
     },
   },

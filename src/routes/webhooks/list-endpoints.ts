@@ -1,4 +1,5 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
 import { cursorQuery, pageBody, pageSchema } from "../../schemas/page";
@@ -18,7 +19,7 @@ export const listEndpointsRoute = publicRoute(
     description: "A cursor page of your agency's receivers, oldest first. Signing secrets are never shown again.",
     request: { query: z.strictObject(cursorQuery) },
     responses: {
-      200: { description: "A page of endpoints.", content: { "application/json": { schema: EndpointPageSchema } } },
+      200: { description: "A page of endpoints.", content: json(EndpointPageSchema) },
     },
   },
 );

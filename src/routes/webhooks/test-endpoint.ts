@@ -1,4 +1,5 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
 import { endpointIdParam } from "../../schemas/webhooks";
@@ -34,7 +35,7 @@ export const testEndpointRoute = publicRoute(
       "delivery; use it to check your verifier.",
     request: { params: endpointIdParam },
     responses: {
-      200: { description: "The receiver's answer.", content: { "application/json": { schema: TestResultSchema } } },
+      200: { description: "The receiver's answer.", content: json(TestResultSchema) },
     },
   },
 );
