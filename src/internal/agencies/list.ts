@@ -1,5 +1,6 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { pageAgencies } from "../../domain/users";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
 import { cursorQuery, pageBody, pageSchema } from "../../schemas/page";
@@ -15,7 +16,7 @@ export const listAgenciesRoute = internalRoute([], {
   responses: {
     200: {
       description: "A page of agencies.",
-      content: { "application/json": { schema: pageSchema(AgencySchema, "AgencyPage") } },
+      content: json(pageSchema(AgencySchema, "AgencyPage")),
     },
   },
 });

@@ -1,5 +1,6 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { keysOfAgency } from "../../domain/api-keys";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
 import { ApiKeySchema, presentKey } from "./schema";
@@ -14,7 +15,7 @@ export const listApiKeysRoute = internalRoute(["agency_not_found"], {
   responses: {
     200: {
       description: "The agency's keys.",
-      content: { "application/json": { schema: z.object({ data: z.array(ApiKeySchema) }) } },
+      content: json(z.object({ data: z.array(ApiKeySchema) })),
     },
   },
 });

@@ -2,6 +2,7 @@ import { type RouteHandler, z } from "@hono/zod-openapi";
 import { withSecrets } from "../../domain/api-keys";
 import { SCOPES } from "../../domain/roles";
 import { changeKey } from "../../durable/key-changes";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
 import { BudgetOverridesInput } from "../../schemas/budgets";
@@ -16,19 +17,17 @@ export const updateApiKeyRoute = internalRoute(["api_key_not_found", "scope_not_
   request: {
     params: keyParam,
     body: {
-      content: {
-        "application/json": {
-          schema: z.strictObject({
-            is_active: z.boolean().optional(),
-            expires_at: isoInstant.nullable().optional(),
-            scopes: z.array(z.enum(SCOPES)).min(1).optional(),
-            name: z.string().max(100).optional(),
-            rate_limit_overrides: BudgetOverridesInput.optional().openapi({
-              description: "Per-endpoint budgets (requests per 60 s); null clears one override.",
-            }),
+      content: json(
+        z.strictObject({
+          is_active: z.boolean().optional(),
+          expires_at: isoInstant.nullable().optional(),
+          scopes: z.array(z.enum(SCOPES)).min(1).optional(),
+          name: z.string().max(100).optional(),
+          rate_limit_overrides: BudgetOverridesInput.optional().openapi({
+            description: "Per-endpoint budgets (requests per 60 s); null clears one override.",
           }),
-        },
-      },
+        }),
+      ),
     },
   },
   responses: keyResponse("The updated key."),

@@ -1,6 +1,7 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { getAppointment, rescheduleAppointment } from "../../domain/appointments";
 import { findListing } from "../../domain/listings";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
 import { instant } from "../listings/schema";
@@ -16,7 +17,7 @@ export const rescheduleAppointmentRoute = internalRoute(
     summary: "Move a shoot appointment (emits appointment.rescheduled)",
     request: {
       params: appointmentParams,
-      body: { content: { "application/json": { schema: z.strictObject({ starts_at: instant, ends_at: instant }) } } },
+      body: { content: json(z.strictObject({ starts_at: instant, ends_at: instant })) },
     },
     responses: appointmentAnswer(200, "The appointment."),
   },

@@ -1,6 +1,7 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { scheduleAppointment } from "../../domain/appointments";
 import { findListing } from "../../domain/listings";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
 import { instant, listingParams } from "../listings/schema";
@@ -17,16 +18,14 @@ export const scheduleAppointmentRoute = internalRoute(
     request: {
       params: listingParams,
       body: {
-        content: {
-          "application/json": {
-            schema: z.strictObject({
-              starts_at: instant,
-              ends_at: instant,
-              calendar_event_id: z.string().max(300).optional(),
-              source: z.enum(["order_form", "dashboard"]).optional(),
-            }),
-          },
-        },
+        content: json(
+          z.strictObject({
+            starts_at: instant,
+            ends_at: instant,
+            calendar_event_id: z.string().max(300).optional(),
+            source: z.enum(["order_form", "dashboard"]).optional(),
+          }),
+        ),
       },
     },
     responses: appointmentAnswer(201, "The appointment."),

@@ -1,5 +1,6 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { cancelListing, findListing } from "../../domain/listings";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
 import { presentListing } from "../../schemas/listings";
@@ -13,7 +14,7 @@ export const cancelListingRoute = internalRoute(["listing_not_found", "listing_a
   summary: "Cancel a listing from the dashboard, also past the no-fee window",
   request: {
     params: listingParams,
-    body: { content: { "application/json": { schema: z.strictObject({ reason: z.string().max(500).optional() }) } } },
+    body: { content: json(z.strictObject({ reason: z.string().max(500).optional() })) },
   },
   responses: listingAnswer("The cancelled listing."),
 });

@@ -1,5 +1,6 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { editListing, findListing } from "../../domain/listings";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
 import { presentListing } from "../../schemas/listings";
@@ -14,16 +15,14 @@ export const editListingRoute = internalRoute(["listing_not_found", "agent_not_i
   request: {
     params: listingParams,
     body: {
-      content: {
-        "application/json": {
-          schema: z.strictObject({
-            address: z.string().trim().min(1).max(300).optional(),
-            owner_user_id: z.string().optional(),
-            agent_one_id: z.string().optional(),
-            agent_two_id: z.string().nullable().optional(),
-          }),
-        },
-      },
+      content: json(
+        z.strictObject({
+          address: z.string().trim().min(1).max(300).optional(),
+          owner_user_id: z.string().optional(),
+          agent_one_id: z.string().optional(),
+          agent_two_id: z.string().nullable().optional(),
+        }),
+      ),
     },
   },
   responses: listingAnswer("The listing."),

@@ -1,5 +1,6 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { findListing } from "../../domain/listings";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
 import { deliverListingMedia } from "../../media/deliveries";
@@ -20,13 +21,11 @@ export const deliverListingMediaRoute = internalRoute(
     request: {
       params: listingParams,
       body: {
-        content: {
-          "application/json": { schema: z.strictObject({ scope: z.enum(["all", "undelivered"]).default("all") }) },
-        },
+        content: json(z.strictObject({ scope: z.enum(["all", "undelivered"]).default("all") })),
       },
     },
     responses: {
-      202: { description: "The queued delivery.", content: { "application/json": { schema: DeliverySchema } } },
+      202: { description: "The queued delivery.", content: json(DeliverySchema) },
     },
   },
 );

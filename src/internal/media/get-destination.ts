@@ -1,5 +1,6 @@
 import type { RouteHandler } from "@hono/zod-openapi";
 import { getUserById } from "../../domain/hierarchy";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
 import { getDestination } from "../../media/destinations";
@@ -13,7 +14,7 @@ export const getDeliveryDestinationRoute = internalRoute(["user_not_found", "del
   summary: "Read an agent's delivery destination (without its secret)",
   request: { params: userParams },
   responses: {
-    200: { description: "The destination.", content: { "application/json": { schema: DestinationSchema } } },
+    200: { description: "The destination.", content: json(DestinationSchema) },
   },
 });
 

@@ -1,5 +1,6 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { findListing } from "../../domain/listings";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
 import { deliveriesOf } from "../../media/deliveries";
@@ -17,11 +18,7 @@ export const listListingMediaRoute = internalRoute(["listing_not_found"], {
   responses: {
     200: {
       description: "Uploads (oldest first) and deliveries (newest first).",
-      content: {
-        "application/json": {
-          schema: z.object({ uploads: z.array(UploadSchema), deliveries: z.array(DeliverySchema) }),
-        },
-      },
+      content: json(z.object({ uploads: z.array(UploadSchema), deliveries: z.array(DeliverySchema) })),
     },
   },
 });

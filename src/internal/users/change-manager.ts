@@ -1,6 +1,7 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { changeManager } from "../../domain/hierarchy";
 import { refreshKeysMintedBy } from "../../durable/key-changes";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
 import { withRenames } from "../../http/validation";
@@ -21,11 +22,7 @@ export const changeManagerRoute = internalRoute(
     request: {
       params: userParam,
       body: {
-        content: {
-          "application/json": {
-            schema: withRenames(z.strictObject({ manager_id: z.string().nullable() }), { managerId: "manager_id" }),
-          },
-        },
+        content: json(withRenames(z.strictObject({ manager_id: z.string().nullable() }), { managerId: "manager_id" })),
       },
     },
     responses: userResponse("The moved user."),

@@ -1,6 +1,7 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { deactivateUser } from "../../domain/hierarchy";
 import { refreshKeysMintedBy } from "../../durable/key-changes";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
 import { presentInternalUser, userParam, userResponse } from "./schema";
@@ -18,9 +19,7 @@ export const deactivateUserRoute = internalRoute(["user_not_found"], {
   request: {
     params: userParam,
     body: {
-      content: {
-        "application/json": { schema: z.strictObject({ reason: z.enum(["deactivated", "suspended"]).optional() }) },
-      },
+      content: json(z.strictObject({ reason: z.enum(["deactivated", "suspended"]).optional() })),
     },
   },
   responses: userResponse("The deactivated user."),

@@ -1,5 +1,6 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { pageAgencyUsers } from "../../domain/users";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
 import { cursorQuery, pageBody, pageSchema } from "../../schemas/page";
@@ -15,7 +16,7 @@ export const listUsersRoute = internalRoute([], {
   responses: {
     200: {
       description: "A page of users.",
-      content: { "application/json": { schema: pageSchema(InternalUserSchema, "InternalUserPage") } },
+      content: json(pageSchema(InternalUserSchema, "InternalUserPage")),
     },
   },
 });

@@ -1,4 +1,5 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
 import { cursorQuery, pageSchema } from "../../schemas/page";
@@ -22,7 +23,7 @@ export const listWebhookDeliveriesRoute = internalRoute([], {
   responses: {
     200: {
       description: "A page of deliveries.",
-      content: { "application/json": { schema: pageSchema(DeliverySchema, "WebhookDeliveryPage") } },
+      content: json(pageSchema(DeliverySchema, "WebhookDeliveryPage")),
     },
   },
 });
