@@ -107,7 +107,8 @@ export class IdempotencyLedger extends DurableObject<Env> {
   /** Caches the answer of the request holding the lease and frees the key. */
   async complete(lease: Lease, response: CachedResponse): Promise<boolean> {
     const cursor = this.ctx.storage.sql.exec(
-      `UPDATE entries SET lease_token = NULL, lease_until = NULL, status = ?, headers = ?, body = ? WHERE ${LEASE_MATCH}`,
+      "UPDATE entries SET lease_token = NULL, lease_until = NULL, status = ?, headers = ?, body = ? " +
+        `WHERE ${LEASE_MATCH}`,
       response.status,
       JSON.stringify(response.headers),
       response.body,

@@ -1,3 +1,5 @@
+import ipaddr from "ipaddr.js";
+
 /**
  * Whether the service may call a URL it was given: webhook receivers, media delivery
  * destinations, ICS calendar feeds. Targets are https and public: never loopback,
@@ -29,77 +31,58 @@ const BLOCKED_HOSTS = new Set([
 const BLOCKED_SUFFIXES = [".localhost", ".internal", ".local", ".localdomain", ".home.arpa"];
 const DEV_HOSTS = new Set(["localhost", "127.0.0.1"]);
 
-function ipv4(host: string): number[] | undefined {
-  const m = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(host);
-  if (!m) return undefined;
-  const parts = m.slice(1).map(Number);
-  return parts.every((p) => p <= 255) ? parts : undefined;
-}
+/** IPv4 ranges the service never calls. */
+const REFUSED_V4 = [
+  "0.0.0.0/8", // "this" network
+  "10.0.0.0/8", // private
+  "100.64.0.0/10", // shared address space
+  "127.0.0.0/8", // loopback
+  "169.254.0.0/16", // link-local, cloud metadata
+  "172.16.0.0/12", // private
+  "192.0.0.0/24", // IETF protocol assignments
+  "192.0.2.0/24", // TEST-NET-1
+  "192.88.99.0/24", // 6to4 relay anycast
+  "192.168.0.0/16", // private
+  "198.18.0.0/15", // benchmarking
+  "198.51.100.0/24", // TEST-NET-2
+  "203.0.113.0/24", // TEST-NET-3
+  "224.0.0.0/3", // multicast, reserved, broadcast
+].map((range) => ipaddr.IPv4.parseCIDR(range));
 
-function blockedIpv4([a, b, c]: number[]): boolean {
-  return (
-    a === 0 || // "this" network
-    a === 10 ||
-    a === 127 ||
-    (a === 100 && b! >= 64 && b! <= 127) || // shared address space
-    (a === 169 && b === 254) || // link-local, cloud metadata
-    (a === 172 && b! >= 16 && b! <= 31) ||
-    (a === 192 && b === 0 && (c === 0 || c === 2)) || // IETF protocol assignments, TEST-NET-1
-    (a === 192 && b === 88 && c === 99) || // 6to4 relay anycast
-    (a === 192 && b === 168) ||
-    (a === 198 && (b === 18 || b === 19)) || // benchmarking
-    (a === 198 && b === 51 && c === 100) || // TEST-NET-2
-    (a === 203 && b === 0 && c === 113) || // TEST-NET-3
-    a! >= 224 // multicast, reserved, broadcast
-  );
-}
+/**
+ * IPv6 ranges that carry an IPv4 address, at byte `at`: refused as that address would be.
+ * `spelled`: an IPv4 address in IPv6 clothing, refused even when the address is public.
+ */
+const CARRYING_V4 = [
+  { range: "::ffff:0:0/96", at: 12, spelled: true }, // IPv4-mapped
+  { range: "::/96", at: 12, spelled: true }, // IPv4-compatible; :: and ::1 carry 0.0.0.0 and 0.0.0.1
+  { range: "::ffff:0:0:0/96", at: 12, spelled: true }, // IPv4-translated
+  { range: "64:ff9b::/48", at: 12, spelled: false }, // NAT64
+  { range: "2002::/16", at: 2, spelled: false }, // 6to4
+].map(({ range, ...carrier }) => ({ range: ipaddr.IPv6.parseCIDR(range), ...carrier }));
 
-/** IPv6 literal (without brackets) to its eight 16-bit groups. */
-function ipv6Groups(host: string): number[] | undefined {
-  let h = host.toLowerCase();
-  const v4 = /(\d+\.\d+\.\d+\.\d+)$/.exec(h);
-  if (v4) {
-    const p = ipv4(v4[1]!);
-    if (!p) return undefined;
-    h = `${h.slice(0, -v4[1]!.length)}${((p[0]! << 8) | p[1]!).toString(16)}:${((p[2]! << 8) | p[3]!).toString(16)}`;
-  }
-  const [head, tail] = h.split("::") as [string, string | undefined];
-  const parse = (s: string) => (s ? s.split(":").map((g) => parseInt(g, 16)) : []);
-  const a = parse(head);
-  const b = tail === undefined ? [] : parse(tail);
-  const groups = tail === undefined ? a : [...a, ...Array(8 - a.length - b.length).fill(0), ...b];
-  return groups.length === 8 && groups.every((g) => Number.isInteger(g) && g >= 0 && g <= 0xffff) ? groups : undefined;
-}
+/** IPv6 ranges the service never calls, beside those that carry an IPv4 address. */
+const REFUSED_V6 = [
+  "64:ff9b::/32", // the rest of NAT64's, local-use 64:ff9b:1::/48 among it
+  "fc00::/7", // unique local (fd00::/8 included)
+  "fe80::/10", // link-local
+  "fec0::/10", // site-local (deprecated)
+  "ff00::/8", // multicast
+  "2001:db8::/32", // documentation
+  "2001::/32", // Teredo hides an IPv4 address
+  "100::/64", // discard-only
+].map((range) => ipaddr.IPv6.parseCIDR(range));
 
-/** The IPv4 address held in two 16-bit groups. */
-const embedded = (hi: number, lo: number) => [hi >> 8, hi & 255, lo >> 8, lo & 255];
+const refusedV4 = (address: ipaddr.IPv4) => REFUSED_V4.some((range) => address.match(range));
+
+function refusedV6(address: ipaddr.IPv6): boolean {
+  const carrier = CARRYING_V4.find(({ range }) => address.match(range));
+  if (carrier) return refusedV4(new ipaddr.IPv4(address.toByteArray().slice(carrier.at, carrier.at + 4)));
+  return REFUSED_V6.some((range) => address.match(range));
+}
 
 /** IPv4-mapped, -compatible and -translated literals: an IPv4 address in IPv6 clothing. */
-function embedsIpv4(g: number[]): boolean {
-  const zeroPrefix = (n: number) => g.slice(0, n).every((x) => x === 0);
-  return (zeroPrefix(5) && g[5] === 0xffff) || zeroPrefix(6) || (zeroPrefix(4) && g[4] === 0xffff && g[5] === 0);
-}
-
-function blockedIpv6(g: number[]): boolean {
-  const zeroPrefix = (n: number) => g.slice(0, n).every((x) => x === 0);
-  if (zeroPrefix(8)) return true; // ::
-  if (zeroPrefix(7) && g[7] === 1) return true; // ::1
-  if (zeroPrefix(5) && g[5] === 0xffff) return blockedIpv4(embedded(g[6]!, g[7]!)); // IPv4-mapped
-  if (zeroPrefix(6)) return blockedIpv4(embedded(g[6]!, g[7]!)); // IPv4-compatible
-  if (zeroPrefix(4) && g[4] === 0xffff && g[5] === 0) return blockedIpv4(embedded(g[6]!, g[7]!)); // IPv4-translated
-  // NAT64; local-use 64:ff9b:1::/48 always
-  if (g[0] === 0x64 && g[1] === 0xff9b) return g[2] !== 0 || blockedIpv4(embedded(g[6]!, g[7]!));
-  if (g[0] === 0x2002) return blockedIpv4(embedded(g[1]!, g[2]!)); // 6to4
-  const first = g[0]!;
-  return (
-    (first & 0xfe00) === 0xfc00 || // unique local, fc00::/7 (fd00::/8 included)
-    (first & 0xffc0) === 0xfe80 || // link-local
-    (first & 0xffc0) === 0xfec0 || // site-local (deprecated)
-    (first & 0xff00) === 0xff00 || // multicast
-    (first === 0x2001 && (g[1] === 0x0db8 || g[1] === 0)) || // documentation; Teredo hides an IPv4 address
-    (first === 0x0100 && g[1] === 0 && g[2] === 0 && g[3] === 0) // discard-only 100::/64
-  );
-}
+const spellsIpv4 = (address: ipaddr.IPv6) => CARRYING_V4.some(({ range, spelled }) => spelled && address.match(range));
 
 /** The host exactly as written in `raw` (lowercase, without credentials, port or a trailing dot). */
 function writtenHost(raw: string): string | undefined {
@@ -129,14 +112,15 @@ export function checkOutboundUrl(raw: string, policy: OutboundPolicy): OutboundV
   if (url.protocol !== "https:") return { ok: false, reason: "must use https" };
   if (BLOCKED_HOSTS.has(host) || BLOCKED_SUFFIXES.some((s) => host.endsWith(s)))
     return { ok: false, reason: "must not point at a local or metadata host" };
-  const v4 = ipv4(host);
-  if (v4 && blockedIpv4(v4)) return { ok: false, reason: REFUSED_ADDRESS };
+  const v4 = ipaddr.IPv4.isValidFourPartDecimal(host);
+  if (v4 && refusedV4(ipaddr.IPv4.parse(host))) return { ok: false, reason: REFUSED_ADDRESS };
   if (v4 && writtenHost(raw) !== host)
     return { ok: false, reason: "must write an IPv4 address as a plain dotted quad" };
   if (host.startsWith("[")) {
-    const g = ipv6Groups(host.slice(1, -1));
-    if (!g || blockedIpv6(g)) return { ok: false, reason: REFUSED_ADDRESS };
-    if (embedsIpv4(g)) return { ok: false, reason: "must not write an IPv4 address as an IPv6 literal" };
+    const literal = host.slice(1, -1);
+    const v6 = ipaddr.IPv6.isValid(literal) ? ipaddr.IPv6.parse(literal) : undefined;
+    if (!v6 || refusedV6(v6)) return { ok: false, reason: REFUSED_ADDRESS };
+    if (spellsIpv4(v6)) return { ok: false, reason: "must not write an IPv4 address as an IPv6 literal" };
   }
   if (!v4 && !host.startsWith("[") && !host.includes("."))
     return { ok: false, reason: "must use a fully qualified public host name" };

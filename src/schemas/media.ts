@@ -72,8 +72,8 @@ export const UploadTargetSchema = z
         "the service's own signed upload path). It authorizes exactly one file of this type and size; send no " +
         "API key with it.",
       example:
-        "https://0123456789abcdef.r2.cloudflarestorage.com/alms-uploads-live/agy_…/k3v9x2a/upl_…/front-elevation.jpg" +
-        "?X-Amz-Algorithm=AWS4-HMAC-SHA256&…",
+        "https://0123456789abcdef.r2.cloudflarestorage.com/alms-uploads-live/agy_…/k3v9x2a/upl_…/" +
+        "front-elevation.jpg?X-Amz-Algorithm=AWS4-HMAC-SHA256&…",
     }),
     headers: z
       .object({

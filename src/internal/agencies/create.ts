@@ -1,6 +1,6 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { createAgency } from "../../domain/hierarchy";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
 import { AgencySchema, presentAgency } from "./schema";
@@ -13,23 +13,21 @@ export const createAgencyRoute = internalRoute([], {
   summary: "Create an agency (or the platform's own staff agency)",
   request: {
     body: {
-      content: {
-        "application/json": {
-          schema: z.strictObject({
-            name: z.string().min(1).max(200),
-            kind: z.enum(["media_agency", "broker", "platform"]),
-            cancellation_notice_hours: z.number().int().min(0).max(720).optional(),
-          }),
-        },
-      },
+      content: json(
+        z.strictObject({
+          name: z.string().min(1).max(200),
+          kind: z.enum(["media_agency", "broker", "platform"]),
+          cancellation_notice_hours: z.number().int().min(0).max(720).optional(),
+        }),
+      ),
     },
   },
-  responses: { 201: { description: "The agency.", content: { "application/json": { schema: AgencySchema } } } },
+  responses: { 201: { description: "The agency.", content: json(AgencySchema) } },
 });
 
 export const createAgencyHandler: RouteHandler<typeof createAgencyRoute, AppEnv> = async (c) => {
   const body = c.req.valid("json");
-  const agency = await createAgency(database(c.env.DB), {
+  const agency = await createAgency(c.var.db, {
     name: body.name,
     kind: body.kind,
     cancellationNoticeHours: body.cancellation_notice_hours,

@@ -1,6 +1,6 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { getAgency } from "../../domain/hierarchy";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
 import { AgencySchema, presentAgency } from "./schema";
@@ -12,8 +12,8 @@ export const getAgencyRoute = internalRoute(["agency_not_found"], {
   tags: ["Agencies"],
   summary: "Get an agency",
   request: { params: z.object({ agency_id: z.string() }) },
-  responses: { 200: { description: "The agency.", content: { "application/json": { schema: AgencySchema } } } },
+  responses: { 200: { description: "The agency.", content: json(AgencySchema) } },
 });
 
 export const getAgencyHandler: RouteHandler<typeof getAgencyRoute, AppEnv> = async (c) =>
-  c.json(presentAgency(await getAgency(database(c.env.DB), c.req.valid("param").agency_id)), 200);
+  c.json(presentAgency(await getAgency(c.var.db, c.req.valid("param").agency_id)), 200);

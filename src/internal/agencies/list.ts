@@ -1,6 +1,6 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { pageAgencies } from "../../domain/users";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
 import { cursorQuery, pageBody, pageSchema } from "../../schemas/page";
@@ -16,13 +16,13 @@ export const listAgenciesRoute = internalRoute([], {
   responses: {
     200: {
       description: "A page of agencies.",
-      content: { "application/json": { schema: pageSchema(AgencySchema, "AgencyPage") } },
+      content: json(pageSchema(AgencySchema, "AgencyPage")),
     },
   },
 });
 
 export const listAgenciesHandler: RouteHandler<typeof listAgenciesRoute, AppEnv> = async (c) => {
   const { cursor, limit } = c.req.valid("query");
-  const page = await pageAgencies(database(c.env.DB), { secret: c.env.SECRET_KEY, cursor, limit });
+  const page = await pageAgencies(c.var.db, { secret: c.env.SECRET_KEY, cursor, limit });
   return c.json(pageBody(page, presentAgency), 200);
 };

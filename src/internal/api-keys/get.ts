@@ -1,5 +1,4 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { getKey, withSecrets } from "../../domain/api-keys";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
@@ -16,6 +15,6 @@ export const getApiKeyRoute = internalRoute(["api_key_not_found"], {
 });
 
 export const getApiKeyHandler: RouteHandler<typeof getApiKeyRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   return c.json(presentKey(await withSecrets(db, await getKey(db, c.req.valid("param").key_id))), 200);
 };

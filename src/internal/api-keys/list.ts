@@ -1,6 +1,6 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { keysOfAgency } from "../../domain/api-keys";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
 import { ApiKeySchema, presentKey } from "./schema";
@@ -15,13 +15,13 @@ export const listApiKeysRoute = internalRoute(["agency_not_found"], {
   responses: {
     200: {
       description: "The agency's keys.",
-      content: { "application/json": { schema: z.object({ data: z.array(ApiKeySchema) }) } },
+      content: json(z.object({ data: z.array(ApiKeySchema) })),
     },
   },
 });
 
 export const listApiKeysHandler: RouteHandler<typeof listApiKeysRoute, AppEnv> = async (c) => {
-  const keys = await keysOfAgency(database(c.env.DB), c.req.valid("query").agency_id);
+  const keys = await keysOfAgency(c.var.db, c.req.valid("query").agency_id);
   const now = Date.now();
   return c.json({ data: keys.map((k) => presentKey(k, now)) }, 200);
 };

@@ -1,8 +1,8 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { mintKey, withSecrets } from "../../domain/api-keys";
 import { KEY_PREFIXES, type KeyMode } from "../../domain/keys";
 import { SCOPES } from "../../domain/roles";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
 import { isoInstant, mintedResponse, presentKey } from "./schema";
@@ -20,24 +20,22 @@ export const mintApiKeyRoute = internalRoute(
       "The key's mode is this environment's. The secret is in this response only.",
     request: {
       body: {
-        content: {
-          "application/json": {
-            schema: z.strictObject({
-              agency_id: z.string(),
-              minted_by_user_id: z.string(),
-              name: z.string().max(100).optional(),
-              scopes: z
-                .array(z.enum(SCOPES))
-                .min(1)
-                .optional()
-                .openapi({ description: "Defaults to every scope but `admin`." }),
-              expires_at: isoInstant.nullable().optional(),
-              prefix: z.enum(KEY_PREFIXES).optional().openapi({
-                description: "`ma_live_` mints a legacy-prefixed live key; must match the environment's mode.",
-              }),
+        content: json(
+          z.strictObject({
+            agency_id: z.string(),
+            minted_by_user_id: z.string(),
+            name: z.string().max(100).optional(),
+            scopes: z
+              .array(z.enum(SCOPES))
+              .min(1)
+              .optional()
+              .openapi({ description: "Defaults to every scope but `admin`." }),
+            expires_at: isoInstant.nullable().optional(),
+            prefix: z.enum(KEY_PREFIXES).optional().openapi({
+              description: "`ma_live_` mints a legacy-prefixed live key; must match the environment's mode.",
             }),
-          },
-        },
+          }),
+        ),
       },
     },
     responses: mintedResponse(201, "The key and its secret."),
@@ -46,7 +44,7 @@ export const mintApiKeyRoute = internalRoute(
 
 export const mintApiKeyHandler: RouteHandler<typeof mintApiKeyRoute, AppEnv> = async (c) => {
   const b = c.req.valid("json");
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const { key, secret } = await mintKey(db, {
     agencyId: b.agency_id,
     mintedByUserId: b.minted_by_user_id,

@@ -1,5 +1,4 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { withSecrets } from "../../domain/api-keys";
 import { changeKey } from "../../durable/key-changes";
 import type { AppEnv } from "../../http/env";
@@ -18,5 +17,5 @@ export const revokeApiKeyRoute = internalRoute(["api_key_not_found", "api_key_al
 
 export const revokeApiKeyHandler: RouteHandler<typeof revokeApiKeyRoute, AppEnv> = async (c) => {
   const { key } = await changeKey(c.env, c.req.valid("param").key_id, { op: "revoke" });
-  return c.json(presentKey(await withSecrets(database(c.env.DB), key)), 200);
+  return c.json(presentKey(await withSecrets(c.var.db, key)), 200);
 };

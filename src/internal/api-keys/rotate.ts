@@ -1,5 +1,4 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { withSecrets } from "../../domain/api-keys";
 import { changeKey } from "../../durable/key-changes";
 import type { AppEnv } from "../../http/env";
@@ -18,5 +17,5 @@ export const rotateApiKeyRoute = internalRoute(["api_key_not_found", "api_key_no
 
 export const rotateApiKeyHandler: RouteHandler<typeof rotateApiKeyRoute, AppEnv> = async (c) => {
   const { key, secret } = await changeKey(c.env, c.req.valid("param").key_id, { op: "rotate" });
-  return c.json({ key: presentKey(await withSecrets(database(c.env.DB), key)), secret: secret! }, 200);
+  return c.json({ key: presentKey(await withSecrets(c.var.db, key)), secret: secret! }, 200);
 };

@@ -2,6 +2,7 @@ import { z } from "@hono/zod-openapi";
 import type { KeyWithSecrets } from "../../domain/api-keys";
 import { ROTATION_GRACE_MS } from "../../domain/keys";
 import { SCOPES } from "../../domain/roles";
+import { json } from "../../http/content";
 import { nowIso } from "../../lib/ids";
 
 export const ApiKeySchema = z
@@ -68,10 +69,9 @@ export function presentKey({ key, secrets }: KeyWithSecrets, now = Date.now()) {
 
 export const keyParam = z.object({ key_id: z.string() });
 
-export const keyResponse = (description: string) =>
-  ({ 200: { description, content: { "application/json": { schema: ApiKeySchema } } } }) as const;
+export const keyResponse = (description: string) => ({ 200: { description, content: json(ApiKeySchema) } }) as const;
 
 export const mintedResponse = (status: 200 | 201, description: string) =>
-  ({ [status]: { description, content: { "application/json": { schema: MintedSchema } } } }) as const;
+  ({ [status]: { description, content: json(MintedSchema) } }) as const;
 
 export const isoInstant = z.iso.datetime({ offset: true });

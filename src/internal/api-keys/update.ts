@@ -1,8 +1,8 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { withSecrets } from "../../domain/api-keys";
 import { SCOPES } from "../../domain/roles";
 import { changeKey } from "../../durable/key-changes";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
 import { BudgetOverridesInput } from "../../schemas/budgets";
@@ -17,19 +17,17 @@ export const updateApiKeyRoute = internalRoute(["api_key_not_found", "scope_not_
   request: {
     params: keyParam,
     body: {
-      content: {
-        "application/json": {
-          schema: z.strictObject({
-            is_active: z.boolean().optional(),
-            expires_at: isoInstant.nullable().optional(),
-            scopes: z.array(z.enum(SCOPES)).min(1).optional(),
-            name: z.string().max(100).optional(),
-            rate_limit_overrides: BudgetOverridesInput.optional().openapi({
-              description: "Per-endpoint budgets (requests per 60 s); null clears one override.",
-            }),
+      content: json(
+        z.strictObject({
+          is_active: z.boolean().optional(),
+          expires_at: isoInstant.nullable().optional(),
+          scopes: z.array(z.enum(SCOPES)).min(1).optional(),
+          name: z.string().max(100).optional(),
+          rate_limit_overrides: BudgetOverridesInput.optional().openapi({
+            description: "Per-endpoint budgets (requests per 60 s); null clears one override.",
           }),
-        },
-      },
+        }),
+      ),
     },
   },
   responses: keyResponse("The updated key."),
@@ -45,5 +43,5 @@ export const updateApiKeyHandler: RouteHandler<typeof updateApiKeyRoute, AppEnv>
     rateLimitOverrides: b.rate_limit_overrides,
   };
   const { key } = await changeKey(c.env, c.req.valid("param").key_id, { op: "update", patch });
-  return c.json(presentKey(await withSecrets(database(c.env.DB), key)), 200);
+  return c.json(presentKey(await withSecrets(c.var.db, key)), 200);
 };

@@ -1,5 +1,4 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { cancelAppointment, getAppointment } from "../../domain/appointments";
 import { findListing } from "../../domain/listing-reads";
 import type { AppEnv } from "../../http/env";
@@ -20,7 +19,7 @@ export const cancelAppointmentRoute = internalRoute(
 );
 
 export const cancelAppointmentHandler: RouteHandler<typeof cancelAppointmentRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const p = c.req.valid("param");
   const listing = await findListing(db, p.agency_id, p.listing_number);
   const appointment = await getAppointment(db, listing.agencyId, p.appointment_id);

@@ -1,7 +1,7 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { getAppointment, rescheduleAppointment } from "../../domain/appointments";
 import { findListing } from "../../domain/listing-reads";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
 import { instant } from "../listings/schema";
@@ -17,14 +17,14 @@ export const rescheduleAppointmentRoute = internalRoute(
     summary: "Move a shoot appointment (emits appointment.rescheduled)",
     request: {
       params: appointmentParams,
-      body: { content: { "application/json": { schema: z.strictObject({ starts_at: instant, ends_at: instant }) } } },
+      body: { content: json(z.strictObject({ starts_at: instant, ends_at: instant })) },
     },
     responses: appointmentAnswer(200, "The appointment."),
   },
 );
 
 export const rescheduleAppointmentHandler: RouteHandler<typeof rescheduleAppointmentRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const p = c.req.valid("param");
   const b = c.req.valid("json");
   const listing = await findListing(db, p.agency_id, p.listing_number);

@@ -1,7 +1,7 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { scheduleAppointment } from "../../domain/appointments";
 import { findListing } from "../../domain/listing-reads";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
 import { instant, listingParams } from "../listings/schema";
@@ -18,16 +18,14 @@ export const scheduleAppointmentRoute = internalRoute(
     request: {
       params: listingParams,
       body: {
-        content: {
-          "application/json": {
-            schema: z.strictObject({
-              starts_at: instant,
-              ends_at: instant,
-              calendar_event_id: z.string().max(300).optional(),
-              source: z.enum(["order_form", "dashboard"]).optional(),
-            }),
-          },
-        },
+        content: json(
+          z.strictObject({
+            starts_at: instant,
+            ends_at: instant,
+            calendar_event_id: z.string().max(300).optional(),
+            source: z.enum(["order_form", "dashboard"]).optional(),
+          }),
+        ),
       },
     },
     responses: appointmentAnswer(201, "The appointment."),
@@ -35,7 +33,7 @@ export const scheduleAppointmentRoute = internalRoute(
 );
 
 export const scheduleAppointmentHandler: RouteHandler<typeof scheduleAppointmentRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const p = c.req.valid("param");
   const b = c.req.valid("json");
   const listing = await findListing(db, p.agency_id, p.listing_number);

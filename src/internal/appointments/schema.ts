@@ -1,5 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import type { Appointment } from "../../db/schema";
+import { json } from "../../http/content";
 import { listingParams } from "../listings/schema";
 
 export const appointmentParams = listingParams.extend({ appointment_id: z.string() });
@@ -25,4 +26,4 @@ export const presentAppointment = (a: Appointment, listingNumber: string) => ({
 });
 
 export const appointmentAnswer = (status: 200 | 201, description: string) =>
-  ({ [status]: { description, content: { "application/json": { schema: AppointmentSchema } } } }) as const;
+  ({ [status]: { description, content: json(AppointmentSchema) } }) as const;

@@ -1,7 +1,7 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { connectCalendar } from "../../calendar/connections";
-import { database } from "../../db/client";
 import { getUserById } from "../../domain/hierarchy";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
 import { userParam } from "./schema";
@@ -29,42 +29,40 @@ export const connectCalendarRoute = internalRoute(["user_not_found", "calendar_f
   request: {
     params: userParam,
     body: {
-      content: {
-        "application/json": {
-          schema: z.discriminatedUnion("provider", [
-            z.strictObject({
-              provider: z.literal("google"),
-              calendar_id: z.string().min(1).max(300),
-              client_id: z.string().min(1),
-              refresh_token: z.string().min(1),
-              access_token: z.string().optional(),
-              access_token_expires_at: z.iso.datetime({ offset: true }).optional(),
-            }),
-            z.strictObject({
-              provider: z.literal("ics"),
-              feed_url: z
-                .url({ protocol: /^https?$/ })
-                .max(2048)
-                .openapi({
-                  description:
-                    "A public https feed (the receiver policy; http to this machine only in local development).",
-                }),
-            }),
-          ]),
-        },
-      },
+      content: json(
+        z.discriminatedUnion("provider", [
+          z.strictObject({
+            provider: z.literal("google"),
+            calendar_id: z.string().min(1).max(300),
+            client_id: z.string().min(1),
+            refresh_token: z.string().min(1),
+            access_token: z.string().optional(),
+            access_token_expires_at: z.iso.datetime({ offset: true }).optional(),
+          }),
+          z.strictObject({
+            provider: z.literal("ics"),
+            feed_url: z
+              .url({ protocol: /^https?$/ })
+              .max(2048)
+              .openapi({
+                description:
+                  "A public https feed (the receiver policy; http to this machine only in local development).",
+              }),
+          }),
+        ]),
+      ),
     },
   },
   responses: {
     200: {
       description: "The connection (without credentials).",
-      content: { "application/json": { schema: ConnectionSchema } },
+      content: json(ConnectionSchema),
     },
   },
 });
 
 export const connectCalendarHandler: RouteHandler<typeof connectCalendarRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const user = await getUserById(db, c.req.valid("param").user_id);
   const b = c.req.valid("json");
   const conn = await connectCalendar(

@@ -1,6 +1,5 @@
 import type { RouteHandler } from "@hono/zod-openapi";
 import { disconnectCalendar } from "../../calendar/connections";
-import { database } from "../../db/client";
 import { getUserById } from "../../domain/hierarchy";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
@@ -17,7 +16,7 @@ export const disconnectCalendarRoute = internalRoute(["user_not_found"], {
 });
 
 export const disconnectCalendarHandler: RouteHandler<typeof disconnectCalendarRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const user = await getUserById(db, c.req.valid("param").user_id);
   await disconnectCalendar(db, user.id);
   return c.body(null, 204);

@@ -1,5 +1,4 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { activateListing } from "../../domain/listing-lifecycle";
 import { findListing } from "../../domain/listing-reads";
 import type { AppEnv } from "../../http/env";
@@ -18,7 +17,7 @@ export const activateListingRoute = internalRoute(["listing_not_found"], {
 });
 
 export const activateListingHandler: RouteHandler<typeof activateListingRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const p = c.req.valid("param");
   const activated = await activateListing(db, await findListing(db, p.agency_id, p.listing_number));
   return c.json(presentListing(activated, c.env.SITE_URL), 200);

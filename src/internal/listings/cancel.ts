@@ -1,7 +1,7 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { cancelListing } from "../../domain/listing-cancel";
 import { findListing } from "../../domain/listing-reads";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
 import { presentListing } from "../../schemas/listings";
@@ -15,13 +15,13 @@ export const cancelListingRoute = internalRoute(["listing_not_found", "listing_a
   summary: "Cancel a listing from the dashboard, also past the no-fee window",
   request: {
     params: listingParams,
-    body: { content: { "application/json": { schema: z.strictObject({ reason: z.string().max(500).optional() }) } } },
+    body: { content: json(z.strictObject({ reason: z.string().max(500).optional() })) },
   },
   responses: listingAnswer("The cancelled listing."),
 });
 
 export const cancelListingHandler: RouteHandler<typeof cancelListingRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const p = c.req.valid("param");
   const listing = await findListing(db, p.agency_id, p.listing_number);
   const cancelled = await cancelListing(db, listing, { reason: c.req.valid("json").reason, source: "dashboard" });

@@ -1,7 +1,7 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { editListing } from "../../domain/listing-edit";
 import { findListing } from "../../domain/listing-reads";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
 import { presentListing } from "../../schemas/listings";
@@ -16,23 +16,21 @@ export const editListingRoute = internalRoute(["listing_not_found", "agent_not_i
   request: {
     params: listingParams,
     body: {
-      content: {
-        "application/json": {
-          schema: z.strictObject({
-            address: z.string().trim().min(1).max(300).optional(),
-            owner_user_id: z.string().optional(),
-            agent_one_id: z.string().optional(),
-            agent_two_id: z.string().nullable().optional(),
-          }),
-        },
-      },
+      content: json(
+        z.strictObject({
+          address: z.string().trim().min(1).max(300).optional(),
+          owner_user_id: z.string().optional(),
+          agent_one_id: z.string().optional(),
+          agent_two_id: z.string().nullable().optional(),
+        }),
+      ),
     },
   },
   responses: listingAnswer("The listing."),
 });
 
 export const editListingHandler: RouteHandler<typeof editListingRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const p = c.req.valid("param");
   const b = c.req.valid("json");
   const listing = await findListing(db, p.agency_id, p.listing_number);

@@ -1,7 +1,7 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { findListing } from "../../domain/listing-reads";
 import { recordOrder } from "../../domain/orders";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
 import { OrderSchema, presentOrder } from "../../schemas/orders";
@@ -16,27 +16,25 @@ export const recordOrderRoute = internalRoute(["listing_not_found", "order_alrea
   request: {
     params: listingParams,
     body: {
-      content: {
-        "application/json": {
-          schema: z.strictObject({
-            type: z.enum(["invoice", "payment"]),
-            amount_minor: z.number().int().min(0),
-            currency: z.string().regex(/^[A-Za-z]{3}$/),
-            status: z.string().min(1).max(40),
-            provider_reference: z.string().max(200).optional(),
-            invoice_id: z.string().optional(),
-            issued_at: instant.optional(),
-            paid_at: instant.optional(),
-          }),
-        },
-      },
+      content: json(
+        z.strictObject({
+          type: z.enum(["invoice", "payment"]),
+          amount_minor: z.number().int().min(0),
+          currency: z.string().regex(/^[A-Za-z]{3}$/),
+          status: z.string().min(1).max(40),
+          provider_reference: z.string().max(200).optional(),
+          invoice_id: z.string().optional(),
+          issued_at: instant.optional(),
+          paid_at: instant.optional(),
+        }),
+      ),
     },
   },
-  responses: { 201: { description: "The recorded order.", content: { "application/json": { schema: OrderSchema } } } },
+  responses: { 201: { description: "The recorded order.", content: json(OrderSchema) } },
 });
 
 export const recordOrderHandler: RouteHandler<typeof recordOrderRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const p = c.req.valid("param");
   const b = c.req.valid("json");
   const listing = await findListing(db, p.agency_id, p.listing_number);

@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { json } from "../../http/content";
 import { ListingSchema } from "../../schemas/listings";
 
 /** A listing named in a dashboard path: the agency first, then its listing number. */
@@ -6,5 +7,4 @@ export const listingParams = z.object({ agency_id: z.string(), listing_number: z
 
 export const instant = z.iso.datetime({ offset: true });
 
-export const listingAnswer = (description: string) =>
-  ({ 200: { description, content: { "application/json": { schema: ListingSchema } } } }) as const;
+export const listingAnswer = (description: string) => ({ 200: { description, content: json(ListingSchema) } }) as const;

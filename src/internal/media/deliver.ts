@@ -1,6 +1,6 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { findListing } from "../../domain/listing-reads";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
 import { deliverListingMedia } from "../../media/delivery-records";
@@ -21,19 +21,17 @@ export const deliverListingMediaRoute = internalRoute(
     request: {
       params: listingParams,
       body: {
-        content: {
-          "application/json": { schema: z.strictObject({ scope: z.enum(["all", "undelivered"]).default("all") }) },
-        },
+        content: json(z.strictObject({ scope: z.enum(["all", "undelivered"]).default("all") })),
       },
     },
     responses: {
-      202: { description: "The queued delivery.", content: { "application/json": { schema: DeliverySchema } } },
+      202: { description: "The queued delivery.", content: json(DeliverySchema) },
     },
   },
 );
 
 export const deliverListingMediaHandler: RouteHandler<typeof deliverListingMediaRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const p = c.req.valid("param");
   const listing = await findListing(db, p.agency_id, p.listing_number);
   const delivery = await deliverListingMedia(c.env, db, listing, c.req.valid("json").scope);

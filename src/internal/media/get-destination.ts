@@ -1,6 +1,6 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { getUserById } from "../../domain/hierarchy";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
 import { getDestination } from "../../media/destinations";
@@ -14,12 +14,12 @@ export const getDeliveryDestinationRoute = internalRoute(["user_not_found", "del
   summary: "Read an agent's delivery destination (without its secret)",
   request: { params: userParams },
   responses: {
-    200: { description: "The destination.", content: { "application/json": { schema: DestinationSchema } } },
+    200: { description: "The destination.", content: json(DestinationSchema) },
   },
 });
 
 export const getDeliveryDestinationHandler: RouteHandler<typeof getDeliveryDestinationRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const user = await getUserById(db, c.req.valid("param").user_id);
   return c.json(presentDestination(await getDestination(db, user)), 200);
 };

@@ -1,6 +1,6 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { findListing } from "../../domain/listing-reads";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
 import { deliveriesOf } from "../../media/delivery-records";
@@ -18,17 +18,13 @@ export const listListingMediaRoute = internalRoute(["listing_not_found"], {
   responses: {
     200: {
       description: "Uploads (oldest first) and deliveries (newest first).",
-      content: {
-        "application/json": {
-          schema: z.object({ uploads: z.array(UploadSchema), deliveries: z.array(DeliverySchema) }),
-        },
-      },
+      content: json(z.object({ uploads: z.array(UploadSchema), deliveries: z.array(DeliverySchema) })),
     },
   },
 });
 
 export const listListingMediaHandler: RouteHandler<typeof listListingMediaRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const p = c.req.valid("param");
   const listing = await findListing(db, p.agency_id, p.listing_number);
   const [uploads, deliveries] = await Promise.all([uploadsOf(db, listing), deliveriesOf(db, listing)]);

@@ -1,5 +1,4 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { getUserById } from "../../domain/hierarchy";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
@@ -19,7 +18,7 @@ export const removeDeliveryDestinationRoute = internalRoute(["user_not_found", "
 export const removeDeliveryDestinationHandler: RouteHandler<typeof removeDeliveryDestinationRoute, AppEnv> = async (
   c,
 ) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   await removeDestination(db, await getUserById(db, c.req.valid("param").user_id));
   return c.body(null, 204);
 };

@@ -1,6 +1,6 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { getUserById } from "../../domain/hierarchy";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
 import { checkEndpoint, saveDestination } from "../../media/destinations";
@@ -18,48 +18,46 @@ export const setDeliveryDestinationRoute = internalRoute(["user_not_found", "inv
   request: {
     params: userParams,
     body: {
-      content: {
-        "application/json": {
-          schema: z.strictObject({
-            endpoint_url: z.url().openapi({
-              description:
-                "The S3 endpoint, e.g. `https://<account>.r2.cloudflarestorage.com`, " +
-                "`https://s3.eu-west-1.amazonaws.com`, `https://s3.us-west-004.backblazeb2.com`.",
-            }),
-            bucket: z
-              .string()
-              .min(3)
-              .max(63)
-              .regex(/^[a-z0-9][a-z0-9.-]+[a-z0-9]$/),
-            region: z.string().min(1).max(40).openapi({
-              description: "The SigV4 region: `auto` for R2, the bucket's region elsewhere.",
-              example: "auto",
-            }),
-            addressing_style: z
-              .enum(["path", "virtual"])
-              .default("path")
-              .openapi({ description: "`path` (endpoint/bucket/key) or `virtual` (bucket.endpoint/key)." }),
-            access_key_id: z.string().min(1).max(128),
-            secret_access_key: z.string().min(1).max(256),
-            path_prefix: z
-              .string()
-              .max(200)
-              // biome-ignore lint/suspicious/noControlCharactersInRegex: no control characters in a folder name.
-              .regex(/^[^\x00-\x1f\\]*$/)
-              .default("")
-              .openapi({ description: "Folder inside the bucket.", example: "listings" }),
+      content: json(
+        z.strictObject({
+          endpoint_url: z.url().openapi({
+            description:
+              "The S3 endpoint, e.g. `https://<account>.r2.cloudflarestorage.com`, " +
+              "`https://s3.eu-west-1.amazonaws.com`, `https://s3.us-west-004.backblazeb2.com`.",
           }),
-        },
-      },
+          bucket: z
+            .string()
+            .min(3)
+            .max(63)
+            .regex(/^[a-z0-9][a-z0-9.-]+[a-z0-9]$/),
+          region: z.string().min(1).max(40).openapi({
+            description: "The SigV4 region: `auto` for R2, the bucket's region elsewhere.",
+            example: "auto",
+          }),
+          addressing_style: z
+            .enum(["path", "virtual"])
+            .default("path")
+            .openapi({ description: "`path` (endpoint/bucket/key) or `virtual` (bucket.endpoint/key)." }),
+          access_key_id: z.string().min(1).max(128),
+          secret_access_key: z.string().min(1).max(256),
+          path_prefix: z
+            .string()
+            .max(200)
+            // biome-ignore lint/suspicious/noControlCharactersInRegex: no control characters in a folder name.
+            .regex(/^[^\x00-\x1f\\]*$/)
+            .default("")
+            .openapi({ description: "Folder inside the bucket.", example: "listings" }),
+        }),
+      ),
     },
   },
   responses: {
-    200: { description: "The destination.", content: { "application/json": { schema: DestinationSchema } } },
+    200: { description: "The destination.", content: json(DestinationSchema) },
   },
 });
 
 export const setDeliveryDestinationHandler: RouteHandler<typeof setDeliveryDestinationRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const user = await getUserById(db, c.req.valid("param").user_id);
   const b = c.req.valid("json");
   checkEndpoint(b.endpoint_url, { allowLocalHttp: c.env.ALLOW_HTTP_RECEIVERS === "true" });

@@ -1,6 +1,6 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { createSession } from "../../domain/sessions";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
 import { SESSION_COOKIE } from "../../http/session-auth";
@@ -16,23 +16,19 @@ export const createSessionRoute = internalRoute(["user_not_found"], {
     "which POST /api/v1/media/upload accepts.",
   request: {
     body: {
-      content: {
-        "application/json": {
-          schema: z.strictObject({ user_id: z.string(), ttl_minutes: z.number().int().min(1).max(43200).optional() }),
-        },
-      },
+      content: json(
+        z.strictObject({ user_id: z.string(), ttl_minutes: z.number().int().min(1).max(43200).optional() }),
+      ),
     },
   },
   responses: {
     201: {
       description: "The session token (shown once) and a ready Set-Cookie value.",
-      content: {
-        "application/json": {
-          schema: z
-            .object({ cookie_name: z.string(), token: z.string(), expires_at: z.string(), set_cookie: z.string() })
-            .openapi("DashboardSession"),
-        },
-      },
+      content: json(
+        z
+          .object({ cookie_name: z.string(), token: z.string(), expires_at: z.string(), set_cookie: z.string() })
+          .openapi("DashboardSession"),
+      ),
     },
   },
 });
@@ -40,7 +36,7 @@ export const createSessionRoute = internalRoute(["user_not_found"], {
 export const createSessionHandler: RouteHandler<typeof createSessionRoute, AppEnv> = async (c) => {
   const b = c.req.valid("json");
   const { token, expiresAt } = await createSession(
-    database(c.env.DB),
+    c.var.db,
     b.user_id,
     b.ttl_minutes ? b.ttl_minutes * 60_000 : undefined,
   );

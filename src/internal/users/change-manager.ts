@@ -1,7 +1,7 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { changeManager } from "../../domain/hierarchy";
 import { refreshKeysMintedBy } from "../../durable/key-changes";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
 import { withRenames } from "../../http/validation";
@@ -22,11 +22,7 @@ export const changeManagerRoute = internalRoute(
     request: {
       params: userParam,
       body: {
-        content: {
-          "application/json": {
-            schema: withRenames(z.strictObject({ manager_id: z.string().nullable() }), { managerId: "manager_id" }),
-          },
-        },
+        content: json(withRenames(z.strictObject({ manager_id: z.string().nullable() }), { managerId: "manager_id" })),
       },
     },
     responses: userResponse("The moved user."),
@@ -34,7 +30,7 @@ export const changeManagerRoute = internalRoute(
 );
 
 export const changeManagerHandler: RouteHandler<typeof changeManagerRoute, AppEnv> = async (c) => {
-  const moved = await changeManager(database(c.env.DB), c.req.valid("param").user_id, c.req.valid("json").manager_id);
+  const moved = await changeManager(c.var.db, c.req.valid("param").user_id, c.req.valid("json").manager_id);
   // The keys' gates are told even when nothing changed, so repeating a call whose
   // notice was cut short completes it.
   await refreshKeysMintedBy(c.env, moved.id, { subtree: true });

@@ -1,7 +1,7 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { createUser } from "../../domain/hierarchy";
 import { ROLES } from "../../domain/roles";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
 import { withRenames } from "../../http/validation";
@@ -20,33 +20,31 @@ export const createUserRoute = internalRoute(
       "must be media_agency or broker (or a platform role in the platform agency). Emits `user.signed_up`.",
     request: {
       body: {
-        content: {
-          "application/json": {
-            // The user record spells the manager `managerId`; a request must say `manager_id`.
-            schema: withRenames(
-              z.strictObject({
-                agency_id: z.string().optional(),
-                manager_id: z.string().nullable().optional(),
-                role: z.enum(ROLES).openapi({ example: "agent" }),
-                name: z.string().min(1).max(200),
-                email: z.email(),
-                source: z.enum(["admin_create", "invite"]).optional(),
-              }),
-              { managerId: "manager_id" },
-            ),
-          },
-        },
+        // The user record spells the manager `managerId`; a request must say `manager_id`.
+        content: json(
+          withRenames(
+            z.strictObject({
+              agency_id: z.string().optional(),
+              manager_id: z.string().nullable().optional(),
+              role: z.enum(ROLES).openapi({ example: "agent" }),
+              name: z.string().min(1).max(200),
+              email: z.email(),
+              source: z.enum(["admin_create", "invite"]).optional(),
+            }),
+            { managerId: "manager_id" },
+          ),
+        ),
       },
     },
     responses: {
-      201: { description: "The user.", content: { "application/json": { schema: InternalUserSchema } } },
+      201: { description: "The user.", content: json(InternalUserSchema) },
     },
   },
 );
 
 export const createUserHandler: RouteHandler<typeof createUserRoute, AppEnv> = async (c) => {
   const b = c.req.valid("json");
-  const user = await createUser(database(c.env.DB), {
+  const user = await createUser(c.var.db, {
     agencyId: b.agency_id,
     managerId: b.manager_id,
     role: b.role,

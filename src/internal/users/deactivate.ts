@@ -1,7 +1,7 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { deactivateUser } from "../../domain/hierarchy";
 import { refreshKeysMintedBy } from "../../durable/key-changes";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
 import { presentInternalUser, userParam, userResponse } from "./schema";
@@ -19,16 +19,14 @@ export const deactivateUserRoute = internalRoute(["user_not_found"], {
   request: {
     params: userParam,
     body: {
-      content: {
-        "application/json": { schema: z.strictObject({ reason: z.enum(["deactivated", "suspended"]).optional() }) },
-      },
+      content: json(z.strictObject({ reason: z.enum(["deactivated", "suspended"]).optional() })),
     },
   },
   responses: userResponse("The deactivated user."),
 });
 
 export const deactivateUserHandler: RouteHandler<typeof deactivateUserRoute, AppEnv> = async (c) => {
-  const user = await deactivateUser(database(c.env.DB), c.req.valid("param").user_id, c.req.valid("json").reason);
+  const user = await deactivateUser(c.var.db, c.req.valid("param").user_id, c.req.valid("json").reason);
   // Told even when nothing changed, so repeating a call whose notice was cut short completes it.
   await refreshKeysMintedBy(c.env, user.id, { subtree: false });
   return c.json(presentInternalUser(user), 200);

@@ -1,5 +1,4 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { getUserById } from "../../domain/hierarchy";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
@@ -16,4 +15,4 @@ export const getUserRoute = internalRoute(["user_not_found"], {
 });
 
 export const getUserHandler: RouteHandler<typeof getUserRoute, AppEnv> = async (c) =>
-  c.json(presentInternalUser(await getUserById(database(c.env.DB), c.req.valid("param").user_id)), 200);
+  c.json(presentInternalUser(await getUserById(c.var.db, c.req.valid("param").user_id)), 200);

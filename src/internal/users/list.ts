@@ -1,6 +1,6 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { pageAgencyUsers } from "../../domain/users";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
 import { cursorQuery, pageBody, pageSchema } from "../../schemas/page";
@@ -16,13 +16,13 @@ export const listUsersRoute = internalRoute([], {
   responses: {
     200: {
       description: "A page of users.",
-      content: { "application/json": { schema: pageSchema(InternalUserSchema, "InternalUserPage") } },
+      content: json(pageSchema(InternalUserSchema, "InternalUserPage")),
     },
   },
 });
 
 export const listUsersHandler: RouteHandler<typeof listUsersRoute, AppEnv> = async (c) => {
   const { cursor, limit, agency_id } = c.req.valid("query");
-  const page = await pageAgencyUsers(database(c.env.DB), agency_id, { secret: c.env.SECRET_KEY, cursor, limit });
+  const page = await pageAgencyUsers(c.var.db, agency_id, { secret: c.env.SECRET_KEY, cursor, limit });
   return c.json(pageBody(page, presentInternalUser), 200);
 };

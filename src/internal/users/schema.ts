@@ -1,5 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import type { User } from "../../db/schema";
+import { json } from "../../http/content";
 import { presentUser, UserSchema } from "../../schemas/users";
 
 export const InternalUserSchema = UserSchema.extend({
@@ -9,6 +10,6 @@ export const InternalUserSchema = UserSchema.extend({
 export const presentInternalUser = (u: User) => ({ ...presentUser(u), agency_id: u.agencyId });
 
 export const userResponse = (description: string, status: 200 | 201 = 200) =>
-  ({ [status]: { description, content: { "application/json": { schema: InternalUserSchema } } } }) as const;
+  ({ [status]: { description, content: json(InternalUserSchema) } }) as const;
 
 export const userParam = z.object({ user_id: z.string() });

@@ -1,5 +1,5 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
 import { cursorQuery, pageSchema } from "../../schemas/page";
@@ -24,7 +24,7 @@ export const listWebhookDeliveriesRoute = internalRoute([], {
   responses: {
     200: {
       description: "A page of deliveries.",
-      content: { "application/json": { schema: pageSchema(DeliverySchema, "WebhookDeliveryPage") } },
+      content: json(pageSchema(DeliverySchema, "WebhookDeliveryPage")),
     },
   },
 });
@@ -32,7 +32,7 @@ export const listWebhookDeliveriesRoute = internalRoute([], {
 export const listWebhookDeliveriesHandler: RouteHandler<typeof listWebhookDeliveriesRoute, AppEnv> = async (c) => {
   const { agency_id } = c.req.valid("param");
   const { cursor, limit, status, event_id } = c.req.valid("query");
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const page = await pageDeliveries(
     db,
     agency_id,

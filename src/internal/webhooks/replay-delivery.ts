@@ -1,5 +1,5 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
 import { attemptsOf } from "../../webhooks/attempt-history";
@@ -16,11 +16,11 @@ export const replayWebhookDeliveryRoute = internalRoute(["webhook_delivery_not_f
     "Sends the event to the endpoint again, as a new attempt with a fresh timestamp and nonce and the same event_id; " +
     "the retry schedule starts over.",
   request: { params: z.object({ delivery_id: z.string() }) },
-  responses: { 202: { description: "Queued again.", content: { "application/json": { schema: DeliverySchema } } } },
+  responses: { 202: { description: "Queued again.", content: json(DeliverySchema) } },
 });
 
 export const replayWebhookDeliveryHandler: RouteHandler<typeof replayWebhookDeliveryRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const updated = await replayDelivery(db, c.env.WEBHOOK_QUEUE, c.req.valid("param").delivery_id);
   const [presented] = presentDeliveries([updated], await attemptsOf(db, [updated.id]));
   return c.json(presented!, 202);

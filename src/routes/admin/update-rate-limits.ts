@@ -1,6 +1,7 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { DEFAULT_BUDGETS, ENDPOINT_NAMES, effectiveBudgets, MAX_BUDGET, MIN_BUDGET } from "../../domain/budgets";
 import { changeKey } from "../../durable/key-changes";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
 import { BudgetOverridesInput, budgetSchema as budget } from "../../schemas/budgets";
@@ -33,26 +34,24 @@ export const updateRateLimitsRoute = publicRoute(
     request: {
       params: z.object({ key_id: z.string().openapi({ example: "key_0mhx3k2a1q8v2l0c9z7rj4" }) }),
       body: {
-        content: {
-          "application/json": {
-            schema: z
-              .strictObject({
-                overrides: BudgetOverridesInput.openapi({
-                  description:
-                    `Budgets by endpoint name, ${MIN_BUDGET} to ${MAX_BUDGET} requests per 60 s; ` +
-                    "null clears an override.",
-                  example: { create_listing: 500, upload_media: null },
-                }),
-              })
-              .openapi("RateLimitsUpdate"),
-          },
-        },
+        content: json(
+          z
+            .strictObject({
+              overrides: BudgetOverridesInput.openapi({
+                description:
+                  `Budgets by endpoint name, ${MIN_BUDGET} to ${MAX_BUDGET} requests per 60 s; ` +
+                  "null clears an override.",
+                example: { create_listing: 500, upload_media: null },
+              }),
+            })
+            .openapi("RateLimitsUpdate"),
+        ),
       },
     },
     responses: {
       200: {
         description: "The key's overrides and effective budgets.",
-        content: { "application/json": { schema: RateLimitsSchema } },
+        content: json(RateLimitsSchema),
       },
     },
   },

@@ -1,4 +1,5 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { ERROR_DOCS_PATH } from "../../http/openapi-errors";
 import { publicRoute } from "../../http/route";
@@ -43,7 +44,7 @@ export const errorCatalogRoute = publicRoute(
       "Every `error.code` the API can answer, with its status, whether a retry helps and what to do. Needs no " +
       "key. Each error envelope's `doc_url` links to the code's entry in the human-readable catalog.",
     responses: {
-      200: { description: "The catalog.", content: { "application/json": { schema: ErrorCatalogSchema } } },
+      200: { description: "The catalog.", content: json(ErrorCatalogSchema) },
     },
   },
 );

@@ -1,6 +1,6 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { EVENT_RETENTION_DAYS, findEvent } from "../../domain/event-log";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
 import { EventSchema, eventIdParam, presentEvent } from "../../schemas/event-log";
@@ -18,11 +18,11 @@ export const getEventRoute = publicRoute(
       `\`created_at\` in place of the per-attempt \`timestamp\` and \`nonce\`. An event older than ` +
       `${EVENT_RETENTION_DAYS} days, another agency's event, or an unknown id answers 404 \`event_not_found\`.`,
     request: { params: eventIdParam },
-    responses: { 200: { description: "The event.", content: { "application/json": { schema: EventSchema } } } },
+    responses: { 200: { description: "The event.", content: json(EventSchema) } },
   },
 );
 
 export const getEventHandler: RouteHandler<typeof getEventRoute, AppEnv> = async (c) => {
-  const event = await findEvent(database(c.env.DB), c.get("caller").agencyId, c.req.valid("param").event_id);
+  const event = await findEvent(c.var.db, c.get("caller").agencyId, c.req.valid("param").event_id);
   return c.json(presentEvent(event), 200);
 };

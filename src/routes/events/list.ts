@@ -1,7 +1,7 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { EVENT_RETENTION_DAYS, eventWindow, pageEvents } from "../../domain/event-log";
 import { EVENT_TYPE_NAMES } from "../../domain/events";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
 import { EventSchema, presentEvent } from "../../schemas/event-log";
@@ -46,7 +46,7 @@ export const listEventsRoute = publicRoute(
       }),
     },
     responses: {
-      200: { description: "A page of events.", content: { "application/json": { schema: EventPageSchema } } },
+      200: { description: "A page of events.", content: json(EventPageSchema) },
     },
   },
 );
@@ -54,7 +54,7 @@ export const listEventsRoute = publicRoute(
 export const listEventsHandler: RouteHandler<typeof listEventsRoute, AppEnv> = async (c) => {
   const { cursor, limit, type, created_after, created_before } = c.req.valid("query");
   const page = await pageEvents(
-    database(c.env.DB),
+    c.var.db,
     c.get("caller").agencyId,
     { type, ...eventWindow(created_after, created_before) },
     { secret: c.env.SECRET_KEY, cursor, limit },

@@ -1,6 +1,5 @@
 import { Hono } from "hono";
 import { applyStripeEvent, verifyStripeSignature } from "../../billing/stripe";
-import { database } from "../../db/client";
 import type { AppEnv } from "../../http/env";
 import { readBodyText } from "../../http/wire";
 import { DomainError } from "../../lib/errors";
@@ -26,6 +25,6 @@ export const stripeHook = new Hono<AppEnv>().post(STRIPE_HOOK_PATH, async (c) =>
   } catch {
     throw new DomainError("request_body_not_json", { details: { parse_error_position: null } });
   }
-  const outcome = await applyStripeEvent(database(c.env.DB), event);
+  const outcome = await applyStripeEvent(c.var.db, event);
   return c.json({ received: true, outcome }, 200);
 });

@@ -1,7 +1,7 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { cancelListing } from "../../domain/listing-cancel";
 import { findListing } from "../../domain/listing-reads";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency";
 import { publicRoute } from "../../http/route";
@@ -28,31 +28,29 @@ export const cancelListingRoute = publicRoute(
     request: {
       params: listingNumberParam,
       body: {
-        content: {
-          "application/json": {
-            schema: z
-              .strictObject({
-                reason: z
-                  .string()
-                  .trim()
-                  .min(1)
-                  .max(500)
-                  .optional()
-                  .openapi({ description: "Why the listing is cancelled.", example: "Seller withdrew" }),
-              })
-              .openapi("CancelListing"),
-          },
-        },
+        content: json(
+          z
+            .strictObject({
+              reason: z
+                .string()
+                .trim()
+                .min(1)
+                .max(500)
+                .optional()
+                .openapi({ description: "Why the listing is cancelled.", example: "Seller withdrew" }),
+            })
+            .openapi("CancelListing"),
+        ),
       },
     },
     responses: {
-      200: { description: "The cancelled listing.", content: { "application/json": { schema: ListingSchema } } },
+      200: { description: "The cancelled listing.", content: json(ListingSchema) },
     },
   },
 );
 
 export const cancelListingHandler: RouteHandler<typeof cancelListingRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const listing = await findListing(db, c.get("caller").agencyId, c.req.valid("param").listing_number);
   const mark = idempotencyMark(c, db, {
     status: 200,

@@ -1,6 +1,6 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { createListing } from "../../domain/listing-create";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency";
 import { publicRoute } from "../../http/route";
@@ -49,16 +49,16 @@ export const createListingRoute = publicRoute(
       "Creates a listing in `Coming Soon`, not yet activated (activation and credit capture happen in the " +
       "dashboard). `address`, `owner_user_id` and `agent_one_id` are required. A `listing.created` webhook " +
       "follows within seconds.",
-    request: { body: { content: { "application/json": { schema: CreateListingBody } } } },
+    request: { body: { content: json(CreateListingBody) } },
     responses: {
-      201: { description: "The created listing.", content: { "application/json": { schema: ListingSchema } } },
+      201: { description: "The created listing.", content: json(ListingSchema) },
     },
   },
 );
 
 export const createListingHandler: RouteHandler<typeof createListingRoute, AppEnv> = async (c) => {
   const b = c.req.valid("json");
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const listing = await createListing(
     db,
     c.get("caller").agencyId,

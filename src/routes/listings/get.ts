@@ -1,6 +1,6 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { findListing } from "../../domain/listing-reads";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
 import { ListingSchema, listingNumberParam, presentListing } from "../../schemas/listings";
@@ -17,11 +17,11 @@ export const getListingRoute = publicRoute(
       "A listing of your agency. Another agency's listing answers 404 `listing_not_found`, exactly like an " +
       "unknown number.",
     request: { params: listingNumberParam },
-    responses: { 200: { description: "The listing.", content: { "application/json": { schema: ListingSchema } } } },
+    responses: { 200: { description: "The listing.", content: json(ListingSchema) } },
   },
 );
 
 export const getListingHandler: RouteHandler<typeof getListingRoute, AppEnv> = async (c) => {
-  const listing = await findListing(database(c.env.DB), c.get("caller").agencyId, c.req.valid("param").listing_number);
+  const listing = await findListing(c.var.db, c.get("caller").agencyId, c.req.valid("param").listing_number);
   return c.json(ListingSchema.parse(presentListing(listing, c.env.SITE_URL)), 200);
 };

@@ -1,7 +1,7 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { LISTING_STATUSES } from "../../domain/listing-lifecycle";
 import { pageListings } from "../../domain/listing-reads";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
 import { ListingSchema, presentListing } from "../../schemas/listings";
@@ -32,7 +32,7 @@ export const listListingsRoute = publicRoute(
       }),
     },
     responses: {
-      200: { description: "A page of listings.", content: { "application/json": { schema: ListingPageSchema } } },
+      200: { description: "A page of listings.", content: json(ListingPageSchema) },
     },
   },
 );
@@ -40,7 +40,7 @@ export const listListingsRoute = publicRoute(
 export const listListingsHandler: RouteHandler<typeof listListingsRoute, AppEnv> = async (c) => {
   const { cursor, limit, status, agent_id } = c.req.valid("query");
   const page = await pageListings(
-    database(c.env.DB),
+    c.var.db,
     c.get("caller").agencyId,
     { status, personId: agent_id },
     { secret: c.env.SECRET_KEY, cursor, limit },

@@ -1,7 +1,7 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { findListing } from "../../domain/listing-reads";
 import { pageOrders } from "../../domain/orders";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
 import { listingNumberParam } from "../../schemas/listings";
@@ -22,13 +22,13 @@ export const listOrdersRoute = publicRoute(
       "A cursor page of the invoices and payments tied to the listing, oldest first. Billing is read-only here.",
     request: { params: listingNumberParam, query: z.strictObject(cursorQuery) },
     responses: {
-      200: { description: "A page of orders.", content: { "application/json": { schema: OrderPageSchema } } },
+      200: { description: "A page of orders.", content: json(OrderPageSchema) },
     },
   },
 );
 
 export const listOrdersHandler: RouteHandler<typeof listOrdersRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const listing = await findListing(db, c.get("caller").agencyId, c.req.valid("param").listing_number);
   const { cursor, limit } = c.req.valid("query");
   const page = await pageOrders(db, listing, { secret: c.env.SECRET_KEY, cursor, limit });

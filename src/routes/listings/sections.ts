@@ -1,9 +1,9 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import { database } from "../../db/client";
 import type { Listing } from "../../db/schema";
 import { findListing } from "../../domain/listing-reads";
 import { floorplanValue, MAX_FLOORPLANS, nextMatterport, type SectionValue, writeSection } from "../../domain/sections";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency";
 import { publicRoute } from "../../http/route";
@@ -21,7 +21,7 @@ const url = (description: string) =>
 const answer = {
   200: {
     description: "The listing with its updated section.",
-    content: { "application/json": { schema: ListingSchema } },
+    content: json(ListingSchema),
   },
 };
 
@@ -43,21 +43,19 @@ export const floorplanRoute = publicRoute(
     request: {
       params: listingNumberParam,
       body: {
-        content: {
-          "application/json": {
-            schema: z
-              .strictObject({
-                operation: z.enum(["set", "replace", "append"]).openapi({ example: "append" }),
-                url: url("Required by set and append.").optional(),
-                urls: z
-                  .array(url("A floorplan URL."))
-                  .max(MAX_FLOORPLANS)
-                  .optional()
-                  .openapi({ description: "Required by replace: the whole new list." }),
-              })
-              .openapi("UpdateFloorplan"),
-          },
-        },
+        content: json(
+          z
+            .strictObject({
+              operation: z.enum(["set", "replace", "append"]).openapi({ example: "append" }),
+              url: url("Required by set and append.").optional(),
+              urls: z
+                .array(url("A floorplan URL."))
+                .max(MAX_FLOORPLANS)
+                .optional()
+                .openapi({ description: "Required by replace: the whole new list." }),
+            })
+            .openapi("UpdateFloorplan"),
+        ),
       },
     },
     responses: answer,
@@ -72,7 +70,7 @@ async function updateSection(
   operation: string,
   value: (listing: Listing) => SectionValue,
 ) {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const listing = await findListing(db, c.get("caller").agencyId, listingNumber);
   const mark = idempotencyMark(c, db, {
     status: 200,
@@ -104,20 +102,18 @@ export const matterportRoute = publicRoute(guard, {
   request: {
     params: listingNumberParam,
     body: {
-      content: {
-        "application/json": {
-          schema: z
-            .strictObject({
-              operation: z.enum(["set", "remove"]).openapi({ example: "set" }),
-              url: z
-                .string()
-                .max(2048)
-                .optional()
-                .openapi({ description: "Required by set.", example: "https://my.matterport.com/show/?m=SxQL3iGyvQk" }),
-            })
-            .openapi("UpdateMatterport"),
-        },
-      },
+      content: json(
+        z
+          .strictObject({
+            operation: z.enum(["set", "remove"]).openapi({ example: "set" }),
+            url: z
+              .string()
+              .max(2048)
+              .optional()
+              .openapi({ description: "Required by set.", example: "https://my.matterport.com/show/?m=SxQL3iGyvQk" }),
+          })
+          .openapi("UpdateMatterport"),
+      ),
     },
   },
   responses: answer,

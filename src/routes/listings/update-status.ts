@@ -1,7 +1,7 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { changeStatus, SETTABLE_STATUSES } from "../../domain/listing-lifecycle";
 import { findListing } from "../../domain/listing-reads";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency";
 import { publicRoute } from "../../http/route";
@@ -27,27 +27,23 @@ export const updateStatusRoute = publicRoute(
     request: {
       params: listingNumberParam,
       body: {
-        content: {
-          "application/json": {
-            schema: z
-              .strictObject({
-                new_status: z
-                  .enum(SETTABLE_STATUSES)
-                  .openapi({ description: "The status to move to.", example: "Sold" }),
-              })
-              .openapi("UpdateListingStatus"),
-          },
-        },
+        content: json(
+          z
+            .strictObject({
+              new_status: z.enum(SETTABLE_STATUSES).openapi({ description: "The status to move to.", example: "Sold" }),
+            })
+            .openapi("UpdateListingStatus"),
+        ),
       },
     },
     responses: {
-      200: { description: "The updated listing.", content: { "application/json": { schema: ListingSchema } } },
+      200: { description: "The updated listing.", content: json(ListingSchema) },
     },
   },
 );
 
 export const updateStatusHandler: RouteHandler<typeof updateStatusRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const listing = await findListing(db, c.get("caller").agencyId, c.req.valid("param").listing_number);
   const mark = idempotencyMark(c, db, {
     status: 200,

@@ -1,5 +1,4 @@
 import { type Context, Hono } from "hono";
-import { database } from "../../db/client";
 import type { AppEnv } from "../../http/env";
 import { DomainError } from "../../lib/errors";
 import { checkLocalUploadUrl } from "../../media/local-signing";
@@ -18,7 +17,7 @@ export const LOCAL_UPLOAD_PATH = "/uploads/{upload_id}";
  * half-written or written over.
  */
 export async function localUpload(c: Context<AppEnv>) {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const upload = await findUpload(db, c.req.param("upload_id") ?? "");
   if (!upload) throw new DomainError("upload_url_invalid");
   const check = await checkLocalUploadUrl(c.env.SECRET_KEY, upload, c.req.query("expires"), c.req.query("sig"));

@@ -1,6 +1,6 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { findListing } from "../../domain/listing-reads";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency";
 import { publicRoute } from "../../http/route";
@@ -47,9 +47,9 @@ export const uploadMediaRoute = publicRoute(
       "",
       "503 `queue_unavailable` (with `Retry-After`) means nothing was recorded; retry with the same idempotency key.",
     ].join("\n"),
-    request: { body: { content: { "application/json": { schema: UploadRequestSchema } } } },
+    request: { body: { content: json(UploadRequestSchema) } },
     responses: {
-      201: { description: "The upload destination.", content: { "application/json": { schema: UploadTargetSchema } } },
+      201: { description: "The upload destination.", content: json(UploadTargetSchema) },
     },
   },
 );
@@ -58,7 +58,7 @@ export const uploadMediaHandler: RouteHandler<typeof uploadMediaRoute, AppEnv> =
   const b = c.req.valid("json");
   const caller = c.get("caller");
   const contentType = checkUpload(b.asset_type, b.content_type, b.size_bytes);
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const listing = b.listing_number ? await findListing(db, caller.agencyId, b.listing_number) : null;
   const upload = await createUpload(
     db,

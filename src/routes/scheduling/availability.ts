@@ -2,8 +2,8 @@ import { type RouteHandler, z } from "@hono/zod-openapi";
 import { resolveConnection, sourceFor } from "../../calendar/connections";
 import { freeSlots, WORKING_HOURS } from "../../calendar/slots";
 import { isTimeZone } from "../../calendar/zoned";
-import { database } from "../../db/client";
 import { activeUserOfAgency } from "../../domain/users";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
 
@@ -89,7 +89,7 @@ export const availabilityRoute = publicRoute(
           path: ["to"],
         }),
     },
-    responses: { 200: { description: "Free slots.", content: { "application/json": { schema: AvailabilitySchema } } } },
+    responses: { 200: { description: "Free slots.", content: json(AvailabilitySchema) } },
   },
 );
 
@@ -98,7 +98,7 @@ const DAY_NAMES = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"];
 export const availabilityHandler: RouteHandler<typeof availabilityRoute, AppEnv> = async (c) => {
   const q = c.req.valid("query");
   const caller = c.get("caller");
-  const db = database(c.env.DB);
+  const db = c.var.db;
   // Every subject, defaulted or given, is an active user of the caller's agency: a key
   // whose minting user moved away never reads the other agency's calendar.
   const subject = await activeUserOfAgency(db, caller.agencyId, q.user_id ?? caller.userId);

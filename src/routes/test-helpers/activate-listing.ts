@@ -1,12 +1,12 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { activateListing } from "../../domain/listing-lifecycle";
 import { findListing } from "../../domain/listing-reads";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency";
 import { publicRoute } from "../../http/route";
 import { ListingSchema, listingNumberParam, presentListing } from "../../schemas/listings";
-import { helperGuard, json, TEST_HELPERS_TAG } from "./schema";
+import { helperGuard, TEST_HELPERS_TAG } from "./schema";
 
 export const activateListingRoute = publicRoute(helperGuard("listings:write", ["listing_not_found"]), {
   method: "post",
@@ -18,11 +18,11 @@ export const activateListingRoute = publicRoute(helperGuard("listings:write", ["
     "What the dashboard does when the listing's credit is captured: `is_activated` becomes true, so " +
     "`PATCH /api/v1/listings/{listing_number}/status` can move it. Activating an activated listing changes nothing.",
   request: { params: listingNumberParam },
-  responses: { 200: { description: "The activated listing.", ...json(ListingSchema) } },
+  responses: { 200: { description: "The activated listing.", content: json(ListingSchema) } },
 });
 
 export const activateListingHandler: RouteHandler<typeof activateListingRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const listing = await findListing(db, c.get("caller").agencyId, c.req.valid("param").listing_number);
   const mark = idempotencyMark(c, db, { status: 200, resourceType: "listing", resourceId: listing.id });
   const activated = await activateListing(db, listing, mark);

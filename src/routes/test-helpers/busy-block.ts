@@ -1,11 +1,11 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { writeSandboxBusyBlock } from "../../calendar/sandbox";
-import { database } from "../../db/client";
 import { activeUserOfAgency } from "../../domain/users";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency";
 import { publicRoute } from "../../http/route";
-import { helperGuard, instant, json, TEST_HELPERS_TAG, userIdParam } from "./schema";
+import { helperGuard, instant, TEST_HELPERS_TAG, userIdParam } from "./schema";
 
 export const BusyBlockSchema = z.object({
   event_id: z.string().openapi({
@@ -40,29 +40,31 @@ export const busyBlockRoute = publicRoute(
       "a shoot stored on it as `moved`). A calendar keeps its 200 most recently written blocks.",
     request: {
       params: userIdParam,
-      body: json(
-        z.strictObject({
-          starts_at: instant("Start of the busy time.", "2026-12-02T17:00:00Z"),
-          ends_at: instant("End of the busy time; after `starts_at`.", "2026-12-02T19:00:00Z"),
-          event_id: z
-            .string()
-            .min(1)
-            .max(300)
-            .optional()
-            .openapi({ description: "The block's calendar event id; minted when omitted.", example: "busy_shoot_1" }),
-          replace_calendar: z.boolean().default(false).openapi({
-            description: "Replace the user's own Google or ICS calendar connection with a sandbox calendar.",
-            example: false,
+      body: {
+        content: json(
+          z.strictObject({
+            starts_at: instant("Start of the busy time.", "2026-12-02T17:00:00Z"),
+            ends_at: instant("End of the busy time; after `starts_at`.", "2026-12-02T19:00:00Z"),
+            event_id: z
+              .string()
+              .min(1)
+              .max(300)
+              .optional()
+              .openapi({ description: "The block's calendar event id; minted when omitted.", example: "busy_shoot_1" }),
+            replace_calendar: z.boolean().default(false).openapi({
+              description: "Replace the user's own Google or ICS calendar connection with a sandbox calendar.",
+              example: false,
+            }),
           }),
-        }),
-      ),
+        ),
+      },
     },
-    responses: { 201: { description: "The busy block.", ...json(BusyBlockSchema) } },
+    responses: { 201: { description: "The busy block.", content: json(BusyBlockSchema) } },
   },
 );
 
 export const busyBlockHandler: RouteHandler<typeof busyBlockRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const b = c.req.valid("json");
   const user = await activeUserOfAgency(db, c.get("caller").agencyId, c.req.valid("param").user_id);
   const { block, connection } = await writeSandboxBusyBlock(

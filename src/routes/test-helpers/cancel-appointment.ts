@@ -1,19 +1,13 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import { type Db, database } from "../../db/client";
+import type { Db } from "../../db/client";
 import { cancelAppointment, getAppointment } from "../../domain/appointments";
 import { findListing } from "../../domain/listing-reads";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency";
 import { publicRoute } from "../../http/route";
 import { DomainError } from "../../lib/errors";
-import {
-  AppointmentSchema,
-  appointmentParams,
-  helperGuard,
-  json,
-  presentAppointment,
-  TEST_HELPERS_TAG,
-} from "./schema";
+import { AppointmentSchema, appointmentParams, helperGuard, presentAppointment, TEST_HELPERS_TAG } from "./schema";
 
 /** An appointment of the agency's listing; one of another listing is `appointment_not_found`. */
 export async function appointmentOfListing(
@@ -40,12 +34,12 @@ export const cancelAppointmentRoute = publicRoute(
       "`appointment_not_scheduled`. Cancelling the listing (`POST /api/v1/listings/{listing_number}/cancel`) " +
       "cancels its shoots too, with `reason` `listing_cancelled`.",
     request: { params: appointmentParams },
-    responses: { 200: { description: "The cancelled appointment.", ...json(AppointmentSchema) } },
+    responses: { 200: { description: "The cancelled appointment.", content: json(AppointmentSchema) } },
   },
 );
 
 export const cancelAppointmentHandler: RouteHandler<typeof cancelAppointmentRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const { listing, appointment } = await appointmentOfListing(db, c.get("caller").agencyId, c.req.valid("param"));
   const cancelled = await cancelAppointment(
     db,

@@ -1,12 +1,12 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { STRIPE_SUBSCRIPTION_ID, subscriptionDeleted } from "../../billing/sandbox";
 import { applyStripeEvent } from "../../billing/stripe";
-import { database } from "../../db/client";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency";
 import { publicRoute } from "../../http/route";
 import { SubscriptionSchema } from "./create-subscription";
-import { helperGuard, json, TEST_HELPERS_TAG } from "./schema";
+import { helperGuard, TEST_HELPERS_TAG } from "./schema";
 
 export const cancelSubscriptionRoute = publicRoute(helperGuard("webhooks:write", ["validation_string_pattern"]), {
   method: "post",
@@ -28,11 +28,11 @@ export const cancelSubscriptionRoute = publicRoute(helperGuard("webhooks:write",
         .openapi({ description: "The subscription's id (`sub_…`).", example: "sub_3k2a1q8v2l0c9z7rj4mhx0ab" }),
     }),
   },
-  responses: { 200: { description: "The ended subscription.", ...json(SubscriptionSchema) } },
+  responses: { 200: { description: "The ended subscription.", content: json(SubscriptionSchema) } },
 });
 
 export const cancelSubscriptionHandler: RouteHandler<typeof cancelSubscriptionRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const subscriptionId = c.req.valid("param").subscription_id;
   const event = subscriptionDeleted(c.get("caller").agencyId, subscriptionId);
   const outcome = await applyStripeEvent(db, event, idempotencyMark(c, db, { status: 200 }));

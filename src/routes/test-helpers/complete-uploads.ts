@@ -1,11 +1,11 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { findListing } from "../../domain/listing-reads";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
 import { COMPLETE_UPLOADS_LIMIT, completePendingUploads } from "../../media/sandbox";
 import { listingNumberParam } from "../../schemas/listings";
-import { helperGuard, json, TEST_HELPERS_TAG } from "./schema";
+import { helperGuard, TEST_HELPERS_TAG } from "./schema";
 
 export const CompletedUploadsSchema = z.object({
   listing_number: z.string().openapi({ example: "k3v9x2a" }),
@@ -39,13 +39,13 @@ export const completeUploadsRoute = publicRoute(
       "`POST /api/v1/test_helpers/users/{user_id}/delivery_destination`. No pending upload is 409 " +
       `\`no_pending_uploads\`. At most ${COMPLETE_UPLOADS_LIMIT} uploads, oldest first, complete per call.`,
     request: { params: listingNumberParam },
-    responses: { 200: { description: "The completed uploads.", ...json(CompletedUploadsSchema) } },
+    responses: { 200: { description: "The completed uploads.", content: json(CompletedUploadsSchema) } },
   },
 );
 
 // Running it again completes only what is still pending, so a repeat after a lost answer does no harm.
 export const completeUploadsHandler: RouteHandler<typeof completeUploadsRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const listing = await findListing(db, c.get("caller").agencyId, c.req.valid("param").listing_number);
   const done = await completePendingUploads(db, c.env, listing);
   return c.json(

@@ -1,11 +1,11 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { subscriptionCreated } from "../../billing/sandbox";
 import { applyStripeEvent } from "../../billing/stripe";
-import { database } from "../../db/client";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency";
 import { publicRoute } from "../../http/route";
-import { helperGuard, json, StripeEventSchema, TEST_HELPERS_TAG } from "./schema";
+import { helperGuard, StripeEventSchema, TEST_HELPERS_TAG } from "./schema";
 
 export const SubscriptionSchema = z.object({
   subscription_id: z.string().openapi({
@@ -26,23 +26,25 @@ export const createSubscriptionRoute = publicRoute(helperGuard("webhooks:write")
     "`customer.subscription.created` event (test mode) is applied exactly as `POST /hooks/stripe` applies a " +
     "verified one, and `subscription.created` is emitted.",
   request: {
-    body: json(
-      z.strictObject({
-        plan: z
-          .string()
-          .trim()
-          .min(1)
-          .max(100)
-          .default("sandbox")
-          .openapi({ description: "The plan's name (`data.plan`); `sandbox` when omitted.", example: "Pro monthly" }),
-      }),
-    ),
+    body: {
+      content: json(
+        z.strictObject({
+          plan: z
+            .string()
+            .trim()
+            .min(1)
+            .max(100)
+            .default("sandbox")
+            .openapi({ description: "The plan's name (`data.plan`); `sandbox` when omitted.", example: "Pro monthly" }),
+        }),
+      ),
+    },
   },
-  responses: { 201: { description: "The subscription.", ...json(SubscriptionSchema) } },
+  responses: { 201: { description: "The subscription.", content: json(SubscriptionSchema) } },
 });
 
 export const createSubscriptionHandler: RouteHandler<typeof createSubscriptionRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const event = subscriptionCreated(c.get("caller").agencyId, c.req.valid("json").plan);
   const outcome = await applyStripeEvent(db, event, idempotencyMark(c, db, { status: 201 }));
   return c.json(

@@ -1,12 +1,12 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { deactivateUser } from "../../domain/hierarchy";
 import { userOfAgency } from "../../domain/users";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency";
 import { publicRoute } from "../../http/route";
 import { presentUser, UserSchema } from "../../schemas/users";
-import { helperGuard, json, TEST_HELPERS_TAG, userIdParam } from "./schema";
+import { helperGuard, TEST_HELPERS_TAG, userIdParam } from "./schema";
 
 export const deactivateUserRoute = publicRoute(helperGuard("webhooks:write", ["user_not_found"]), {
   method: "post",
@@ -19,20 +19,22 @@ export const deactivateUserRoute = publicRoute(helperGuard("webhooks:write", ["u
     "once; deactivating an inactive user changes nothing.",
   request: {
     params: userIdParam,
-    body: json(
-      z.strictObject({
-        reason: z
-          .enum(["deactivated", "suspended"])
-          .default("deactivated")
-          .openapi({ description: "`data.reason`; `deactivated` when omitted.", example: "suspended" }),
-      }),
-    ),
+    body: {
+      content: json(
+        z.strictObject({
+          reason: z
+            .enum(["deactivated", "suspended"])
+            .default("deactivated")
+            .openapi({ description: "`data.reason`; `deactivated` when omitted.", example: "suspended" }),
+        }),
+      ),
+    },
   },
-  responses: { 200: { description: "The deactivated user.", ...json(UserSchema) } },
+  responses: { 200: { description: "The deactivated user.", content: json(UserSchema) } },
 });
 
 export const deactivateUserHandler: RouteHandler<typeof deactivateUserRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const user = await userOfAgency(db, c.get("caller").agencyId, c.req.valid("param").user_id);
   const deactivated = await deactivateUser(
     db,

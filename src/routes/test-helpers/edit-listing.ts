@@ -1,12 +1,12 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { editListing } from "../../domain/listing-edit";
 import { findListing } from "../../domain/listing-reads";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency";
 import { publicRoute } from "../../http/route";
 import { ListingSchema, listingNumberParam, presentListing } from "../../schemas/listings";
-import { helperGuard, json, TEST_HELPERS_TAG } from "./schema";
+import { helperGuard, TEST_HELPERS_TAG } from "./schema";
 
 const person = (description: string) =>
   z.string().max(64).optional().openapi({ description, example: "usr_0mhx3k2a1q8v2l0c9z7rj4" });
@@ -25,32 +25,34 @@ export const editListingRoute = publicRoute(
       "nothing. People must be users of your agency (422 `agent_not_in_hierarchy`).",
     request: {
       params: listingNumberParam,
-      body: json(
-        z.strictObject({
-          address: z
-            .string()
-            .trim()
-            .min(1)
-            .max(300)
-            .optional()
-            .openapi({ description: "The new street address.", example: "14 Harbour Street, Portside" }),
-          owner_user_id: person("The new owner."),
-          agent_one_id: person("The new first agent."),
-          agent_two_id: z
-            .string()
-            .max(64)
-            .nullable()
-            .optional()
-            .openapi({ description: "The new second agent; null removes it.", example: null }),
-        }),
-      ),
+      body: {
+        content: json(
+          z.strictObject({
+            address: z
+              .string()
+              .trim()
+              .min(1)
+              .max(300)
+              .optional()
+              .openapi({ description: "The new street address.", example: "14 Harbour Street, Portside" }),
+            owner_user_id: person("The new owner."),
+            agent_one_id: person("The new first agent."),
+            agent_two_id: z
+              .string()
+              .max(64)
+              .nullable()
+              .optional()
+              .openapi({ description: "The new second agent; null removes it.", example: null }),
+          }),
+        ),
+      },
     },
-    responses: { 200: { description: "The listing.", ...json(ListingSchema) } },
+    responses: { 200: { description: "The listing.", content: json(ListingSchema) } },
   },
 );
 
 export const editListingHandler: RouteHandler<typeof editListingRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const b = c.req.valid("json");
   const listing = await findListing(db, c.get("caller").agencyId, c.req.valid("param").listing_number);
   const mark = idempotencyMark(c, db, { status: 200, resourceType: "listing", resourceId: listing.id });

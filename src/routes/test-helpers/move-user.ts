@@ -1,12 +1,12 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { changeManager } from "../../domain/hierarchy";
 import { activeUserOfAgency, userOfAgency } from "../../domain/users";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency";
 import { publicRoute } from "../../http/route";
 import { presentUser, UserSchema } from "../../schemas/users";
-import { helperGuard, json, TEST_HELPERS_TAG, userIdParam } from "./schema";
+import { helperGuard, TEST_HELPERS_TAG, userIdParam } from "./schema";
 
 export const moveUserRoute = publicRoute(
   helperGuard("webhooks:write", ["user_not_found", "hierarchy_cycle", "invalid_role"]),
@@ -23,22 +23,24 @@ export const moveUserRoute = publicRoute(
       "(422 `invalid_role`). Moving a user to the manager they have changes nothing and emits nothing.",
     request: {
       params: userIdParam,
-      body: json(
-        z.strictObject({
-          manager_id: z
-            .string()
-            .max(64)
-            .nullable()
-            .openapi({ description: "The new manager; null for the top.", example: "usr_0mhx3k2a1q8v2l0c9z7rj5" }),
-        }),
-      ),
+      body: {
+        content: json(
+          z.strictObject({
+            manager_id: z
+              .string()
+              .max(64)
+              .nullable()
+              .openapi({ description: "The new manager; null for the top.", example: "usr_0mhx3k2a1q8v2l0c9z7rj5" }),
+          }),
+        ),
+      },
     },
-    responses: { 200: { description: "The moved user.", ...json(UserSchema) } },
+    responses: { 200: { description: "The moved user.", content: json(UserSchema) } },
   },
 );
 
 export const moveUserHandler: RouteHandler<typeof moveUserRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const agencyId = c.get("caller").agencyId;
   const managerId = c.req.valid("json").manager_id;
   const user = await userOfAgency(db, agencyId, c.req.valid("param").user_id);

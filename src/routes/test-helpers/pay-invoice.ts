@@ -1,13 +1,13 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { invoicePaid } from "../../billing/sandbox";
 import { applyStripeEvent } from "../../billing/stripe";
-import { database } from "../../db/client";
 import { findListing } from "../../domain/listing-reads";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency";
 import { publicRoute } from "../../http/route";
 import { listingNumberParam } from "../../schemas/listings";
-import { helperGuard, json, StripeEventSchema, TEST_HELPERS_TAG } from "./schema";
+import { helperGuard, StripeEventSchema, TEST_HELPERS_TAG } from "./schema";
 
 export const PaidInvoiceSchema = z.object({
   invoice_id: z.string().openapi({
@@ -33,28 +33,30 @@ export const payInvoiceRoute = publicRoute(helperGuard("listings:write", ["listi
     "`invoice.payment_made` is emitted.",
   request: {
     params: listingNumberParam,
-    body: json(
-      z.strictObject({
-        amount_minor: z
-          .number()
-          .int()
-          .min(0)
-          .max(100_000_000)
-          .default(24_900)
-          .openapi({ description: "Amount in the currency's minor unit; 24900 when omitted.", example: 24900 }),
-        currency: z
-          .string()
-          .regex(/^[A-Za-z]{3}$/)
-          .default("usd")
-          .openapi({ description: "ISO 4217 code; `usd` when omitted.", example: "usd" }),
-      }),
-    ),
+    body: {
+      content: json(
+        z.strictObject({
+          amount_minor: z
+            .number()
+            .int()
+            .min(0)
+            .max(100_000_000)
+            .default(24_900)
+            .openapi({ description: "Amount in the currency's minor unit; 24900 when omitted.", example: 24900 }),
+          currency: z
+            .string()
+            .regex(/^[A-Za-z]{3}$/)
+            .default("usd")
+            .openapi({ description: "ISO 4217 code; `usd` when omitted.", example: "usd" }),
+        }),
+      ),
+    },
   },
-  responses: { 200: { description: "The paid invoice.", ...json(PaidInvoiceSchema) } },
+  responses: { 200: { description: "The paid invoice.", content: json(PaidInvoiceSchema) } },
 });
 
 export const payInvoiceHandler: RouteHandler<typeof payInvoiceRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const b = c.req.valid("json");
   const listing = await findListing(db, c.get("caller").agencyId, c.req.valid("param").listing_number);
   const event = invoicePaid(listing.agencyId, listing.listingNumber, {

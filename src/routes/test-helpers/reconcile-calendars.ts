@@ -1,8 +1,9 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { reconcileCalendars } from "../../calendar/reconcile";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
-import { helperGuard, json, TEST_HELPERS_TAG } from "./schema";
+import { helperGuard, TEST_HELPERS_TAG } from "./schema";
 
 /** Stored calendar events of each kind (shoots, tours) one run checks. */
 export const RECONCILE_LIMIT = 200;
@@ -33,7 +34,7 @@ export const reconcileRoute = publicRoute(helperGuard("listings:write"), {
     "sandbox calendar (`POST /api/v1/test_helpers/users/{user_id}/calendar/busy_blocks`) makes each case easy to " +
     "set up: a shoot whose event id no block has is `missing`, one whose block starts elsewhere is `moved`. At most " +
     `${RECONCILE_LIMIT} shoots and ${RECONCILE_LIMIT} tours, earliest first, are checked per call.`,
-  responses: { 200: { description: "What the run found.", ...json(ReconcileResultSchema) } },
+  responses: { 200: { description: "What the run found.", content: json(ReconcileResultSchema) } },
 });
 
 // Running it again finds nothing new: an open discrepancy is reported once.

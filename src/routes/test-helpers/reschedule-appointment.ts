@@ -1,6 +1,6 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { rescheduleAppointment } from "../../domain/appointments";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency";
 import { publicRoute } from "../../http/route";
@@ -10,7 +10,6 @@ import {
   appointmentParams,
   helperGuard,
   instant,
-  json,
   presentAppointment,
   TEST_HELPERS_TAG,
 } from "./schema";
@@ -33,19 +32,21 @@ export const rescheduleAppointmentRoute = publicRoute(
       "`appointment_not_scheduled`).",
     request: {
       params: appointmentParams,
-      body: json(
-        z.strictObject({
-          starts_at: instant("New start of the shoot.", "2026-12-03T17:00:00Z"),
-          ends_at: instant("New end of the shoot; after `starts_at`.", "2026-12-03T19:00:00Z"),
-        }),
-      ),
+      body: {
+        content: json(
+          z.strictObject({
+            starts_at: instant("New start of the shoot.", "2026-12-03T17:00:00Z"),
+            ends_at: instant("New end of the shoot; after `starts_at`.", "2026-12-03T19:00:00Z"),
+          }),
+        ),
+      },
     },
-    responses: { 200: { description: "The appointment.", ...json(AppointmentSchema) } },
+    responses: { 200: { description: "The appointment.", content: json(AppointmentSchema) } },
   },
 );
 
 export const rescheduleAppointmentHandler: RouteHandler<typeof rescheduleAppointmentRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const b = c.req.valid("json");
   const { listing, appointment } = await appointmentOfListing(db, c.get("caller").agencyId, c.req.valid("param"));
   const moved = await rescheduleAppointment(

@@ -1,12 +1,12 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { scheduleAppointment } from "../../domain/appointments";
 import { findListing } from "../../domain/listing-reads";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency";
 import { publicRoute } from "../../http/route";
 import { listingNumberParam } from "../../schemas/listings";
-import { AppointmentSchema, helperGuard, instant, json, presentAppointment, TEST_HELPERS_TAG } from "./schema";
+import { AppointmentSchema, helperGuard, instant, presentAppointment, TEST_HELPERS_TAG } from "./schema";
 
 export const scheduleAppointmentRoute = publicRoute(
   helperGuard("listings:write", ["listing_not_found", "listing_already_cancelled", "invalid_appointment_time"]),
@@ -23,29 +23,31 @@ export const scheduleAppointmentRoute = publicRoute(
       "(`POST /api/v1/test_helpers/calendar/reconcile`).",
     request: {
       params: listingNumberParam,
-      body: json(
-        z.strictObject({
-          starts_at: instant("Start of the shoot.", "2026-12-02T17:00:00Z"),
-          ends_at: instant("End of the shoot; after `starts_at`.", "2026-12-02T19:00:00Z"),
-          calendar_event_id: z
-            .string()
-            .min(1)
-            .max(300)
-            .optional()
-            .openapi({ description: "The event on the calendar that holds the shoot.", example: "busy_shoot_1" }),
-          source: z
-            .enum(["order_form", "dashboard"])
-            .default("dashboard")
-            .openapi({ description: "Where the booking came from; `dashboard` when omitted.", example: "order_form" }),
-        }),
-      ),
+      body: {
+        content: json(
+          z.strictObject({
+            starts_at: instant("Start of the shoot.", "2026-12-02T17:00:00Z"),
+            ends_at: instant("End of the shoot; after `starts_at`.", "2026-12-02T19:00:00Z"),
+            calendar_event_id: z
+              .string()
+              .min(1)
+              .max(300)
+              .optional()
+              .openapi({ description: "The event on the calendar that holds the shoot.", example: "busy_shoot_1" }),
+            source: z.enum(["order_form", "dashboard"]).default("dashboard").openapi({
+              description: "Where the booking came from; `dashboard` when omitted.",
+              example: "order_form",
+            }),
+          }),
+        ),
+      },
     },
-    responses: { 201: { description: "The appointment.", ...json(AppointmentSchema) } },
+    responses: { 201: { description: "The appointment.", content: json(AppointmentSchema) } },
   },
 );
 
 export const scheduleAppointmentHandler: RouteHandler<typeof scheduleAppointmentRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const b = c.req.valid("json");
   const listing = await findListing(db, c.get("caller").agencyId, c.req.valid("param").listing_number);
   const appointment = await scheduleAppointment(

@@ -59,5 +59,3 @@ export const StripeEventSchema = z.object({
   type: z.string().openapi({ example: "invoice.paid" }),
   outcome: z.enum(["applied", "duplicate", "ignored"]).openapi({ example: "applied" }),
 });
-
-export const json = <T extends z.ZodType>(schema: T) => ({ content: { "application/json": { schema } } }) as const;

@@ -1,10 +1,10 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { activeUserOfAgency } from "../../domain/users";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
 import { SANDBOX_BEHAVIOURS, SANDBOX_DELIVERY_PREFIX, saveSandboxDestination } from "../../media/sandbox";
-import { helperGuard, json, TEST_HELPERS_TAG, userIdParam } from "./schema";
+import { helperGuard, TEST_HELPERS_TAG, userIdParam } from "./schema";
 
 export const SandboxDestinationSchema = z.object({
   user_id: z.string().openapi({ example: "usr_0mhx3k2a1q8v2l0c9z7rj4" }),
@@ -28,28 +28,30 @@ export const setDestinationRoute = publicRoute(helperGuard("media:write", ["user
     "access, a permanent failure, so the delivery emits `media.delivery.failed` after its first attempt.",
   request: {
     params: userIdParam,
-    body: json(
-      z.strictObject({
-        behaviour: z
-          .enum(SANDBOX_BEHAVIOURS)
-          .default("accept")
-          .openapi({ description: "`accept` (default) or `refuse` every file.", example: "accept" }),
-        path_prefix: z
-          .string()
-          .max(200)
-          // biome-ignore lint/suspicious/noControlCharactersInRegex: a folder name must not hold control characters.
-          .regex(/^[^\x00-\x1f\\]*$/)
-          .default("")
-          .openapi({ description: "Folder inside the storage.", example: "listings" }),
-      }),
-    ),
+    body: {
+      content: json(
+        z.strictObject({
+          behaviour: z
+            .enum(SANDBOX_BEHAVIOURS)
+            .default("accept")
+            .openapi({ description: "`accept` (default) or `refuse` every file.", example: "accept" }),
+          path_prefix: z
+            .string()
+            .max(200)
+            // biome-ignore lint/suspicious/noControlCharactersInRegex: a folder name must not hold control characters.
+            .regex(/^[^\x00-\x1f\\]*$/)
+            .default("")
+            .openapi({ description: "Folder inside the storage.", example: "listings" }),
+        }),
+      ),
+    },
   },
-  responses: { 200: { description: "The destination.", ...json(SandboxDestinationSchema) } },
+  responses: { 200: { description: "The destination.", content: json(SandboxDestinationSchema) } },
 });
 
 // Setting the same destination again changes nothing, so a repeat after a lost answer does no harm.
 export const setDestinationHandler: RouteHandler<typeof setDestinationRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const b = c.req.valid("json");
   const user = await activeUserOfAgency(db, c.get("caller").agencyId, c.req.valid("param").user_id);
   const saved = await saveSandboxDestination(db, c.env.SECRET_KEY, user, {

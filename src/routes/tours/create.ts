@@ -1,6 +1,6 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { createTour } from "../../domain/tours";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency";
 import { publicRoute } from "../../http/route";
@@ -8,7 +8,7 @@ import { WRITER_ROLES } from "../../schemas/listings";
 import { CreateTourBody, presentTour, TourSchema } from "../../schemas/tours";
 
 const tourAnswer = (status: 200 | 201, description: string) =>
-  ({ [status]: { description, content: { "application/json": { schema: TourSchema } } } }) as const;
+  ({ [status]: { description, content: json(TourSchema) } }) as const;
 
 /** Room for 100 images with 2048-character URLs and captions, plus the description. */
 const CREATE_TOUR_BODY_LIMIT = 256 * 1024;
@@ -24,14 +24,14 @@ export const createTourRoute = publicRoute(
     description:
       "`address`, `city`, `state` and `zipcode` are required; the rest is optional. The tour starts `active`, " +
       "with a server-minted `tour_number`.",
-    request: { body: { content: { "application/json": { schema: CreateTourBody } } } },
+    request: { body: { content: json(CreateTourBody) } },
     responses: tourAnswer(201, "The created tour."),
   },
 );
 
 export const createTourHandler: RouteHandler<typeof createTourRoute, AppEnv> = async (c) => {
   const b = c.req.valid("json");
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const tour = await createTour(
     db,
     c.get("caller").agencyId,

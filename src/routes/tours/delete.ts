@@ -1,5 +1,4 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { deleteTour, findTour } from "../../domain/tours";
 import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency";
@@ -21,7 +20,7 @@ export const deleteTourRoute = publicRoute(
 );
 
 export const deleteTourHandler: RouteHandler<typeof deleteTourRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const tour = await findTour(db, c.get("caller").agencyId, c.req.valid("param").tourNumber);
   const mark = idempotencyMark(c, db, { status: 204, resourceType: "tour", resourceId: tour.id, ifChanged: true });
   await deleteTour(db, tour, mark);

@@ -1,12 +1,12 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { findTour } from "../../domain/tours";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
 import { presentTour, TourSchema, tourNumberParam } from "../../schemas/tours";
 
 const tourAnswer = (status: 200 | 201, description: string) =>
-  ({ [status]: { description, content: { "application/json": { schema: TourSchema } } } }) as const;
+  ({ [status]: { description, content: json(TourSchema) } }) as const;
 
 export const getTourRoute = publicRoute(
   { endpoint: "read_tour_single", scope: "tours:read", errors: ["tour_not_found"] },
@@ -23,8 +23,6 @@ export const getTourRoute = publicRoute(
 
 export const getTour: RouteHandler<typeof getTourRoute, AppEnv> = async (c) =>
   c.json(
-    TourSchema.parse(
-      presentTour(await findTour(database(c.env.DB), c.get("caller").agencyId, c.req.valid("param").tourNumber)),
-    ),
+    TourSchema.parse(presentTour(await findTour(c.var.db, c.get("caller").agencyId, c.req.valid("param").tourNumber))),
     200,
   );

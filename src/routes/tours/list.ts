@@ -1,6 +1,6 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { MAX_TOUR_SEARCH, pageTours, TOUR_STATUSES } from "../../domain/tours";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
 import { presentSummary, TourSummarySchema } from "../../schemas/tours";
@@ -54,14 +54,14 @@ export const listToursRoute = publicRoute(
       }),
     },
     responses: {
-      200: { description: "A page of tours.", content: { "application/json": { schema: TourPageSchema } } },
+      200: { description: "A page of tours.", content: json(TourPageSchema) },
     },
   },
 );
 
 export const listTours: RouteHandler<typeof listToursRoute, AppEnv> = async (c) => {
   const q = c.req.valid("query");
-  const { rows, total } = await pageTours(database(c.env.DB), c.get("caller").agencyId, q);
+  const { rows, total } = await pageTours(c.var.db, c.get("caller").agencyId, q);
   return c.json(
     TourPageSchema.parse({ tours: rows.map(presentSummary), total, page: q.page, pages: Math.ceil(total / q.limit) }),
     200,

@@ -1,6 +1,6 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { findTour, updateTour } from "../../domain/tours";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency";
 import { publicRoute } from "../../http/route";
@@ -9,7 +9,7 @@ import { WRITER_ROLES } from "../../schemas/listings";
 import { presentTour, TourSchema, tourNumberParam, UpdateTourBody } from "../../schemas/tours";
 
 const tourAnswer = (status: 200 | 201, description: string) =>
-  ({ [status]: { description, content: { "application/json": { schema: TourSchema } } } }) as const;
+  ({ [status]: { description, content: json(TourSchema) } }) as const;
 
 export const updateTourRoute = publicRoute(
   { endpoint: "update_tour", scope: "tours:write", roles: WRITER_ROLES, errors: ["tour_not_found"] },
@@ -22,7 +22,7 @@ export const updateTourRoute = publicRoute(
     description:
       "Send any of `status`, `price`, `description` (at least one); fields left out keep their value, null " +
       "clears price or description.",
-    request: { params: tourNumberParam, body: { content: { "application/json": { schema: UpdateTourBody } } } },
+    request: { params: tourNumberParam, body: { content: json(UpdateTourBody) } },
     responses: tourAnswer(200, "The updated tour."),
   },
 );
@@ -43,7 +43,7 @@ export const updateTourHandler: RouteHandler<typeof updateTourRoute, AppEnv> = a
       },
     });
   }
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const tour = await findTour(db, c.get("caller").agencyId, c.req.valid("param").tourNumber);
   const mark = idempotencyMark(c, db, { status: 200, resourceType: "tour", resourceId: tour.id, ifChanged: true });
   return c.json(TourSchema.parse(presentTour(await updateTour(db, tour, b, mark))), 200);

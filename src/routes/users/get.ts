@@ -1,7 +1,7 @@
 import type { RouteHandler } from "@hono/zod-openapi";
 import { z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { userOfAgency } from "../../domain/users";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
 import { presentUser, UserSchema } from "../../schemas/users";
@@ -18,11 +18,11 @@ export const getUserRoute = publicRoute(
       "A user of your agency hierarchy. A user of another agency answers 404 `user_not_found`, exactly like an " +
       "unknown id.",
     request: { params: z.object({ user_id: z.string().openapi({ example: "usr_0mhx3k2a1q8v2l0c9z7rj4" }) }) },
-    responses: { 200: { description: "The user.", content: { "application/json": { schema: UserSchema } } } },
+    responses: { 200: { description: "The user.", content: json(UserSchema) } },
   },
 );
 
 export const getUser: RouteHandler<typeof getUserRoute, AppEnv> = async (c) => {
-  const user = await userOfAgency(database(c.env.DB), c.get("caller").agencyId, c.req.valid("param").user_id);
+  const user = await userOfAgency(c.var.db, c.get("caller").agencyId, c.req.valid("param").user_id);
   return c.json(UserSchema.parse(presentUser(user)), 200);
 };

@@ -1,8 +1,8 @@
 import type { RouteHandler } from "@hono/zod-openapi";
 import { z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { ROLES } from "../../domain/roles";
 import { pageUsers } from "../../domain/users";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
 import { cursorQuery, pageBody, pageSchema } from "../../schemas/page";
@@ -32,7 +32,7 @@ export const listUsersRoute = publicRoute(
       }),
     },
     responses: {
-      200: { description: "A page of users.", content: { "application/json": { schema: UserPageSchema } } },
+      200: { description: "A page of users.", content: json(UserPageSchema) },
     },
   },
 );
@@ -40,7 +40,7 @@ export const listUsersRoute = publicRoute(
 export const listUsers: RouteHandler<typeof listUsersRoute, AppEnv> = async (c) => {
   const { cursor, limit, role, is_active } = c.req.valid("query");
   const filters = { role, isActive: is_active === undefined ? undefined : is_active === "true" };
-  const page = await pageUsers(database(c.env.DB), c.get("caller").agencyId, filters, {
+  const page = await pageUsers(c.var.db, c.get("caller").agencyId, filters, {
     secret: c.env.SECRET_KEY,
     cursor,
     limit,

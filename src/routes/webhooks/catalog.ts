@@ -1,5 +1,6 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { EVENT_TYPE_NAMES, EVENT_TYPES } from "../../domain/events";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
 import { payloadSchema } from "../../schemas/events";
@@ -34,7 +35,7 @@ export const catalogRoute = publicRoute(
     description:
       "The 17 event types you can subscribe to, each with its current `api_version` and a JSON Schema of its " +
       "`data`. The same schemas appear in this document's `webhooks` section.",
-    responses: { 200: { description: "The catalog.", content: { "application/json": { schema: CatalogSchema } } } },
+    responses: { 200: { description: "The catalog.", content: json(CatalogSchema) } },
   },
 );
 

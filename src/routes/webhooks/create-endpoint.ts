@@ -1,5 +1,5 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import { database } from "../../db/client";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency";
 import { publicRoute } from "../../http/route";
@@ -34,11 +34,11 @@ export const createEndpointRoute = publicRoute(
       "this same response, so a client that lost it can still learn the secret (the cached answer is kept " +
       "encrypted); another key of the agency reusing that idempotency key gets 409 `idempotency_key_conflict`, " +
       "never the secret. A new idempotency key registers a new endpoint.",
-    request: { body: { content: { "application/json": { schema: CreateWebhookEndpointBody } } } },
+    request: { body: { content: json(CreateWebhookEndpointBody) } },
     responses: {
       201: {
         description: "The endpoint and its signing secret (shown once).",
-        content: { "application/json": { schema: CreatedWebhookEndpointSchema } },
+        content: json(CreatedWebhookEndpointSchema),
       },
     },
   },
@@ -46,7 +46,7 @@ export const createEndpointRoute = publicRoute(
 
 export const createEndpointHandler: RouteHandler<typeof createEndpointRoute, AppEnv> = async (c) => {
   const b = c.req.valid("json");
-  const db = database(c.env.DB);
+  const db = c.var.db;
   // The replay of a lost response cannot show the secret again, so the mark names only the endpoint.
   const { endpoint, secret } = await createEndpoint(
     db,

@@ -1,5 +1,4 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency";
 import { publicRoute } from "../../http/route";
@@ -26,7 +25,7 @@ export const deleteEndpointRoute = publicRoute(
 );
 
 export const deleteEndpointHandler: RouteHandler<typeof deleteEndpointRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const endpoint = await findEndpoint(db, c.get("caller").agencyId, c.req.valid("param").endpoint_id);
   const mark = idempotencyMark(c, db, {
     status: 204,

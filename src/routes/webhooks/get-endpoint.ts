@@ -1,5 +1,5 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import { database } from "../../db/client";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
 import { endpointIdParam, presentEndpoint, WebhookEndpointSchema } from "../../schemas/webhooks";
@@ -17,7 +17,7 @@ export const getEndpointRoute = publicRoute(
     responses: {
       200: {
         description: "The endpoint (without its secret).",
-        content: { "application/json": { schema: WebhookEndpointSchema } },
+        content: json(WebhookEndpointSchema),
       },
     },
   },
@@ -26,9 +26,7 @@ export const getEndpointRoute = publicRoute(
 export const getEndpointHandler: RouteHandler<typeof getEndpointRoute, AppEnv> = async (c) =>
   c.json(
     WebhookEndpointSchema.parse(
-      presentEndpoint(
-        await findEndpoint(database(c.env.DB), c.get("caller").agencyId, c.req.valid("param").endpoint_id),
-      ),
+      presentEndpoint(await findEndpoint(c.var.db, c.get("caller").agencyId, c.req.valid("param").endpoint_id)),
     ),
     200,
   );

@@ -1,6 +1,6 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
 import { EVENT_RETENTION_DAYS } from "../../domain/event-log";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
 import { DeliveryLogEntrySchema, presentDeliveryLogEntry } from "../../schemas/delivery-log";
@@ -43,14 +43,14 @@ export const listDeliveriesRoute = publicRoute(
     responses: {
       200: {
         description: "A page of deliveries.",
-        content: { "application/json": { schema: DeliveryLogPageSchema } },
+        content: json(DeliveryLogPageSchema),
       },
     },
   },
 );
 
 export const listDeliveriesHandler: RouteHandler<typeof listDeliveriesRoute, AppEnv> = async (c) => {
-  const db = database(c.env.DB);
+  const db = c.var.db;
   const endpoint = await findEndpoint(db, c.get("caller").agencyId, c.req.valid("param").endpoint_id);
   const { cursor, limit, status, event_id } = c.req.valid("query");
   const page = await pageDeliveryLog(

@@ -1,5 +1,5 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
 import { cursorQuery, pageBody, pageSchema } from "../../schemas/page";
@@ -19,14 +19,14 @@ export const listEndpointsRoute = publicRoute(
     description: "A cursor page of your agency's receivers, oldest first. Signing secrets are never shown again.",
     request: { query: z.strictObject(cursorQuery) },
     responses: {
-      200: { description: "A page of endpoints.", content: { "application/json": { schema: EndpointPageSchema } } },
+      200: { description: "A page of endpoints.", content: json(EndpointPageSchema) },
     },
   },
 );
 
 export const listEndpointsHandler: RouteHandler<typeof listEndpointsRoute, AppEnv> = async (c) => {
   const { cursor, limit } = c.req.valid("query");
-  const page = await pageEndpoints(database(c.env.DB), c.get("caller").agencyId, {
+  const page = await pageEndpoints(c.var.db, c.get("caller").agencyId, {
     secret: c.env.SECRET_KEY,
     cursor,
     limit,

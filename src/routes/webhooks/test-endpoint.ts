@@ -1,5 +1,5 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { database } from "../../db/client";
+import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
 import { endpointIdParam } from "../../schemas/webhooks";
@@ -35,12 +35,12 @@ export const testEndpointRoute = publicRoute(
       "delivery; use it to check your verifier.",
     request: { params: endpointIdParam },
     responses: {
-      200: { description: "The receiver's answer.", content: { "application/json": { schema: TestResultSchema } } },
+      200: { description: "The receiver's answer.", content: json(TestResultSchema) },
     },
   },
 );
 
 export const testEndpointHandler: RouteHandler<typeof testEndpointRoute, AppEnv> = async (c) => {
-  const endpoint = await findEndpoint(database(c.env.DB), c.get("caller").agencyId, c.req.valid("param").endpoint_id);
+  const endpoint = await findEndpoint(c.var.db, c.get("caller").agencyId, c.req.valid("param").endpoint_id);
   return c.json(TestResultSchema.parse(await sendTestEvent(c.env, endpoint)), 200);
 };
