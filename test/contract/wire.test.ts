@@ -1,28 +1,19 @@
-import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { agencies } from "../../src/db/schema";
-import worker from "../../src/index";
 import {
   BASE,
   call,
   captureErrorLogs,
   db,
+  direct,
   expectError,
   internal,
   makeTenant,
   outbox,
   unique,
 } from "../support/harness";
-
-async function direct(req: Request, overrides: Partial<Env> & Record<string, unknown>) {
-  const ctx = createExecutionContext();
-  const res = await worker.fetch(req, { ...env, ...overrides } as Env, ctx);
-  await waitOnExecutionContext(ctx);
-  const text = await res.text();
-  return { status: res.status, headers: res.headers, text, json: JSON.parse(text) };
-}
 
 describe("the envelope and request ids", () => {
   it("every response carries X-Request-Id, success or error, each one unique", async () => {

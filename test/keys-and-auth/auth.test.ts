@@ -11,22 +11,10 @@ import { errorResponse, handleError } from "../../src/http/errors";
 import { requestId } from "../../src/http/wire";
 import worker from "../../src/index";
 import { DomainError } from "../../src/lib/errors";
-import { BASE, call, db, expectError, internal, makePlatformKey, makeTenant } from "../support/harness";
+import { call, db, direct, expectError, internal, keyed, makePlatformKey, makeTenant } from "../support/harness";
 
 const TOKEN = "A".repeat(43);
 const users = (key?: string, headers: Record<string, string> = {}) => call("/api/v1/users", { key, headers });
-
-async function direct(key: string, overrides: Record<string, unknown>) {
-  const ctx = createExecutionContext();
-  const res = await worker.fetch(
-    new Request(`${BASE}/api/v1/users`, { headers: { "X-API-Key": key } }),
-    { ...env, ...overrides } as Env,
-    ctx,
-  );
-  await waitOnExecutionContext(ctx);
-  const text = await res.text();
-  return { status: res.status, headers: res.headers, text, json: JSON.parse(text) };
-}
 
 describe("the key header", () => {
   it("api_key_missing without X-API-Key", async () => {
@@ -63,7 +51,7 @@ describe("modes", () => {
 
   it("a sandbox key on live is api_key_wrong_mode", async () => {
     const t = await makeTenant();
-    const r = await direct(t.key, { API_MODE: "live" });
+    const r = await direct(keyed("/api/v1/users", t.key), { API_MODE: "live" });
     expect(r.status, r.text).toBe(401);
     expect(r.json.error.code).toBe("api_key_wrong_mode");
   });
@@ -78,7 +66,7 @@ describe("modes", () => {
         prefix,
       });
       expect(secret.startsWith(prefix)).toBe(true);
-      const r = await direct(secret, { API_MODE: "live" });
+      const r = await direct(keyed("/api/v1/users", secret), { API_MODE: "live" });
       expect(r.status, r.text).toBe(200);
     }
   });

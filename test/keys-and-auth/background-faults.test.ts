@@ -1,18 +1,7 @@
-import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
-import { env } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { idempotencyMarks, listings } from "../../src/db/schema";
-import worker from "../../src/index";
-import { BASE, db, expectError, makeTenant, outbox, type Tenant } from "../support/harness";
-
-async function direct(req: Request, overrides: Record<string, unknown>) {
-  const ctx = createExecutionContext();
-  const res = await worker.fetch(req, { ...env, ...overrides } as unknown as Env, ctx);
-  await waitOnExecutionContext(ctx);
-  const text = await res.text();
-  return { status: res.status, headers: res.headers, text, json: JSON.parse(text) };
-}
+import { BASE, db, direct, expectError, makeTenant, outbox, type Tenant } from "../support/harness";
 
 const createListing = (t: Tenant, idempotencyKey: string) =>
   new Request(`${BASE}/api/v1/listings`, {

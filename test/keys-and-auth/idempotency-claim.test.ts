@@ -1,4 +1,4 @@
-import { createExecutionContext, runInDurableObject, waitOnExecutionContext } from "cloudflare:test";
+import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
@@ -9,8 +9,7 @@ import type { LedgerEntry } from "../../src/durable/idempotency-ledger";
 import { changeKey } from "../../src/durable/key-changes";
 import { forgetKeys } from "../../src/http/auth";
 import { ledgerName } from "../../src/http/idempotency";
-import worker from "../../src/index";
-import { answerOf, BASE, call, db, expectError, makeTenant, type Tenant } from "../support/harness";
+import { BASE, call, db, direct, expectError, makeTenant, type Tenant } from "../support/harness";
 
 const body = (t: Tenant, extra: Record<string, unknown> = {}) => ({
   address: "9 Early Claim Street",
@@ -26,7 +25,6 @@ async function create(
   bindings: Partial<Env> = {},
   opts: { key?: string; raw?: string | ReadableStream<Uint8Array> } = {},
 ) {
-  const ctx = createExecutionContext();
   const headers = new Headers({
     "X-API-Key": opts.key ?? t.key,
     "X-Idempotency-Key": idem,
@@ -37,9 +35,7 @@ async function create(
     headers,
     body: opts.raw ?? JSON.stringify(body(t)),
   });
-  const res = await worker.fetch(request, { ...env, ...bindings }, ctx);
-  await waitOnExecutionContext(ctx);
-  return answerOf(res);
+  return direct(request, bindings);
 }
 
 /** A body sent in two chunks, the second `ms` later: still being read when the later guards want it. */

@@ -1,12 +1,10 @@
-import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { apiKeys } from "../../src/db/schema";
 import { changeKey, keyGate } from "../../src/durable/key-changes";
-import worker from "../../src/index";
 import { sha256Hex } from "../../src/lib/ids";
-import { BASE, call, db, expectError, internal, makePlatformKey, makeTenant } from "../support/harness";
+import { call, db, direct, expectError, internal, keyed, makePlatformKey, makeTenant } from "../support/harness";
 
 async function setOverrides(keyId: string, overrides: Record<string, number | null>) {
   const t = await makeTenant();
@@ -18,18 +16,6 @@ async function setOverrides(keyId: string, overrides: Record<string, number | nu
   });
   expect(r.status, r.text).toBe(200);
   return r;
-}
-
-async function direct(path: string, key: string, overrides: Record<string, unknown>) {
-  const ctx = createExecutionContext();
-  const res = await worker.fetch(
-    new Request(`${BASE}${path}`, { headers: { "X-API-Key": key } }),
-    { ...env, ...overrides } as Env,
-    ctx,
-  );
-  await waitOnExecutionContext(ctx);
-  const text = await res.text();
-  return { status: res.status, headers: res.headers, text, json: JSON.parse(text) };
 }
 
 describe("rate-limit headers", () => {
@@ -208,7 +194,7 @@ describe("failing closed", () => {
   it("an unreachable gate is 503 rate_limit_unavailable", async () => {
     const t = await makeTenant();
     const down = { getByName: () => ({ admit: () => Promise.reject(new Error("Durable Object reset")) }) };
-    const r = await direct("/api/v1/users", t.key, { KEY_GATE: down });
+    const r = await direct(keyed("/api/v1/users", t.key), { KEY_GATE: down });
     expect(r.status, r.text).toBe(503);
     expect(r.json.error.code).toBe("rate_limit_unavailable");
     expect(r.headers.get("Retry-After")).toBe("5");
@@ -217,7 +203,7 @@ describe("failing closed", () => {
   it("a gate answering nonsense is 503 rate_limit_unavailable", async () => {
     const t = await makeTenant();
     const confused = { getByName: () => ({ admit: () => Promise.resolve("yes") }) };
-    const r = await direct("/api/v1/users", t.key, { KEY_GATE: confused });
+    const r = await direct(keyed("/api/v1/users", t.key), { KEY_GATE: confused });
     expect(r.json.error.code, r.text).toBe("rate_limit_unavailable");
   });
 

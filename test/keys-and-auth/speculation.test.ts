@@ -1,4 +1,3 @@
-import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
@@ -6,20 +5,10 @@ import { database } from "../../src/db/client";
 import { agencies, apiKeys } from "../../src/db/schema";
 import { changeKey, keyGate } from "../../src/durable/key-changes";
 import { forgetKeys } from "../../src/http/auth";
-import worker from "../../src/index";
 import { realSession } from "../support/d1-guard";
-import { BASE, call, db, expectError, makeTenant } from "../support/harness";
+import { call, db, direct, expectError, keyed, makeTenant } from "../support/harness";
 
 /** Calls the Worker with some bindings replaced, the way `call` does otherwise. */
-async function direct(path: string, key: string, bindings: Partial<Env>, init: RequestInit = {}) {
-  const ctx = createExecutionContext();
-  const headers = new Headers(init.headers);
-  headers.set("X-API-Key", key);
-  const res = await worker.fetch(new Request(`${BASE}${path}`, { ...init, headers }), { ...env, ...bindings }, ctx);
-  await waitOnExecutionContext(ctx);
-  const text = await res.text();
-  return { status: res.status, headers: res.headers, text, json: text ? JSON.parse(text) : undefined, res };
-}
 
 interface Observed {
   /** The bookmark or constraint each D1 session was opened with. */
@@ -96,7 +85,7 @@ describe("a read starts while the key's gate decides", () => {
         }
       },
     });
-    const r = await direct(`/api/v1/users/${t.owner.id}`, t.key, {
+    const r = await direct(keyed(`/api/v1/users/${t.owner.id}`, t.key), {
       DB,
       KEY_GATE: gates as unknown as Env["KEY_GATE"],
     });
@@ -127,7 +116,7 @@ describe("a read starts while the key's gate decides", () => {
     };
     const seen: Observed = { sessions: [], queries: [] };
     const DB = observedDb(seen, { onQuery: () => order.push("read") });
-    const r = await direct(path, t.key, { DB, KEY_GATE: gates as unknown as Env["KEY_GATE"] });
+    const r = await direct(keyed(path, t.key), { DB, KEY_GATE: gates as unknown as Env["KEY_GATE"] });
     expectError(r, 403, "calendar_not_connected");
     expect(order[0], order.join(", ")).toBe("gate answered");
     expect(order.length, order.join(", ")).toBeGreaterThan(1);
@@ -183,13 +172,13 @@ describe("a read starts while the key's gate decides", () => {
     const t = await makeTenant();
     expect((await call(`/api/v1/users/${t.owner.id}`, { key: t.key })).status).toBe(200);
     const seen: Observed = { sessions: [], queries: [] };
-    const same = await direct(`/api/v1/users/${t.owner.id}`, t.key, { DB: observedDb(seen) });
+    const same = await direct(keyed(`/api/v1/users/${t.owner.id}`, t.key), { DB: observedDb(seen) });
     expect(same.status, same.text).toBe(200);
     expect(userReads(seen), "the caller was confirmed: one read").toBe(1);
     await db().update(apiKeys).set({ role: "viewer" }).where(eq(apiKeys.id, t.keyId));
     await keyGate(env, t.keyId).reload();
     seen.queries.length = 0;
-    const changed = await direct(`/api/v1/users/${t.owner.id}`, t.key, { DB: observedDb(seen) });
+    const changed = await direct(keyed(`/api/v1/users/${t.owner.id}`, t.key), { DB: observedDb(seen) });
     expect(changed.status, changed.text).toBe(200);
     expect(userReads(seen), "the read on the old role is thrown away and run again").toBe(2);
     expect(changed.headers.get("x-request-id")).toMatch(/^req_/);
@@ -239,14 +228,12 @@ describe("reads run in a D1 session from the key's latest write", () => {
     const seen: Observed = { sessions: [], queries: [] };
     const DB = observedDb(seen);
     const created = await direct(
-      "/api/v1/listings",
-      t.key,
-      { DB },
-      {
+      keyed("/api/v1/listings", t.key, {
         method: "POST",
         headers: { "Content-Type": "application/json", "X-Idempotency-Key": crypto.randomUUID() },
         body: JSON.stringify({ address: "1 Bookmark Lane", owner_user_id: t.owner.id, agent_one_id: t.agent.id }),
-      },
+      }),
+      { DB },
     );
     expect(created.status, created.text).toBe(201);
     expect(seen.sessions).toEqual(["first-primary"]);
@@ -254,13 +241,13 @@ describe("reads run in a D1 session from the key's latest write", () => {
     // Another isolate: nothing of the key is known here, only its gate knows the bookmark.
     forgetKeys();
     seen.sessions.length = 0;
-    const read = await direct(`/api/v1/listings/${created.json.listing_number}`, t.key, { DB });
+    const read = await direct(keyed(`/api/v1/listings/${created.json.listing_number}`, t.key), { DB });
     expect(read.status, read.text).toBe(200);
     expect(seen.sessions).toEqual([written]);
     // This isolate now knows the bookmark; a later write elsewhere moves the gate's.
     await keyGate(env, t.keyId).wrote("test-bookmark-99999999");
     seen.sessions.length = 0;
-    const again = await direct(`/api/v1/listings/${created.json.listing_number}`, t.key, { DB });
+    const again = await direct(keyed(`/api/v1/listings/${created.json.listing_number}`, t.key), { DB });
     expect(again.status, again.text).toBe(200);
     expect(seen.sessions, "the read started at the old bookmark is run again at the gate's").toEqual([
       written,
@@ -274,23 +261,21 @@ describe("reads run in a D1 session from the key's latest write", () => {
     const seen: Observed = { sessions: [], queries: [] };
     const DB = observedDb(seen);
     const created = await direct(
-      "/api/v1/listings",
-      a.key,
-      { DB },
-      {
+      keyed("/api/v1/listings", a.key, {
         method: "POST",
         headers: { "Content-Type": "application/json", "X-Idempotency-Key": crypto.randomUUID() },
         body: JSON.stringify({ address: "2 Bookmark Lane", owner_user_id: a.owner.id, agent_one_id: a.agent.id }),
-      },
+      }),
+      { DB },
     );
     expect(created.status, created.text).toBe(201);
     seen.sessions.length = 0;
     for (let i = 0; i < 2; i++) {
-      const r = await direct("/api/v1/listings", b.key, { DB });
+      const r = await direct(keyed("/api/v1/listings", b.key), { DB });
       expect(r.status, r.text).toBe(200);
     }
     expect(seen.sessions).toEqual(["first-unconstrained", "first-unconstrained"]);
-    const own = await direct("/api/v1/listings", a.key, { DB });
+    const own = await direct(keyed("/api/v1/listings", a.key), { DB });
     expect(own.status, own.text).toBe(200);
     expect(seen.sessions.at(-1)).toMatch(TEST_BOOKMARK);
   });

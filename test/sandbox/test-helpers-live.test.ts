@@ -1,19 +1,9 @@
-import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
-import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { routes } from "../../src/app";
 import { mintKey } from "../../src/domain/api-keys";
-import worker from "../../src/index";
-import { BASE, db, makeTenant } from "../support/harness";
+import { BASE, db, direct, makeTenant } from "../support/harness";
 
 /** Calls the Worker with environment overrides, as a deployment with those variables would run. */
-async function direct(req: Request, overrides: Partial<Env>) {
-  const ctx = createExecutionContext();
-  const res = await worker.fetch(req, { ...env, ...overrides } as Env, ctx);
-  await waitOnExecutionContext(ctx);
-  const text = await res.text();
-  return { status: res.status, headers: res.headers, text, json: text ? JSON.parse(text) : undefined };
-}
 
 const LIVE = { API_MODE: "live" } as Partial<Env>;
 const helpers = () => routes.operations("public").filter((op) => op.sandboxOnly);

@@ -1,3 +1,4 @@
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { expect, onTestFinished, vi } from "vitest";
 import { database } from "../../src/db/client";
@@ -5,6 +6,7 @@ import { mintKey } from "../../src/domain/api-keys";
 import { createAgency, createUser } from "../../src/domain/hierarchy";
 import type { Role, Scope } from "../../src/domain/roles";
 import { createSession } from "../../src/domain/sessions";
+import worker from "../../src/index";
 import { randomAlnum } from "../../src/lib/ids";
 
 export const BASE = "https://api.test";
@@ -123,6 +125,41 @@ export async function answerOf(res: Response) {
     json = undefined;
   }
   return { res, status: res.status, headers: res.headers, json, text };
+}
+
+/**
+ * Hands `req` to the Worker's fetch handler in this isolate with `bindings` laid over the test env
+ * (a var changed, a binding replaced by a fake), waits for the work it left to waitUntil, and reads
+ * the response whole.
+ */
+export async function direct(req: Request, bindings: Record<string, unknown> = {}) {
+  const ctx = createExecutionContext();
+  const res = await worker.fetch(req, { ...env, ...bindings } as Env, ctx);
+  await waitOnExecutionContext(ctx);
+  return answerOf(res);
+}
+
+/** A request to `path` that carries `key` in X-API-Key, for `direct`. */
+export function keyed(path: string, key: string, init: RequestInit = {}) {
+  const headers = new Headers(init.headers);
+  headers.set("X-API-Key", key);
+  return new Request(`${BASE}${path}`, { ...init, headers });
+}
+
+/** Answers one outbound fetch: the Request the Worker's call describes, and the init it passed (its signal). */
+export type Outbound = (req: Request, init?: RequestInit) => Response | Promise<Response>;
+
+/**
+ * Answers the Worker's outbound fetches (receivers, storage, calendars) with `handler`; without one,
+ * the spy only watches real fetches. Answers the spy, restored when the calling test (or the test
+ * whose beforeEach called it) finishes. `pastTheTest` keeps it for the rest of the file instead, for
+ * background work that outlives the test; it is then also the way to mock from a module's top level.
+ */
+export function mockFetch(handler?: Outbound, opts: { pastTheTest?: boolean } = {}) {
+  const spy = vi.spyOn(globalThis, "fetch");
+  if (handler) spy.mockImplementation(async (input, init) => handler(new Request(input, init), init));
+  if (!opts.pastTheTest) onTestFinished(() => spy.mockRestore());
+  return spy;
 }
 
 export const internal = (path: string, opts: Omit<CallOptions, "key"> = {}) =>
