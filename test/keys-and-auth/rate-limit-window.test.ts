@@ -1,6 +1,6 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, onTestFinished, vi } from "vitest";
 import { keyGate } from "../../src/durable/key-changes";
 import { KeyGate, WINDOW_FLUSH_MS } from "../../src/durable/key-gate";
 import { sha256Hex } from "../../src/lib/ids";
@@ -27,18 +27,38 @@ describe("the sliding log", () => {
   });
 });
 
+/**
+ * Hands the gate's timers to the test: the gate shares this isolate, so its coalesced write waits
+ * for `flushWindow` instead of a second of wall-clock time.
+ */
+function holdTimers() {
+  vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+  onTestFinished(() => {
+    vi.useRealTimers();
+  });
+}
+
+/** Runs the gate's pending write timer, inside the gate, as if WINDOW_FLUSH_MS had passed. */
+async function flushWindow(gate: ReturnType<typeof keyGate>) {
+  await runInDurableObject(gate, async () => {
+    expect(vi.getTimerCount(), "the gate scheduled its coalesced write").toBeGreaterThan(0);
+    await vi.advanceTimersByTimeAsync(WINDOW_FLUSH_MS);
+  });
+}
+
 describe("the gate's window", () => {
   it("writes no row per request: admitted requests reach storage as per-second counts, coalesced", async () => {
     const t = await makeTenant();
     const gate = keyGate(env, t.keyId);
     const hash = await sha256Hex(t.key);
     const now = Date.now();
+    holdTimers();
     for (let i = 0; i < 20; i++) {
       const v = await gate.admit(t.keyId, hash, "test", "read_users_list", now + i);
       expect(v.ok && v.rate?.remaining).toBe(299 - i);
     }
     expect(await runInDurableObject(gate, async (_, state) => rows(state))).toEqual([]);
-    await new Promise((resolve) => setTimeout(resolve, WINDOW_FLUSH_MS + 200));
+    await flushWindow(gate);
     expect(await runInDurableObject(gate, async (_, state) => rows(state))).toEqual([
       { endpoint: "read_users_list", n: 20 },
     ]);
@@ -49,8 +69,9 @@ describe("the gate's window", () => {
     const gate = keyGate(env, t.keyId);
     const hash = await sha256Hex(t.key);
     const now = Date.now();
+    holdTimers();
     for (let i = 0; i < 5; i++) await gate.admit(t.keyId, hash, "test", "read_user_single", now);
-    await new Promise((resolve) => setTimeout(resolve, WINDOW_FLUSH_MS + 200));
+    await flushWindow(gate);
     const after = await runInDurableObject(gate, async (_, state) => {
       const restarted = new KeyGate(state, env);
       const v = await restarted.admit(t.keyId, hash, "test", "read_user_single", now + 1_000);
