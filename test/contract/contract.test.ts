@@ -13,6 +13,7 @@ import {
   internal,
   makePlatformKey,
   makeTenant,
+  mockFetch,
   OPERATOR_TOKEN,
   type Tenant,
   unique,
@@ -79,8 +80,8 @@ const FEED_URL = "https://calendar.contract.example/agent.ics";
 
 // Receivers, storage and calendars are outside this machine: the Worker's outbound calls are answered here.
 beforeEach(() => {
-  vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) =>
-    new Request(input as RequestInfo, init as RequestInit).url === FEED_URL
+  mockFetch((req) =>
+    req.url === FEED_URL
       ? new Response("BEGIN:VCALENDAR\r\nEND:VCALENDAR\r\n", { headers: { "Content-Type": "text/calendar" } })
       : new Response(null, { status: 204 }),
   );

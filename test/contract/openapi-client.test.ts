@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import type { paths } from "../generated/public-openapi.d.ts";
 // Both generated from the served document by scripts/openapi-types.ts (`npm run typecheck` runs it).
 import generated from "../generated/public-openapi.json";
-import { call, internal, makeTenant } from "../support/harness";
+import { call, internal, makeTenant, mockFetch } from "../support/harness";
 
 afterEach(() => vi.restoreAllMocks());
 
@@ -31,8 +31,7 @@ function answered<T>(result: { data?: T; error?: unknown; response: Response }, 
 /** Outbound requests of the Worker (receivers, calendar feeds), answered by `answer`. */
 function intercept(answer: (req: Request) => Response) {
   const seen: { req: Request; body: string }[] = [];
-  vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
-    const req = new Request(input as RequestInfo, init as RequestInit);
+  mockFetch(async (req) => {
     seen.push({ req, body: await req.clone().text() });
     return answer(req);
   });

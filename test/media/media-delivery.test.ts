@@ -27,6 +27,7 @@ import {
   internal,
   makeListing,
   makeTenant,
+  mockFetch,
   outbox,
   type Tenant,
 } from "../support/harness";
@@ -58,8 +59,7 @@ beforeEach(() => {
     sent.push({ body: body as MediaJob, delaySeconds: opts?.delaySeconds });
     return { metadata: { metrics: { backlogCount: 0, backlogBytes: 0 } } } as unknown as QueueSendResponse;
   });
-  vi.spyOn(globalThis, "fetch").mockImplementation(async (input: RequestInfo | URL, init?: RequestInit) => {
-    const req = new Request(input, init);
+  mockFetch(async (req) => {
     const url = new URL(req.url);
     if (url.origin !== ENDPOINT) throw new Error(`unexpected outbound fetch to ${req.url}`);
     const answer = answers[decodeURIComponent(url.pathname)] ?? 200;

@@ -1,12 +1,10 @@
-import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { connectCalendar } from "../../src/calendar/connections";
 import { PROVIDER_BODY_LIMIT } from "../../src/calendar/outbound";
-import worker from "../../src/index";
 import { checkOutboundUrl } from "../../src/lib/outbound-url";
 import { putObject } from "../../src/media/delivery";
-import { BASE, call, db, expectError, internal, makeTenant } from "../support/harness";
+import { BASE, call, db, direct, expectError, internal, makeTenant, mockFetch } from "../support/harness";
 
 afterEach(() => vi.restoreAllMocks());
 
@@ -14,19 +12,12 @@ const deployed = { allowLocalHttp: false };
 const local = { allowLocalHttp: true };
 
 /** The Worker with a deployed environment's outbound setting (the tests run with local development's). */
-async function deployedFetch(req: Request) {
-  const ctx = createExecutionContext();
-  const res = await worker.fetch(req, { ...env, ALLOW_HTTP_RECEIVERS: "false" } as Env, ctx);
-  await waitOnExecutionContext(ctx);
-  const text = await res.text();
-  return { status: res.status, text, json: JSON.parse(text), headers: res.headers };
-}
+const deployedFetch = (req: Request) => direct(req, { ALLOW_HTTP_RECEIVERS: "false" });
 
 /** Every outbound fetch, recorded as the Request the Worker built; answered by `answer`. */
 function interceptFetch(answer: (req: Request) => Response | Promise<Response>) {
   const seen: Request[] = [];
-  vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
-    const req = new Request(input as RequestInfo, init as RequestInit);
+  mockFetch((req) => {
     seen.push(req);
     return answer(req);
   });

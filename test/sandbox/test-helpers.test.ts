@@ -1,6 +1,15 @@
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { call, expectError, internal, makeListing, makeTenant, outbox, type Tenant } from "../support/harness";
+import {
+  call,
+  expectError,
+  internal,
+  makeListing,
+  makeTenant,
+  mockFetch,
+  outbox,
+  type Tenant,
+} from "../support/harness";
 
 afterEach(() => vi.restoreAllMocks());
 
@@ -187,7 +196,7 @@ describe("sandbox calendar", () => {
     expect(refused.json.error.details).toEqual({ user_id: t.owner.id, provider: "ics" });
     const replaced = await helper(t, `/users/${t.owner.id}/calendar/busy_blocks`, { ...block, replace_calendar: true });
     expect(replaced.status, replaced.text).toBe(201);
-    const fetches = vi.spyOn(globalThis, "fetch");
+    const fetches = mockFetch();
     const r = await call(`/api/v1/scheduling/availability?${DAY}`, { key: t.key });
     expect(r.json.calendar.provider).toBe("sandbox");
     expect(r.json.slots[0].start, "09:00–11:00 overlaps the block").toBe("2026-11-30T11:00:00.000Z");

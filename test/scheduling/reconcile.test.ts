@@ -5,7 +5,17 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { discrepancyOf, RECONCILE_JOB, SUBJECTS_PER_RUN } from "../../src/calendar/reconcile";
 import { appointments, calendarConnections, jobCursors, tours } from "../../src/db/schema";
 import worker from "../../src/index";
-import { call, captureErrorLogs, db, internal, makeListing, makeTenant, outbox, type Tenant } from "../support/harness";
+import {
+  call,
+  captureErrorLogs,
+  db,
+  internal,
+  makeListing,
+  makeTenant,
+  mockFetch,
+  outbox,
+  type Tenant,
+} from "../support/harness";
 
 afterEach(() => vi.restoreAllMocks());
 
@@ -13,9 +23,8 @@ const START = "2026-12-02T17:00:00.000Z";
 
 /** The agent's Google calendar, answering events.get from `calendar` (event id -> start, or null for unreadable). */
 function googleCalendar(calendar: Map<string, string | null>) {
-  vi.spyOn(globalThis, "fetch").mockImplementation(async (input) => {
-    const url = new URL(String(input instanceof Request ? input.url : input));
-    const id = decodeURIComponent(url.pathname.split("/").pop()!);
+  mockFetch((req) => {
+    const id = decodeURIComponent(new URL(req.url).pathname.split("/").pop()!);
     if (!calendar.has(id)) return new Response("{}", { status: 404 });
     const start = calendar.get(id);
     return Response.json(
@@ -119,7 +128,7 @@ describe("calendar reconciliation", () => {
       body: { address: "1 Tour Rd", city: "Portside", state: "CA", zipcode: "94110" },
     });
     await db().update(tours).set({ calendarEventId: "tour-event-1" }).where(eq(tours.id, tour.json.id));
-    vi.spyOn(globalThis, "fetch").mockImplementation(async () => new Response("BEGIN:VCALENDAR\r\nEND:VCALENDAR"));
+    mockFetch(() => new Response("BEGIN:VCALENDAR\r\nEND:VCALENDAR"));
     await run();
     expect(await orphans(t)).toEqual([
       expect.objectContaining({ subject_type: "tour", subject_id: tour.json.id, discrepancy: "missing" }),
@@ -129,7 +138,7 @@ describe("calendar reconciliation", () => {
   it("an unreachable calendar is skipped, not reported", async () => {
     const t = await makeTenant();
     await bookedShoot(t, "ev-offline");
-    vi.spyOn(globalThis, "fetch").mockImplementation(async () => new Response("down", { status: 503 }));
+    mockFetch(() => new Response("down", { status: 503 }));
     await run();
     expect(await orphans(t)).toEqual([]);
   });
@@ -147,9 +156,8 @@ describe("calendar reconciliation", () => {
     }
     // Every event is where it should be, so only the fetches tell what each run checked.
     const asked: string[] = [];
-    vi.spyOn(globalThis, "fetch").mockImplementation(async (input) => {
-      const url = new URL(String(input instanceof Request ? input.url : input));
-      const id = decodeURIComponent(url.pathname.split("/").pop()!);
+    mockFetch((req) => {
+      const id = decodeURIComponent(new URL(req.url).pathname.split("/").pop()!);
       asked.push(id);
       return Response.json({ id, status: "confirmed", start: { dateTime: START } });
     });
@@ -178,9 +186,8 @@ describe("calendar reconciliation", () => {
       .update(calendarConnections)
       .set({ credentialsSealed: "v1.not-a-sealed-value" })
       .where(eq(calendarConnections.userId, broken.agent.id));
-    vi.spyOn(globalThis, "fetch").mockImplementation(async (input) => {
-      const url = String(input instanceof Request ? input.url : input);
-      if (url.endsWith("ev-provider-down")) return new Response("down", { status: 503 });
+    mockFetch((req) => {
+      if (req.url.endsWith("ev-provider-down")) return new Response("down", { status: 503 });
       return new Response("{}", { status: 404 });
     });
     const logs = captureErrorLogs();

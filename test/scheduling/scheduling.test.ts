@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { parseIcs } from "../../src/calendar/ics";
 import { calendarConnections } from "../../src/db/schema";
 import worker from "../../src/index";
-import { BASE, call, db, expectError, internal, makePlatformKey, makeTenant } from "../support/harness";
+import { BASE, call, db, expectError, internal, makePlatformKey, makeTenant, mockFetch } from "../support/harness";
 
 afterEach(() => vi.restoreAllMocks());
 
@@ -34,8 +34,7 @@ const ICS = [
 
 function intercept(handler: (req: Request) => Response | Promise<Response>) {
   const calls: { url: string; body: string }[] = [];
-  vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
-    const req = new Request(input as RequestInfo, init as RequestInit);
+  mockFetch(async (req) => {
     // Decoded from bytes: the token refresh posts a form, and .text() on a form body makes workerd warn.
     calls.push({ url: req.url, body: new TextDecoder().decode(await req.clone().arrayBuffer()) });
     return handler(req);
@@ -156,8 +155,8 @@ describe("availability", () => {
     intercept(() => new Response("not json"));
     expectError(await call(query(), { key: t.key }), 502, "calendar_provider_error");
     vi.restoreAllMocks();
-    vi.spyOn(globalThis, "fetch").mockImplementation(
-      (_input, init) =>
+    mockFetch(
+      (_req, init) =>
         new Promise((_, reject) => init?.signal?.addEventListener("abort", () => reject(init.signal!.reason))),
     );
     const ctx = createExecutionContext();

@@ -2,7 +2,7 @@ import { env, exports } from "cloudflare:workers";
 import fc from "fast-check";
 import { expect, vi } from "vitest";
 import { type Doc, deref, hostileString, oneMutation, PROTO_NAMES, schemaArb, toJson, validate } from "./fuzz-schema";
-import { BASE, call, internal, makeTenant, OPERATOR_TOKEN, type Tenant } from "./harness";
+import { BASE, call, internal, makeTenant, mockFetch, OPERATOR_TOKEN, type Tenant } from "./harness";
 
 const MUTATING = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 
@@ -219,9 +219,8 @@ export async function loadDoc(path: string, headers: Record<string, string> = {}
 
 /** Answers every outbound fetch (webhook receivers, calendar feeds, storage) locally. */
 export function stubOutbound() {
-  vi.spyOn(globalThis, "fetch").mockImplementation(async (input) => {
-    const url = new Request(input as RequestInfo).url;
-    if (url.includes(".ics")) {
+  mockFetch((req) => {
+    if (req.url.includes(".ics")) {
       return new Response("BEGIN:VCALENDAR\r\nEND:VCALENDAR\r\n", { headers: { "Content-Type": "text/calendar" } });
     }
     return new Response("ok");

@@ -1,10 +1,10 @@
 import fc from "fast-check";
-import { expect, vi } from "vitest";
+import { expect } from "vitest";
 import { mintKey } from "../../src/domain/api-keys";
-import { call, db, internal, makeTenant, outbox, type Tenant } from "./harness";
+import { call, db, internal, makeTenant, mockFetch, outbox, type Tenant } from "./harness";
 
 // Receivers of the endpoints registered below are answered locally, also after the test.
-vi.spyOn(globalThis, "fetch").mockImplementation(async () => new Response("ok"));
+mockFetch(() => new Response("ok"), { pastTheTest: true });
 
 const SETTABLE = ["Coming Soon", "Active", "Pending", "Sold", "Off Market"] as const;
 /** Client-chosen listing numbers, few enough that a sequence collides on them. */

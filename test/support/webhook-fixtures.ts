@@ -9,7 +9,7 @@ import { type ConsumerLimits, consumeWebhooks } from "../../src/webhooks/deliver
 import { sweepOutbox } from "../../src/webhooks/dispatch";
 import { createEndpoint } from "../../src/webhooks/endpoints";
 import { asInvocation, D1_LIMITS } from "./d1-guard";
-import { db, type Tenant } from "./harness";
+import { db, mockFetch, type Tenant } from "./harness";
 
 export const WEBHOOK_QUEUE = "alms-webhooks-local";
 /** The webhook consumer's max_batch_size in wrangler.jsonc. */
@@ -41,8 +41,8 @@ export function receivers(behaviour: (url: string) => Answer) {
   const calls: { url: string; at: number }[] = [];
   const open = new Map<string, number>();
   const most = { overall: 0, perUrl: 0 };
-  vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
-    const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
+  mockFetch(async (req, init) => {
+    const url = req.url;
     calls.push({ url, at: performance.now() });
     open.set(url, (open.get(url) ?? 0) + 1);
     most.overall = Math.max(

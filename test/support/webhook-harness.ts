@@ -11,7 +11,7 @@ import { expect, vi } from "vitest";
 import { events } from "../../src/db/schema";
 import worker from "../../src/index";
 import { backgroundDrainDone, drainOutbox } from "../../src/webhooks/dispatch";
-import { call, db, type Tenant } from "./harness";
+import { call, db, mockFetch, type Tenant } from "./harness";
 
 /** What the tests of webhook-driven features observe: queue messages, receivers' requests, the receivers' answer. */
 export interface Receivers {
@@ -35,8 +35,7 @@ export function interceptWebhooks(): Receivers {
     receivers.sent.push(body as { delivery_id: string });
     return {} as QueueSendResponse;
   });
-  vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
-    const req = new Request(input as RequestInfo, init as RequestInit);
+  mockFetch(async (req) => {
     receivers.received.push({ url: req.url, headers: req.headers, body: await req.text() });
     return receivers.answer();
   });

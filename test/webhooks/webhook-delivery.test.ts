@@ -6,7 +6,7 @@ import { events, webhookDeliveries, webhookDeliveryAttempts, webhookEndpoints } 
 import { outboxInsert } from "../../src/domain/outbox";
 import { consumeWebhooks, retryDelay } from "../../src/webhooks/delivery";
 import { drainOutbox } from "../../src/webhooks/dispatch";
-import { call, captureErrorLogs, db, internal, makeListing, makeTenant } from "../support/harness";
+import { call, captureErrorLogs, db, internal, makeListing, makeTenant, mockFetch } from "../support/harness";
 import { consume, cron, drained, registerEndpoint, settle } from "../support/webhook-harness";
 
 let sent: { delivery_id: string }[] = [];
@@ -28,8 +28,7 @@ beforeEach(() => {
     sent.push(body as { delivery_id: string });
     return {} as QueueSendResponse;
   });
-  vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
-    const req = new Request(input as RequestInfo, init as RequestInit);
+  mockFetch(async (req) => {
     received.push({ url: req.url, headers: req.headers, body: await req.text() });
     return answer();
   });

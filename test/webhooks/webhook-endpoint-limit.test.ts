@@ -3,7 +3,7 @@ import { and, count, eq } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { idempotencyMarks, webhookEndpoints } from "../../src/db/schema";
 import { MAX_ACTIVE_ENDPOINTS } from "../../src/webhooks/endpoints";
-import { call, db, expectError, makeTenant, type Tenant } from "../support/harness";
+import { call, db, expectError, makeTenant, mockFetch, type Tenant } from "../support/harness";
 
 const register = (t: Tenant, n: number, idempotencyKey?: string) =>
   call("/api/v1/webhooks/endpoints", {
@@ -23,7 +23,7 @@ async function activeEndpoints(agencyId: string) {
 // Registrations drain the outbox after each request; keep those messages from the real consumer.
 beforeEach(() => {
   vi.spyOn(env.WEBHOOK_QUEUE, "sendBatch").mockResolvedValue({} as QueueSendBatchResponse);
-  vi.spyOn(globalThis, "fetch").mockImplementation(async () => new Response("ok"));
+  mockFetch(() => new Response("ok"));
 });
 afterEach(() => vi.restoreAllMocks());
 

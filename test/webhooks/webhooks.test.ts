@@ -11,7 +11,7 @@ import { decrypt } from "../../src/lib/crypto";
 import { checkOutboundUrl } from "../../src/lib/outbound-url";
 import { SECRET_PURPOSE, secretBinding } from "../../src/webhooks/endpoints";
 import { newSigningSecret, signatureHeaders, signPayload, standardSignature } from "../../src/webhooks/signing";
-import { BASE, call, db, expectError, makeTenant, type Tenant } from "../support/harness";
+import { BASE, call, db, expectError, makeTenant, mockFetch, type Tenant } from "../support/harness";
 
 const register = (t: Tenant, body: Record<string, unknown>) => call("/api/v1/webhooks/endpoints", { key: t.key, body });
 
@@ -19,7 +19,7 @@ const register = (t: Tenant, body: Record<string, unknown>) => call("/api/v1/web
 // real consumer, which would call these made-up receivers once the test is over.
 beforeEach(() => {
   vi.spyOn(env.WEBHOOK_QUEUE, "sendBatch").mockResolvedValue({} as QueueSendBatchResponse);
-  vi.spyOn(globalThis, "fetch").mockImplementation(async () => new Response("ok"));
+  mockFetch(() => new Response("ok"));
 });
 afterEach(() => vi.restoreAllMocks());
 
