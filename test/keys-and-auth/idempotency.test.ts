@@ -340,13 +340,24 @@ async function raced<T>(
   const held: { sql: string }[] = [];
   let order: { sql: string }[] | undefined;
   let done = 0;
+  // A held batch gives up once the other has had RACE_WAIT_MS to arrive or to run, and fails the race.
+  let stuck: Error | undefined;
   const spy = vi.spyOn(env.DB, "batch").mockImplementation(async (stmts: D1PreparedStatement[]) => {
     const sql = (stmts[0] as unknown as { statement: string }).statement;
     if (!match.test(sql) || held.length >= n) return real(stmts);
     const me = { sql };
     held.push(me);
     if (held.length === n) order = [...held].sort((a, b) => rank(a.sql) - rank(b.sql));
-    while (order?.[done] !== me) await new Promise((r) => setTimeout(r, 5));
+    for (let waited = 0; order?.[done] !== me; waited += RACE_POLL_MS) {
+      if (waited >= RACE_WAIT_MS) {
+        stuck ??= new Error(
+          `raced: ${held.length} of ${n} batches matching ${match} arrived and ${done} ran within ${RACE_WAIT_MS} ms; ` +
+            `this one (${sql.slice(0, 80)}) was still waiting for its turn`,
+        );
+        throw stuck;
+      }
+      await new Promise((r) => setTimeout(r, RACE_POLL_MS));
+    }
     try {
       return await real(stmts);
     } finally {
@@ -354,12 +365,20 @@ async function raced<T>(
     }
   });
   try {
-    const [a, b] = run();
-    return [await a, await b];
+    const settled = await Promise.allSettled(run());
+    if (stuck) throw stuck;
+    return settled.map((s) => {
+      if (s.status === "rejected") throw s.reason;
+      return s.value;
+    }) as [T, T];
   } finally {
     spy.mockRestore();
   }
 }
+
+/** How often a held batch of `raced` looks for its turn, and how long it waits for it at most. */
+const RACE_POLL_MS = 5;
+const RACE_WAIT_MS = 10_000;
 
 const marksOf = (t: Tenant, key: string) =>
   db()
