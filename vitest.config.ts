@@ -69,8 +69,9 @@ export default defineConfig(async () => ({
         ],
         test: {
           name: "workers",
-          include: ["test/*.test.ts"],
-          setupFiles: ["./test/apply-migrations.ts"],
+          include: ["test/**/*.test.ts"],
+          exclude: ["test/node/**", "test/browser/**", "test/cli/**"],
+          setupFiles: ["./test/support/apply-migrations.ts"],
           testTimeout: 20_000,
         },
       },

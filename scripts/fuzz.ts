@@ -8,10 +8,14 @@ const seed = Number(arg("seed") ?? Math.floor(Math.random() * 2 ** 31));
 const runs = Number(arg("runs") ?? 20_000);
 console.log(`fuzz seed ${seed} (public file ${seed}, internal file ${seed + 1}), ${runs} requests`);
 
-const result = spawnSync("vitest", ["run", "test/fuzz-public.test.ts", "test/fuzz-internal.test.ts"], {
-  stdio: "inherit",
-  env: { ...process.env, FUZZ_SEED: String(seed), FUZZ_RUNS: String(runs) },
-});
+const result = spawnSync(
+  "vitest",
+  ["run", "test/contract/fuzz-public.test.ts", "test/contract/fuzz-internal.test.ts"],
+  {
+    stdio: "inherit",
+    env: { ...process.env, FUZZ_SEED: String(seed), FUZZ_RUNS: String(runs) },
+  },
+);
 console.log(
   `fuzz seed ${seed}: ${result.status === 0 ? "passed" : "FAILED"}; rerun with npm run fuzz -- --seed=${seed}`,
 );

@@ -3,16 +3,17 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { app, routes } from "../../src/app";
 
+// The workers project's tests: every test/<area>/*.test.ts but those of the Node-side projects.
 const testDir = join(__dirname, "..");
-const sources = readdirSync(testDir)
-  .filter((f) => f.endsWith(".test.ts"))
+const sources = readdirSync(testDir, { recursive: true, encoding: "utf8" })
+  .filter((f) => f.endsWith(".test.ts") && !/^(node|browser|cli)\//.test(f))
   .map((f) => readFileSync(join(testDir, f), "utf8"))
   .join("\n");
 
 /**
  * A code counts as mentioned when a test asserts it: as the code of an expectError, or
  * compared with toBe. A mention is not proof that the route answers it: the generated
- * checks in test/contract.test.ts send each route the requests its guards exist for and
+ * checks in test/contract/contract.test.ts send each route the requests its guards exist for and
  * fail unless the route answered each code they stand for.
  */
 const asserted = (code: string) =>

@@ -15,7 +15,7 @@ const NOISY = [
     'The body\'s Content-Type is "application/x-www-form-urlencoded".',
   '{"level":"error","job":"outbox_drain","error":"Error: queue down"}',
   '{"level":"warn","request_id":"req_1","path":"/api/v1/listings","error":"Error: Durable Object is overloaded."}',
-  "stderr | test/wire.test.ts > unexpected failures > are internal_error in the envelope, with no stack or internals",
+  "stderr | test/contract/wire.test.ts > unexpected failures > are internal_error in the envelope, with no stack or internals",
   'Sourcemap for "/work/main/node_modules/stripe/esm/Webhooks.js" points to missing source files',
   "Unhandled Rejection",
   "\u001b[33mwarning:\u001b[39m the `poolOptions` option is deprecated",
@@ -23,10 +23,10 @@ const NOISY = [
 
 // Lines of a quiet run: the reporter's own, informational logs, and test names that mention errors.
 const QUIET = [
-  " \u001b[32m✓\u001b[39m  workers  test/wire.test.ts (20 tests) 1162ms",
+  " \u001b[32m✓\u001b[39m  workers  test/contract/wire.test.ts (20 tests) 1162ms",
   "     ✓ are internal_error in the envelope, with no stack or internals 12ms",
   "     ✓ an uncaught exception in a consumer is retried 40ms",
-  "stdout | test/auth.test.ts > key states > rotation: the nightly sweep deactivates it",
+  "stdout | test/keys-and-auth/auth.test.ts > key states > rotation: the nightly sweep deactivates it",
   '{"job":"rotation_sweep","keys":1}',
   "seed 20261123: 1200 requests, statuses 200×280 422×460",
   "Using secrets defined in .dev.vars",

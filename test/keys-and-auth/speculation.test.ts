@@ -1,0 +1,270 @@
+import { env } from "cloudflare:workers";
+import { eq } from "drizzle-orm";
+import { describe, expect, it } from "vitest";
+import { database } from "../../src/db/client";
+import { agencies, apiKeys } from "../../src/db/schema";
+import { changeKey, keyGate } from "../../src/durable/key-changes";
+import { forgetKeys } from "../../src/http/key-auth";
+import { realSession } from "../support/d1-guard";
+import { call, db, direct, expectError, keyed, makeTenant } from "../support/harness";
+
+/** Calls the Worker with some bindings replaced, the way `call` does otherwise. */
+
+interface Observed {
+  /** The bookmark or constraint each D1 session was opened with. */
+  sessions: string[];
+  /** Every statement prepared on a session. */
+  queries: string[];
+}
+
+const TEST_BOOKMARK = /^test-bookmark-/;
+let bookmarks = 0;
+
+/**
+ * The D1 binding, observed: sessions and their statements are recorded, and a write's
+ * session reports a bookmark of its own (local D1 has no replicas to give one).
+ */
+function observedDb(seen: Observed, opts: { onQuery?: (sql: string) => void } = {}): D1Database {
+  const real = env.DB;
+  return new Proxy(real, {
+    get(target, prop) {
+      if (prop !== "withSession") {
+        const value = Reflect.get(target, prop);
+        return typeof value === "function" ? value.bind(target) : value;
+      }
+      return (constraint: string) => {
+        seen.sessions.push(constraint);
+        const session = target.withSession(TEST_BOOKMARK.test(constraint) ? "first-unconstrained" : constraint);
+        let wrote = false;
+        return {
+          prepare(sql: string) {
+            seen.queries.push(sql);
+            opts.onQuery?.(sql);
+            if (/^\s*(insert|update|delete)/i.test(sql)) wrote = true;
+            return session.prepare(sql);
+          },
+          batch: (statements: D1PreparedStatement[]) => session.batch(statements),
+          getBookmark: () => (wrote ? `test-bookmark-${String(++bookmarks).padStart(8, "0")}` : session.getBookmark()),
+        };
+      };
+    },
+  });
+}
+
+const userReads = (seen: Observed) => seen.queries.filter((q) => /from "users"/.test(q)).length;
+
+describe("a read runs on the caller the key's gate confirmed", () => {
+  it("the D1 read of a guarded GET begins only once the gate has answered", async () => {
+    const t = await makeTenant();
+    expect((await call(`/api/v1/users/${t.owner.id}`, { key: t.key })).status).toBe(200);
+    const order: string[] = [];
+    const gates = {
+      getByName(name: string) {
+        const stub = env.KEY_GATE.getByName(name);
+        return {
+          async admit(...args: Parameters<typeof stub.admit>) {
+            // A slow gate: a read that does not wait for it would come first.
+            await new Promise((resolve) => setTimeout(resolve, 200));
+            const verdict = await stub.admit(...args);
+            order.push("gate answered");
+            return verdict;
+          },
+        };
+      },
+    };
+    const seen: Observed = { sessions: [], queries: [] };
+    const DB = observedDb(seen, { onQuery: (sql) => /from "users"/.test(sql) && order.push("user read") });
+    const r = await direct(keyed(`/api/v1/users/${t.owner.id}`, t.key), {
+      DB,
+      KEY_GATE: gates as unknown as Env["KEY_GATE"],
+    });
+    expect(r.status, r.text).toBe(200);
+    expect(order).toEqual(["gate answered", "user read"]);
+    expect(r.headers.get("x-rate-limit-remaining"), r.text).toBe("598");
+  });
+
+  it("a GET with outside effects (availability) reads nothing before the gate has answered", async () => {
+    const t = await makeTenant({ scopes: ["scheduling:read", "users:read"] });
+    const query = "from=2026-12-01T00:00:00Z&to=2026-12-02T00:00:00Z&duration_minutes=60&timezone=UTC";
+    const path = `/api/v1/scheduling/availability?${query}`;
+    const first = await call(path, { key: t.key });
+    expectError(first, 403, "calendar_not_connected");
+    const order: string[] = [];
+    const gates = {
+      getByName(name: string) {
+        const stub = env.KEY_GATE.getByName(name);
+        return {
+          async admit(...args: Parameters<typeof stub.admit>) {
+            await new Promise((resolve) => setTimeout(resolve, 200));
+            const verdict = await stub.admit(...args);
+            order.push("gate answered");
+            return verdict;
+          },
+        };
+      },
+    };
+    const seen: Observed = { sessions: [], queries: [] };
+    const DB = observedDb(seen, { onQuery: () => order.push("read") });
+    const r = await direct(keyed(path, t.key), { DB, KEY_GATE: gates as unknown as Env["KEY_GATE"] });
+    expectError(r, 403, "calendar_not_connected");
+    expect(order[0], order.join(", ")).toBe("gate answered");
+    expect(order.length, order.join(", ")).toBeGreaterThan(1);
+  });
+
+  it("a revoked key whose caller this isolate knows gets its refusal and none of the data", async () => {
+    const t = await makeTenant();
+    expect((await call(`/api/v1/users/${t.owner.id}`, { key: t.key })).status).toBe(200);
+    await changeKey(env, t.keyId, { op: "revoke" });
+    const r = await call(`/api/v1/users/${t.owner.id}`, { key: t.key });
+    expectError(r, 401, "api_key_revoked");
+    expect(r.text).not.toContain(t.owner.id);
+    expect(r.headers.get("x-rate-limit-limit")).toBeNull();
+  });
+
+  it("a disabled key is refused on its next read", async () => {
+    const t = await makeTenant();
+    expect((await call(`/api/v1/users/${t.owner.id}`, { key: t.key })).status).toBe(200);
+    await changeKey(env, t.keyId, { op: "update", patch: { isActive: false } });
+    const r = await call(`/api/v1/users/${t.owner.id}`, { key: t.key });
+    expectError(r, 401, "api_key_disabled");
+    expect(r.text).not.toContain(t.owner.id);
+  });
+
+  it("a key over its budget gets 429 and none of the data", async () => {
+    const t = await makeTenant();
+    await changeKey(env, t.keyId, { op: "update", patch: { rateLimitOverrides: { read_user_single: 2 } } });
+    for (const remaining of ["1", "0"]) {
+      const r = await call(`/api/v1/users/${t.owner.id}`, { key: t.key });
+      expect(r.status, r.text).toBe(200);
+      expect(r.headers.get("x-rate-limit-remaining")).toBe(remaining);
+    }
+    const r = await call(`/api/v1/users/${t.owner.id}`, { key: t.key });
+    expectError(r, 429, "rate_limit_exceeded");
+    expect(r.text).not.toContain(t.owner.id);
+    expect(r.headers.get("x-rate-limit-remaining")).toBe("0");
+  });
+
+  it("a scope taken away is honoured on the very next request, and one given back too", async () => {
+    const t = await makeTenant();
+    expect((await call(`/api/v1/users/${t.owner.id}`, { key: t.key })).status).toBe(200);
+    await changeKey(env, t.keyId, { op: "update", patch: { scopes: ["listings:read"] } });
+    const denied = await call(`/api/v1/users/${t.owner.id}`, { key: t.key });
+    expectError(denied, 403, "auth.scope_denied");
+    expect(denied.text).not.toContain(t.owner.id);
+    await changeKey(env, t.keyId, { op: "update", patch: { scopes: ["users:read", "listings:read"] } });
+    const allowed = await call(`/api/v1/users/${t.owner.id}`, { key: t.key });
+    expect(allowed.status, allowed.text).toBe(200);
+    expect(allowed.json.id).toBe(t.owner.id);
+  });
+
+  it("a role change is honoured on the very next read, which runs once", async () => {
+    const t = await makeTenant();
+    expect((await call(`/api/v1/users/${t.owner.id}`, { key: t.key })).status).toBe(200);
+    const seen: Observed = { sessions: [], queries: [] };
+    const same = await direct(keyed(`/api/v1/users/${t.owner.id}`, t.key), { DB: observedDb(seen) });
+    expect(same.status, same.text).toBe(200);
+    expect(userReads(seen), "the caller was confirmed: one read").toBe(1);
+    await db().update(apiKeys).set({ role: "viewer" }).where(eq(apiKeys.id, t.keyId));
+    await keyGate(env, t.keyId).reload();
+    seen.queries.length = 0;
+    const changed = await direct(keyed(`/api/v1/users/${t.owner.id}`, t.key), { DB: observedDb(seen) });
+    expect(changed.status, changed.text).toBe(200);
+    expect(userReads(seen), "the read runs once, on the confirmed caller").toBe(1);
+    expect(changed.headers.get("x-request-id")).toMatch(/^req_/);
+  });
+
+  it("another agency's user is still 404 user_not_found for a known caller", async () => {
+    const t = await makeTenant();
+    const other = await makeTenant();
+    expect((await call(`/api/v1/users/${t.owner.id}`, { key: t.key })).status).toBe(200);
+    expect((await call(`/api/v1/users/${other.owner.id}`, { key: other.key })).status).toBe(200);
+    const r = await call(`/api/v1/users/${other.owner.id}`, { key: t.key });
+    expectError(r, 404, "user_not_found");
+    expect(r.text).not.toContain(other.agencyId);
+  });
+
+  it("a HEAD read of a revoked key is refused the same way, with no body", async () => {
+    const t = await makeTenant();
+    expect((await call(`/api/v1/users/${t.owner.id}`, { key: t.key })).status).toBe(200);
+    await changeKey(env, t.keyId, { op: "revoke" });
+    const r = await call(`/api/v1/users/${t.owner.id}`, { key: t.key, method: "HEAD" });
+    expect(r.status).toBe(401);
+    expect(r.text).toBe("");
+  });
+});
+
+describe("reads run in a D1 session from the key's latest write", () => {
+  it("drizzle's D1 driver runs on an actual D1 session: reads, batches, and a write's bookmark", async () => {
+    const t = await makeTenant();
+    const write = realSession(env.DB, "first-primary");
+    expect("exec" in write || "dump" in write, "a session has only prepare and batch").toBe(false);
+    const d = database(write as unknown as D1Database);
+    const [, renamed] = await d.batch([
+      d.update(agencies).set({ name: "Session Agency" }).where(eq(agencies.id, t.agencyId)),
+      d.select({ name: agencies.name }).from(agencies).where(eq(agencies.id, t.agencyId)),
+    ]);
+    expect(renamed).toEqual([{ name: "Session Agency" }]);
+    const bookmark = write.getBookmark();
+    expect(bookmark).toEqual(expect.any(String));
+    const read = database(realSession(env.DB, bookmark!) as unknown as D1Database);
+    expect(await read.select({ name: agencies.name }).from(agencies).where(eq(agencies.id, t.agencyId)).get()).toEqual({
+      name: "Session Agency",
+    });
+  });
+
+  it("the read after a key's write starts at that write's bookmark, from any isolate", async () => {
+    const t = await makeTenant();
+    const seen: Observed = { sessions: [], queries: [] };
+    const DB = observedDb(seen);
+    const created = await direct(
+      keyed("/api/v1/listings", t.key, {
+        method: "POST",
+        headers: { "Content-Type": "application/json", "X-Idempotency-Key": crypto.randomUUID() },
+        body: JSON.stringify({ address: "1 Bookmark Lane", owner_user_id: t.owner.id, agent_one_id: t.agent.id }),
+      }),
+      { DB },
+    );
+    expect(created.status, created.text).toBe(201);
+    expect(seen.sessions).toEqual(["first-primary"]);
+    const written = `test-bookmark-${String(bookmarks).padStart(8, "0")}`;
+    // Another isolate: nothing of the key is known here, only its gate knows the bookmark.
+    forgetKeys();
+    seen.sessions.length = 0;
+    const read = await direct(keyed(`/api/v1/listings/${created.json.listing_number}`, t.key), { DB });
+    expect(read.status, read.text).toBe(200);
+    expect(seen.sessions).toEqual([written]);
+    // This isolate now knows the bookmark; a later write elsewhere moves the gate's.
+    await keyGate(env, t.keyId).wrote("test-bookmark-99999999");
+    seen.sessions.length = 0;
+    const again = await direct(keyed(`/api/v1/listings/${created.json.listing_number}`, t.key), { DB });
+    expect(again.status, again.text).toBe(200);
+    expect(seen.sessions, "the read starts at the gate's bookmark, not this isolate's").toEqual([
+      "test-bookmark-99999999",
+    ]);
+  });
+
+  it("a key's bookmark never reaches another agency's reads", async () => {
+    const a = await makeTenant();
+    const b = await makeTenant();
+    const seen: Observed = { sessions: [], queries: [] };
+    const DB = observedDb(seen);
+    const created = await direct(
+      keyed("/api/v1/listings", a.key, {
+        method: "POST",
+        headers: { "Content-Type": "application/json", "X-Idempotency-Key": crypto.randomUUID() },
+        body: JSON.stringify({ address: "2 Bookmark Lane", owner_user_id: a.owner.id, agent_one_id: a.agent.id }),
+      }),
+      { DB },
+    );
+    expect(created.status, created.text).toBe(201);
+    seen.sessions.length = 0;
+    for (let i = 0; i < 2; i++) {
+      const r = await direct(keyed("/api/v1/listings", b.key), { DB });
+      expect(r.status, r.text).toBe(200);
+    }
+    expect(seen.sessions).toEqual(["first-unconstrained", "first-unconstrained"]);
+    const own = await direct(keyed("/api/v1/listings", a.key), { DB });
+    expect(own.status, own.text).toBe(200);
+    expect(seen.sessions.at(-1)).toMatch(TEST_BOOKMARK);
+  });
+});
