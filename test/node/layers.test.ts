@@ -82,6 +82,15 @@ describe("the floors of src/, as the lint enforces them", () => {
     expect(report).toContain("noImportCycles");
   });
 
+  it("refuses a circle made only of type imports", () => {
+    const { status, report } = lint("type-circle", {
+      "src/http/env.ts": `import type { Claim } from "./claim";\nexport interface Env { claim?: Claim }\n`,
+      "src/http/claim.ts": `import type { Env } from "./env";\nexport interface Claim { env: Env }\n`,
+    });
+    expect(status, report).not.toBe(0);
+    expect(report).toContain("noImportCycles");
+  });
+
   it("holds for the real tree", () => {
     const out = execFileSync(biome, ["lint", "--max-diagnostics=20", "src"], {
       cwd: root,
