@@ -18,7 +18,7 @@ import { usersApi } from "./routes/users";
 import { webhooksApi } from "./routes/webhooks";
 
 /** The public surface: one line per resource. */
-export const publicApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
+const publicApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
   .route("/", listingsApi)
   .route("/", mediaApi)
   .route("/", toursApi)

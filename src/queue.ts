@@ -9,7 +9,7 @@ import { kickOutbox } from "./webhooks/outbox-kick";
  * Queue names carry the environment as a suffix (`alms-media-live`); consumers are
  * chosen by the name without it, so one switch serves every environment.
  */
-export const queueBase = (name: string) => name.replace(/-(local|sandbox|live)$/, "");
+const queueBase = (name: string) => name.replace(/-(local|sandbox|live)$/, "");
 
 /** Queue entry point: each queue's batches go to that queue's consumer. */
 export async function runQueue(batch: MessageBatch, env: Env, ctx: ExecutionContext): Promise<void> {

@@ -8,8 +8,8 @@ import { sweepOutbox } from "./webhooks/outbox-sweep";
 import { sweepRetention } from "./webhooks/retention";
 import { markStaleDeliveriesDead } from "./webhooks/stale-deliveries";
 
-export const NIGHTLY = "0 3 * * *";
-export const EVERY_MINUTE = "* * * * *";
+const NIGHTLY = "0 3 * * *";
+const EVERY_MINUTE = "* * * * *";
 
 /** Cron entry point: each schedule runs its own jobs. */
 export async function runScheduled(controller: ScheduledController, env: Env): Promise<void> {

@@ -13,7 +13,7 @@ const BENCH_ENDPOINTS = [
   "read_tours_list",
   "manage_webhook_endpoints",
 ] as const;
-export const BENCH_BUDGET = 100_000;
+const BENCH_BUDGET = 100_000;
 
 export interface Reply {
   status: number;

@@ -9,7 +9,7 @@ import { join } from "node:path";
 
 export const stateDir = mkdtempSync(join(tmpdir(), "alms-bench-"));
 /** Wrangler's own logs and dev registry stay in the state directory too, apart from other dev sessions. */
-export const childEnv = {
+const childEnv = {
   ...process.env,
   WRANGLER_SEND_METRICS: "false",
   DO_NOT_TRACK: "1",
@@ -31,7 +31,7 @@ function signalGroup(child: ChildProcess, signal: NodeJS.Signals) {
 }
 
 /** Starts `command` in its own process group, its output going to a log file in the state directory. */
-export function startChild(command: string, args: string[], logName: string): ChildProcess {
+function startChild(command: string, args: string[], logName: string): ChildProcess {
   const log = openSync(logFile(logName), "a");
   const child = spawn(command, args, { env: childEnv, stdio: ["ignore", log, log], detached: true });
   closeSync(log);
@@ -40,10 +40,10 @@ export function startChild(command: string, args: string[], logName: string): Ch
   return child;
 }
 
-export const logFile = (name: string) => join(stateDir, `${name}.log`);
+const logFile = (name: string) => join(stateDir, `${name}.log`);
 
 /** The first and last lines of a child's log, for an error message. */
-export function logTail(name: string, lines = 15): string {
+function logTail(name: string, lines = 15): string {
   const file = logFile(name);
   if (!existsSync(file)) return "";
   const all = readFileSync(file, "utf8").trimEnd().split("\n");
@@ -132,7 +132,7 @@ export async function freePorts(n: number): Promise<number[]> {
 const exited = (child: ChildProcess) => child.exitCode !== null || child.signalCode !== null;
 
 /** Polls `url` until it answers below 500, for at most `timeoutMs`, or until `child` has exited. */
-export async function waitForHttp(url: string, timeoutMs: number, child?: ChildProcess, logName?: string) {
+async function waitForHttp(url: string, timeoutMs: number, child?: ChildProcess, logName?: string) {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (child && exited(child)) {

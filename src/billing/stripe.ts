@@ -9,7 +9,7 @@ import { hex } from "../lib/encoding";
 import { hmacSha256 } from "../lib/hmac";
 import { newId } from "../lib/ids";
 
-export const STRIPE_TOLERANCE_SECONDS = 300;
+const STRIPE_TOLERANCE_SECONDS = 300;
 
 /**
  * Stripe's v1 scheme: `Stripe-Signature: t=<unix>,v1=<hex>[,v1=…]`, where hex is

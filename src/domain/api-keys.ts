@@ -65,7 +65,7 @@ export async function getKey(db: Db, keyId: string): Promise<ApiKey> {
 }
 
 /** The secret currently shown for display (last four characters), and a superseded one still in its grace window. */
-export async function keySecrets(db: Db, keyId: string) {
+async function keySecrets(db: Db, keyId: string) {
   return db
     .select()
     .from(apiKeySecrets)

@@ -7,11 +7,11 @@ export type KeyPrefix = (typeof KEY_PREFIXES)[number];
 export type KeyMode = "test" | "live";
 
 /** Secrets are a prefix and a 43-character base64url token (32 random bytes). */
-export const KEY_TOKEN_LENGTH = 43;
+const KEY_TOKEN_LENGTH = 43;
 export const ROTATION_GRACE_MS = 30 * 24 * 60 * 60 * 1000;
 
-export const modeOfPrefix = (prefix: KeyPrefix): KeyMode => (prefix === "sk_test_" ? "test" : "live");
-export const prefixForMode = (mode: KeyMode): KeyPrefix => (mode === "test" ? "sk_test_" : "sk_live_");
+const modeOfPrefix = (prefix: KeyPrefix): KeyMode => (prefix === "sk_test_" ? "test" : "live");
+const prefixForMode = (mode: KeyMode): KeyPrefix => (mode === "test" ? "sk_test_" : "sk_live_");
 
 export function mintSecret(mode: KeyMode, prefix: KeyPrefix = prefixForMode(mode)): string {
   return prefix + randomToken(32);

@@ -32,7 +32,7 @@ function httpsUrl(field: string, value: string | undefined): string {
  * The floorplan section is an ordered list of URLs: set makes it one URL, append adds one, replace
  * swaps the whole list.
  */
-export function nextFloorplans(current: string[], change: FloorplanChange): string[] {
+function nextFloorplans(current: string[], change: FloorplanChange): string[] {
   const { operation } = change;
   if (operation === "replace") {
     if (change.url !== undefined) throw invalid("url", "is not used by replace; send urls");

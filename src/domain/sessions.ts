@@ -4,7 +4,7 @@ import { DomainError } from "../lib/errors";
 import { nowIso, randomToken, sha256Hex } from "../lib/ids";
 import { getUserById } from "./hierarchy";
 
-export const SESSION_TTL_MS = 12 * 60 * 60 * 1000;
+const SESSION_TTL_MS = 12 * 60 * 60 * 1000;
 
 /** A dashboard session for a user: the token is returned once, only its hash is stored. */
 export async function createSession(

@@ -8,7 +8,7 @@ import { isUniqueViolation } from "./constraint";
 
 export const TOUR_STATUSES = ["active", "inactive", "archived"] as const;
 export type TourStatus = (typeof TOUR_STATUSES)[number];
-export const TOUR_NUMBER = /^[a-z0-9]{8}$/;
+const TOUR_NUMBER = /^[a-z0-9]{8}$/;
 
 export interface TourInput {
   address: string;

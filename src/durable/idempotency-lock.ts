@@ -4,7 +4,7 @@ import { database } from "../db/client";
 import { idempotencyMarks } from "../db/schema";
 import { IDEMPOTENCY_TTL_MS, LOCK_LEASE_MS } from "../lib/limits";
 
-export interface CachedResponse {
+interface CachedResponse {
   status: number;
   headers: [string, string][];
   /** Sealed by the idempotency guard before it is handed here: never stored in plaintext. */
@@ -20,7 +20,7 @@ interface State {
   response?: CachedResponse;
 }
 
-export type Begin =
+type Begin =
   | { state: "replay"; response: CachedResponse }
   | { state: "conflict" }
   | { state: "in_progress" }

@@ -47,7 +47,7 @@ interface Loaded {
  * (`apply`, `reload`); this only bounds how long a change whose notice was lost (a
  * Worker that died between its D1 write and the notice) could go unseen.
  */
-export const KEY_STATE_MAX_AGE_MS = 60_000;
+const KEY_STATE_MAX_AGE_MS = 60_000;
 /** Loads in a row that a change may overtake before the gate gives up (503, retried by the client). */
 const LOAD_ATTEMPTS = 3;
 /**

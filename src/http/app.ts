@@ -11,13 +11,13 @@ import { type Replayer, RouteRegistry } from "./registry";
 import { hiddenInLive, unmatched } from "./routing";
 import { httpsOnly, requestId } from "./wire";
 
-export const PUBLIC_OPENAPI_PATH = "/api/v1/openapi.json";
-export const PUBLIC_DOCS_PATH = "/api/v1/docs";
-export const PUBLIC_DOCS_SCRIPT_PATH = "/api/v1/docs/reference.js";
-export const INTERNAL_OPENAPI_PATH = "/internal/v1/openapi.json";
+const PUBLIC_OPENAPI_PATH = "/api/v1/openapi.json";
+const PUBLIC_DOCS_PATH = "/api/v1/docs";
+const PUBLIC_DOCS_SCRIPT_PATH = "/api/v1/docs/reference.js";
+const INTERNAL_OPENAPI_PATH = "/internal/v1/openapi.json";
 
 /** A plain Hono app served beside the OpenAPI operations, with the paths it answers. */
-export interface PlainRoutes {
+interface PlainRoutes {
   app: Hono<AppEnv>;
   paths: readonly (readonly [method: string, template: string])[];
 }

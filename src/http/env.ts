@@ -26,7 +26,7 @@ export interface Admission {
   idempotency?: IdempotencyContext;
 }
 
-export interface AppVariables {
+interface AppVariables {
   requestId: string;
   /** The routes of both surfaces, built once when the app is created. */
   routes: RouteRegistry;

@@ -21,11 +21,11 @@ export class HttpError extends DomainError {
   }
 }
 
-export interface ErrorEnvelope {
+interface ErrorEnvelope {
   error: { code: ErrorCode; message: string; request_id: string; details: Record<string, unknown>; doc_url: string };
 }
 
-export function envelope(err: DomainError, requestId: string, origin: string): ErrorEnvelope {
+function envelope(err: DomainError, requestId: string, origin: string): ErrorEnvelope {
   const doc_url = `${origin}${ERROR_DOCS_PATH}#${encodeURIComponent(err.code)}`;
   return { error: { code: err.code, message: err.message, request_id: requestId, details: err.details, doc_url } };
 }

@@ -4,7 +4,7 @@ import { ERRORS, type ErrorCode } from "../lib/errors";
 /** Where each code's entry lives in the served docs; every envelope links to it. */
 export const ERROR_DOCS_PATH = "/api/v1/docs/errors";
 
-export const ErrorEnvelopeSchema = z
+const ErrorEnvelopeSchema = z
   .object({
     error: z.object({
       code: z.string().openapi({

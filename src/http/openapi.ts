@@ -7,7 +7,7 @@ import { RATE_LIMIT_HEADERS } from "./rate-limit";
 import type { RouteRegistry } from "./registry";
 import { MAX_JSON_DEPTH } from "./wire";
 
-export const API_VERSION = "1.0.0";
+const API_VERSION = "1.0.0";
 
 type Doc = ReturnType<OpenAPIHono<AppEnv>["getOpenAPI31Document"]>;
 type Operation = {
@@ -35,7 +35,7 @@ const requestIdHeader = {
  * Adds to the generated document what the guards do on every route: the idempotency
  * header on mutating operations, rate-limit headers and budgets, required scopes.
  */
-export function decorate(doc: Doc, routes: RouteRegistry): Doc {
+function decorate(doc: Doc, routes: RouteRegistry): Doc {
   for (const meta of routes.operations("public")) {
     const path = doc.paths?.[meta.path] as Record<string, Operation> | undefined;
     if (meta.undocumented && path) {

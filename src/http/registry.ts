@@ -46,7 +46,7 @@ export interface RouteMeta extends Guard {
 export const ROUTE_META = Symbol("route meta");
 
 /** What a replayer needs to present a resource again. */
-export interface ReplayRequest {
+interface ReplayRequest {
   db: Db;
   env: Env;
   agencyId: string;

@@ -23,7 +23,7 @@ const AUTH_CODES: ErrorCode[] = [
   "api_key_disabled",
   "api_key_wrong_mode",
 ];
-export const VALIDATION_CODES: ErrorCode[] = [
+const VALIDATION_CODES: ErrorCode[] = [
   "validation.failed",
   "validation_type_mismatch",
   "validation_missing_required",
@@ -36,7 +36,7 @@ export const VALIDATION_CODES: ErrorCode[] = [
 ];
 
 /** What any route with a JSON body can answer. */
-export const BODY_CODES: ErrorCode[] = [
+const BODY_CODES: ErrorCode[] = [
   "request_body_empty",
   "request_body_not_json",
   "request_body_too_deep",
@@ -65,7 +65,7 @@ function schemasOf(route: RouteConfig): RouteMeta["schemas"] {
 }
 
 /** The codes a public route can answer: its guards' and its own. */
-export function routeCodes(route: RouteConfig, guard: Guard): ErrorCode[] {
+function routeCodes(route: RouteConfig, guard: Guard): ErrorCode[] {
   const { json, query } = schemasOf(route);
   const codes: ErrorCode[] = [
     ...(guard.anonymous ? [] : AUTH_CODES),

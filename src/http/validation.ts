@@ -6,7 +6,7 @@ import type { AppEnv } from "./env";
 type Issue = ZodError["issues"][number];
 type PathKey = PropertyKey;
 
-export interface FieldError {
+interface FieldError {
   field: string;
   code: ErrorCode;
   message: string;

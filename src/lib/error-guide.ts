@@ -6,9 +6,9 @@ import { ERRORS, type ErrorCode } from "./errors";
  * - `after_retry_after`: yes, after the `Retry-After` seconds, with the same idempotency key;
  * - `after_change`: yes, once something outside the request changes (a dashboard action, time).
  */
-export type Retry = "never" | "after_retry_after" | "after_change";
+type Retry = "never" | "after_retry_after" | "after_change";
 
-export interface Guide {
+interface Guide {
   retry: Retry;
   /** What the caller should do, in one or two sentences. */
   action: string;
@@ -26,7 +26,7 @@ const FIX_FIELD = "Correct the field named in details.errors[] and send the requ
  * What every code of the one error table asks of the caller. The error catalog
  * (`GET /api/v1/errors`) and each envelope's `doc_url` are built from this and the table.
  */
-export const ERROR_GUIDE = {
+const ERROR_GUIDE = {
   api_key_missing: fix(SEND_KEY),
   api_key_invalid: fix(`The key is not known (or a rotated secret's grace ended). ${NEW_KEY}`),
   "auth.scope_denied": fix("Use a key whose scopes include details.required_scope, or mint one in the dashboard."),

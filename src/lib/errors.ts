@@ -123,7 +123,6 @@ export const ERRORS = {
 } as const satisfies Record<string, readonly [ContentfulStatusCode, string]>;
 
 export type ErrorCode = keyof typeof ERRORS;
-export type ErrorStatus<C extends ErrorCode> = (typeof ERRORS)[C][0];
 
 export const statusOf = (code: ErrorCode): ContentfulStatusCode => ERRORS[code][0];
 

@@ -4,7 +4,7 @@
  * in snake_case (`request_id`, `agency_id`, `key_id`, `job`, `error`, …). Workers Logs
  * indexes them as they are. Never log a secret: key ids, never key material.
  */
-export type LogLevel = "info" | "warn" | "error";
+type LogLevel = "info" | "warn" | "error";
 
 export type LogFields = Record<string, unknown>;
 

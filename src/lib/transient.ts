@@ -1,6 +1,6 @@
 /** Seconds to wait before retrying a transient failure, and after an overload. */
-export const TRANSIENT_RETRY_AFTER = 2;
-export const OVERLOADED_RETRY_AFTER = 10;
+const TRANSIENT_RETRY_AFTER = 2;
+const OVERLOADED_RETRY_AFTER = 10;
 
 // What D1 and Durable Objects say when a retry may succeed: a dropped connection, an
 // object reset or moved, a storage timeout, a queue of requests too long.
@@ -41,7 +41,7 @@ export function transientFailure(err: unknown): { retryAfter: number } | undefin
 }
 
 /** Seconds a caller waits after a backend (a key's gate, an idempotency ledger) could not be asked. */
-export const UNAVAILABLE_RETRY_AFTER = 5;
+const UNAVAILABLE_RETRY_AFTER = 5;
 
 /**
  * Retry-After for a backend that failed on the request path: an overloaded object is

@@ -1,7 +1,6 @@
 import { sign, timingSafeEqual } from "../lib/crypto";
 
 const PURPOSE = "upload-url";
-export const LOCAL_UPLOAD_PATH = "/uploads/{upload_id}";
 
 interface Signed {
   id: string;

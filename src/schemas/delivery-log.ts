@@ -13,7 +13,7 @@ const ERROR_DESCRIPTION =
   "`no answer within 10 s`, `request failed: …`, `receiver refused: url …` (the URL is no longer allowed) or " +
   "`endpoint removed`. Null when it succeeded.";
 
-export const DeliveryAttemptSchema = z
+const DeliveryAttemptSchema = z
   .object({
     attempt: z.number().int().openapi({
       description: "1-based; numbered across replays, so the log never repeats a number.",

@@ -1,8 +1,8 @@
 import { z } from "@hono/zod-openapi";
 import type { Page } from "../db/pages";
 
-export const DEFAULT_PAGE_SIZE = 50;
-export const MAX_PAGE_SIZE = 200;
+const DEFAULT_PAGE_SIZE = 50;
+const MAX_PAGE_SIZE = 200;
 
 /** The query of every cursor list. */
 export const cursorQuery = {

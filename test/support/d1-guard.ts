@@ -114,7 +114,7 @@ export const asInvocation = <T>(fn: () => T): T => invocation.run({ queries: 0 }
  * or the tests prepare is checked against the production limits, and the Worker's
  * handlers, so the queries of each invocation are counted.
  */
-export function guardD1(db: D1Database): void {
+function guardD1(db: D1Database): void {
   const dbProto = Object.getPrototypeOf(db) as Record<PropertyKey, unknown>;
   if (dbProto[GUARDED]) return;
   dbProto[GUARDED] = true;

@@ -85,7 +85,7 @@ const hints = (pools: Pools) => {
 };
 
 /** A request for `op`: schema-shaped parameters and body, mutated with hostile values. */
-export function requestArb(doc: Doc, op: Operation, pools: Pools): fc.Arbitrary<FuzzRequest> {
+function requestArb(doc: Doc, op: Operation, pools: Pools): fc.Arbitrary<FuzzRequest> {
   const pathParams = op.params.filter((p) => p.in === "path");
   const queryParams = op.params.filter((p) => p.in === "query");
   const pathArb = fc.tuple(
@@ -169,7 +169,7 @@ export interface Sent {
   text: string;
 }
 
-export async function send(op: Operation, req: FuzzRequest, auth: Record<string, string>): Promise<Sent> {
+async function send(op: Operation, req: FuzzRequest, auth: Record<string, string>): Promise<Sent> {
   const headers = new Headers(auth);
   if (req.contentType) headers.set("Content-Type", req.contentType);
   if (MUTATING.has(op.method) && op.params.some((p) => p.name === "X-Idempotency-Key")) {
@@ -183,7 +183,7 @@ export async function send(op: Operation, req: FuzzRequest, auth: Record<string,
 }
 
 /** Why a response breaks the contract, or null: no 5xx, documented status, envelope, schema. */
-export function violation(doc: Doc, op: Operation, r: Sent): string | null {
+function violation(doc: Doc, op: Operation, r: Sent): string | null {
   if (r.status >= 500) return `status ${r.status}`;
   const documented = op.responses[String(r.status)] ?? op.responses.default;
   if (!documented) return `undocumented status ${r.status}`;
@@ -218,7 +218,7 @@ export async function loadDoc(path: string, headers: Record<string, string> = {}
 }
 
 /** Answers every outbound fetch (webhook receivers, calendar feeds, storage) locally. */
-export function stubOutbound() {
+function stubOutbound() {
   mockFetch((req) => {
     if (req.url.includes(".ics")) {
       return new Response("BEGIN:VCALENDAR\r\nEND:VCALENDAR\r\n", { headers: { "Content-Type": "text/calendar" } });
@@ -246,7 +246,7 @@ export async function backgroundSettled() {
 }
 
 /** Raises every per-endpoint budget of `keyId` to the maximum the internal API allows. */
-export async function raiseBudgets(internalDoc: Doc, keyId: string) {
+async function raiseBudgets(internalDoc: Doc, keyId: string) {
   const update = deref(internalDoc, internalDoc.paths["/internal/v1/api-keys/{key_id}"].patch.requestBody);
   const names = Object.keys(
     deref(internalDoc, update.content["application/json"].schema).properties.rate_limit_overrides.properties,

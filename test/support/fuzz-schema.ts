@@ -109,7 +109,7 @@ export function validate(doc: Doc, schema: Schema, value: unknown, at = "$", err
 }
 
 /** A JSON number token sent verbatim (`-0`, `1e400`, `9007199254740993`): JSON.stringify cannot write these. */
-export class RawNumber {
+class RawNumber {
   constructor(readonly token: string) {}
   [fc.toStringMethod]() {
     return `raw(${this.token})`;
@@ -194,7 +194,7 @@ export const hostileString: fc.Arbitrary<string> = fc.oneof(
     .map(([c, n]) => c.repeat(n)),
 );
 
-export const hostileNumber: fc.Arbitrary<unknown> = fc.constantFrom(
+const hostileNumber: fc.Arbitrary<unknown> = fc.constantFrom(
   1e308,
   -1e308,
   Number.MAX_SAFE_INTEGER,
@@ -224,7 +224,7 @@ const wrongType: fc.Arbitrary<unknown> = fc.constantFrom(
   JSON.parse('{"constructor":{"prototype":{"polluted":1}}}'),
 );
 
-export const hostileValue: fc.Arbitrary<unknown> = fc.oneof(hostileString, hostileNumber, wrongType);
+const hostileValue: fc.Arbitrary<unknown> = fc.oneof(hostileString, hostileNumber, wrongType);
 
 const hostileKey = fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...PROTO_NAMES) }, hostileString);
 

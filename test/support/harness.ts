@@ -116,7 +116,7 @@ export async function call(path: string, opts: CallOptions = {}) {
 }
 
 /** A response read whole: its status, headers, text and (when it parses) JSON. */
-export async function answerOf(res: Response) {
+async function answerOf(res: Response) {
   const text = await res.text();
   let json: any;
   try {

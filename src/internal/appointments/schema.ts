@@ -5,7 +5,7 @@ import { listingParams } from "../listings/schema";
 
 export const appointmentParams = listingParams.extend({ appointment_id: z.string() });
 
-export const AppointmentSchema = z
+const AppointmentSchema = z
   .object({
     id: z.string(),
     listing_number: z.string(),

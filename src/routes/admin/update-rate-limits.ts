@@ -6,7 +6,7 @@ import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
 import { BudgetOverridesInput, budgetSchema as budget } from "../../schemas/budgets";
 
-export const RateLimitsSchema = z
+const RateLimitsSchema = z
   .object({
     key_id: z.string().openapi({ example: "key_0mhx3k2a1q8v2l0c9z7rj4" }),
     overrides: z

@@ -7,7 +7,7 @@ import { publicRoute } from "../../http/route";
 import { EventSchema, presentEvent } from "../../schemas/event-log";
 import { cursorQuery, pageBody, pageSchema } from "../../schemas/page";
 
-export const EventPageSchema = pageSchema(EventSchema, "EventPage");
+const EventPageSchema = pageSchema(EventSchema, "EventPage");
 
 const instant = (description: string) =>
   z.iso

@@ -10,7 +10,7 @@ import { ListingSchema, presentListing, WRITER_ROLES } from "../../schemas/listi
 const userId = (description: string) =>
   z.string().min(1).max(64).openapi({ description, example: "usr_0mhx3k2a1q8v2l0c9z7rj4" });
 
-export const CreateListingBody = withRenames(
+const CreateListingBody = withRenames(
   z
     .strictObject({
       address: z

@@ -7,7 +7,7 @@ import { publicRoute } from "../../http/route";
 import { ListingSchema, presentListing } from "../../schemas/listings";
 import { cursorQuery, pageBody, pageSchema } from "../../schemas/page";
 
-export const ListingPageSchema = pageSchema(ListingSchema, "ListingPage");
+const ListingPageSchema = pageSchema(ListingSchema, "ListingPage");
 
 export const listListingsRoute = publicRoute(
   { endpoint: "read_listings_list", scope: "listings:read" },

@@ -8,7 +8,7 @@ import { listingNumberParam } from "../../schemas/listings";
 import { OrderSchema, presentOrder } from "../../schemas/orders";
 import { cursorQuery, pageBody, pageSchema } from "../../schemas/page";
 
-export const OrderPageSchema = pageSchema(OrderSchema, "OrderPage");
+const OrderPageSchema = pageSchema(OrderSchema, "OrderPage");
 
 export const listOrdersRoute = publicRoute(
   { endpoint: "get_listing_orders", scope: "orders:read", errors: ["listing_not_found"] },

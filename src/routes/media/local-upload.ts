@@ -16,7 +16,7 @@ export const LOCAL_UPLOAD_PATH = "/uploads/{upload_id}";
  * stores its object and the other is 409 `upload_already_completed`; an object is never
  * half-written or written over.
  */
-export async function localUpload(c: Context<AppEnv>) {
+async function localUpload(c: Context<AppEnv>) {
   const db = c.var.db;
   const upload = await findUpload(db, c.req.param("upload_id") ?? "");
   if (!upload) throw new DomainError("upload_url_invalid");

@@ -10,7 +10,7 @@ import { publicRoute } from "../../http/route";
 const MAX_RANGE_DAYS = 31;
 const instant = z.iso.datetime({ offset: true });
 
-export const AvailabilitySchema = z
+const AvailabilitySchema = z
   .object({
     calendar: z.object({
       provider: z.enum(["google", "ics", "sandbox"]).openapi({

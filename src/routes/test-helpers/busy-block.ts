@@ -7,7 +7,7 @@ import { idempotencyMark } from "../../http/idempotency";
 import { publicRoute } from "../../http/route";
 import { helperGuard, instant, TEST_HELPERS_TAG, userIdParam } from "./schema";
 
-export const BusyBlockSchema = z.object({
+const BusyBlockSchema = z.object({
   event_id: z.string().openapi({
     description: "The calendar event id of the block; an appointment's `calendar_event_id` can refer to it.",
     example: "busy_0mhx3k2a1q8v2l0c9z7rj4",

@@ -7,7 +7,7 @@ import { COMPLETE_UPLOADS_LIMIT, completePendingUploads } from "../../media/sand
 import { listingNumberParam } from "../../schemas/listings";
 import { helperGuard, TEST_HELPERS_TAG } from "./schema";
 
-export const CompletedUploadsSchema = z.object({
+const CompletedUploadsSchema = z.object({
   listing_number: z.string().openapi({ example: "k3v9x2a" }),
   completed_upload_ids: z.array(z.string()).openapi({ example: ["upl_0mhx3k2a1q8v2l0c9z7rj4"] }),
   delivery_id: z

@@ -9,7 +9,7 @@ import { publicRoute } from "../../http/route";
 import { listingNumberParam } from "../../schemas/listings";
 import { helperGuard, StripeEventSchema, TEST_HELPERS_TAG } from "./schema";
 
-export const PaidInvoiceSchema = z.object({
+const PaidInvoiceSchema = z.object({
   invoice_id: z.string().openapi({
     description: "The payment provider's invoice id: `data.invoice_id` of `invoice.payment_made`.",
     example: "in_3k2a1q8v2l0c9z7rj4mhx0ab",

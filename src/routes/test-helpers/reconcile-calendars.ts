@@ -6,9 +6,9 @@ import { publicRoute } from "../../http/route";
 import { helperGuard, TEST_HELPERS_TAG } from "./schema";
 
 /** Stored calendar events of each kind (shoots, tours) one run checks. */
-export const RECONCILE_LIMIT = 200;
+const RECONCILE_LIMIT = 200;
 
-export const ReconcileResultSchema = z.object({
+const ReconcileResultSchema = z.object({
   checked: z
     .number()
     .int()

@@ -6,7 +6,7 @@ import { publicRoute } from "../../http/route";
 import { SANDBOX_BEHAVIOURS, SANDBOX_DELIVERY_PREFIX, saveSandboxDestination } from "../../media/sandbox";
 import { helperGuard, TEST_HELPERS_TAG, userIdParam } from "./schema";
 
-export const SandboxDestinationSchema = z.object({
+const SandboxDestinationSchema = z.object({
   user_id: z.string().openapi({ example: "usr_0mhx3k2a1q8v2l0c9z7rj4" }),
   behaviour: z.enum(SANDBOX_BEHAVIOURS).openapi({ example: "accept" }),
   path_prefix: z.string().openapi({ example: "listings" }),

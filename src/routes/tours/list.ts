@@ -5,7 +5,7 @@ import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
 import { presentSummary, TourSummarySchema } from "../../schemas/tours";
 
-export const TourPageSchema = z
+const TourPageSchema = z
   .object({
     tours: z.array(TourSummarySchema),
     total: z.number().int().openapi({ description: "Tours matching the filters.", example: 42 }),

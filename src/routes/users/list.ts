@@ -8,7 +8,7 @@ import { publicRoute } from "../../http/route";
 import { cursorQuery, pageBody, pageSchema } from "../../schemas/page";
 import { presentUser, UserSchema } from "../../schemas/users";
 
-export const UserPageSchema = pageSchema(UserSchema, "UserPage");
+const UserPageSchema = pageSchema(UserSchema, "UserPage");
 
 export const listUsersRoute = publicRoute(
   { endpoint: "read_users_list", scope: "users:read" },

@@ -5,7 +5,7 @@ import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
 import { payloadSchema } from "../../schemas/events";
 
-export const CatalogEntrySchema = z
+const CatalogEntrySchema = z
   .object({
     event_type: z.enum(EVENT_TYPE_NAMES).openapi({ example: "listing.created" }),
     category: z.enum(["Appointment", "Billing", "Listing", "Media", "User"]).openapi({ example: "Listing" }),
@@ -17,7 +17,7 @@ export const CatalogEntrySchema = z
   })
   .openapi("WebhookEventType");
 
-export const CatalogSchema = z
+const CatalogSchema = z
   .object({
     data: z.array(CatalogEntrySchema),
     next_cursor: z.string().openapi({ description: "Always empty: the catalog is one page.", example: "" }),

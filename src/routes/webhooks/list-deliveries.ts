@@ -9,7 +9,7 @@ import { endpointIdParam } from "../../schemas/webhooks";
 import { pageDeliveryLog } from "../../webhooks/endpoint-delivery-log";
 import { findEndpoint } from "../../webhooks/endpoints";
 
-export const DeliveryLogPageSchema = pageSchema(DeliveryLogEntrySchema, "WebhookDeliveryPage");
+const DeliveryLogPageSchema = pageSchema(DeliveryLogEntrySchema, "WebhookDeliveryPage");
 
 export const listDeliveriesRoute = publicRoute(
   { endpoint: "read_webhook_deliveries", scope: "webhooks:read", errors: ["webhook_endpoint_not_found"] },

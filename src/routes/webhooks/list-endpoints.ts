@@ -6,7 +6,7 @@ import { cursorQuery, pageBody, pageSchema } from "../../schemas/page";
 import { presentEndpoint, WebhookEndpointSchema } from "../../schemas/webhooks";
 import { pageEndpoints } from "../../webhooks/endpoints";
 
-export const EndpointPageSchema = pageSchema(WebhookEndpointSchema, "WebhookEndpointPage");
+const EndpointPageSchema = pageSchema(WebhookEndpointSchema, "WebhookEndpointPage");
 
 export const listEndpointsRoute = publicRoute(
   { endpoint: "read_webhook_endpoints", scope: "webhooks:read" },

@@ -6,7 +6,7 @@ import { endpointIdParam } from "../../schemas/webhooks";
 import { findEndpoint } from "../../webhooks/endpoints";
 import { sendTestEvent } from "../../webhooks/test-event";
 
-export const TestResultSchema = z
+const TestResultSchema = z
   .object({
     delivered: z.boolean().openapi({ description: "True when the receiver answered 2xx within 10 seconds." }),
     event_id: z.string().openapi({ example: "evt_test_0mhx3k2a1q8v2l0c9z7rj4" }),
