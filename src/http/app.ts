@@ -8,8 +8,9 @@ import { errorResponse, handleError } from "./errors";
 import { internalDocument, liveDocument, publicDocument } from "./openapi";
 import { operatorAuth } from "./operator";
 import { type Replayer, RouteRegistry } from "./registry";
+import { requestId } from "./request-id";
 import { hiddenInLive, unmatched } from "./routing";
-import { httpsOnly, requestId } from "./wire";
+import { httpsOnly } from "./wire";
 
 const PUBLIC_OPENAPI_PATH = "/api/v1/openapi.json";
 const PUBLIC_DOCS_PATH = "/api/v1/docs";

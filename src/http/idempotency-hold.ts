@@ -9,7 +9,7 @@ import { IDEMPOTENCY_SHARDS } from "../lib/limits";
 import { log } from "../lib/log";
 import { unavailableRetryAfter } from "../lib/transient";
 import type { AppEnv, IdempotencyContext } from "./env";
-import { answerFromMark, findMark } from "./idempotency";
+import { answerFromMark, findMark } from "./idempotency-mark";
 import { readBodyText } from "./wire";
 
 const IDEMPOTENCY_HEADER = "X-Idempotency-Key";

@@ -9,7 +9,7 @@ import type { Caller, Scope } from "../../src/domain/roles";
 import { authorize } from "../../src/http/authorize";
 import type { AppEnv } from "../../src/http/env";
 import { errorResponse, handleError } from "../../src/http/errors";
-import { requestId } from "../../src/http/wire";
+import { requestId } from "../../src/http/request-id";
 import worker from "../../src/index";
 import { DomainError } from "../../src/lib/errors";
 import { call, db, direct, expectError, internal, keyed, makePlatformKey, makeTenant } from "../support/harness";

@@ -3,7 +3,7 @@ import { cancelListing } from "../../domain/listing-cancel";
 import { findListing } from "../../domain/listing-reads";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { idempotencyMark } from "../../http/idempotency";
+import { idempotencyMark } from "../../http/idempotency-mark";
 import { publicRoute } from "../../http/route";
 import { ListingSchema, listingNumberParam, presentListing, WRITER_ROLES } from "../../schemas/listings";
 

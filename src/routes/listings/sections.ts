@@ -5,7 +5,7 @@ import { findListing } from "../../domain/listing-reads";
 import { floorplanValue, MAX_FLOORPLANS, nextMatterport, type SectionValue, writeSection } from "../../domain/sections";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { idempotencyMark } from "../../http/idempotency";
+import { idempotencyMark } from "../../http/idempotency-mark";
 import { publicRoute } from "../../http/route";
 import { DomainError } from "../../lib/errors";
 import { ListingSchema, listingNumberParam, presentListing, WRITER_ROLES } from "../../schemas/listings";

@@ -2,7 +2,7 @@ import type { RouteHandler } from "@hono/zod-openapi";
 import { findListing } from "../../domain/listing-reads";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { idempotencyMark } from "../../http/idempotency";
+import { idempotencyMark } from "../../http/idempotency-mark";
 import { publicRoute } from "../../http/route";
 import { checkUpload } from "../../media/policy";
 import { createUpload } from "../../media/uploads";

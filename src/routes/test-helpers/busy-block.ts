@@ -3,7 +3,7 @@ import { writeSandboxBusyBlock } from "../../calendar/sandbox";
 import { activeUserOfAgency } from "../../domain/users";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { idempotencyMark } from "../../http/idempotency";
+import { idempotencyMark } from "../../http/idempotency-mark";
 import { publicRoute } from "../../http/route";
 import { helperGuard, instant, TEST_HELPERS_TAG, userIdParam } from "./schema";
 

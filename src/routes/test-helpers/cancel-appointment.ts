@@ -4,7 +4,7 @@ import { cancelAppointment, getAppointment } from "../../domain/appointments";
 import { findListing } from "../../domain/listing-reads";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { idempotencyMark } from "../../http/idempotency";
+import { idempotencyMark } from "../../http/idempotency-mark";
 import { publicRoute } from "../../http/route";
 import { DomainError } from "../../lib/errors";
 import { AppointmentSchema, appointmentParams, helperGuard, presentAppointment, TEST_HELPERS_TAG } from "./schema";

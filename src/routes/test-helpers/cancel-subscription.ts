@@ -3,7 +3,7 @@ import { STRIPE_SUBSCRIPTION_ID, subscriptionDeleted } from "../../billing/sandb
 import { applyStripeEvent } from "../../billing/stripe";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { idempotencyMark } from "../../http/idempotency";
+import { idempotencyMark } from "../../http/idempotency-mark";
 import { publicRoute } from "../../http/route";
 import { SubscriptionSchema } from "./create-subscription";
 import { helperGuard, TEST_HELPERS_TAG } from "./schema";

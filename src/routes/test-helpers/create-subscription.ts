@@ -3,7 +3,7 @@ import { subscriptionCreated } from "../../billing/sandbox";
 import { applyStripeEvent } from "../../billing/stripe";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { idempotencyMark } from "../../http/idempotency";
+import { idempotencyMark } from "../../http/idempotency-mark";
 import { publicRoute } from "../../http/route";
 import { helperGuard, StripeEventSchema, TEST_HELPERS_TAG } from "./schema";
 

@@ -4,7 +4,7 @@ import { AGENCY_ROLES } from "../../domain/roles";
 import { activeUserOfAgency } from "../../domain/users";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { idempotencyMark } from "../../http/idempotency";
+import { idempotencyMark } from "../../http/idempotency-mark";
 import { publicRoute } from "../../http/route";
 import { randomAlnum } from "../../lib/ids";
 import { presentUser, UserSchema } from "../../schemas/users";

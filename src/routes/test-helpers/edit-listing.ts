@@ -3,7 +3,7 @@ import { editListing } from "../../domain/listing-edit";
 import { findListing } from "../../domain/listing-reads";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { idempotencyMark } from "../../http/idempotency";
+import { idempotencyMark } from "../../http/idempotency-mark";
 import { publicRoute } from "../../http/route";
 import { ListingSchema, listingNumberParam, presentListing } from "../../schemas/listings";
 import { helperGuard, TEST_HELPERS_TAG } from "./schema";

@@ -3,7 +3,7 @@ import { changeManager } from "../../domain/hierarchy";
 import { activeUserOfAgency, userOfAgency } from "../../domain/users";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { idempotencyMark } from "../../http/idempotency";
+import { idempotencyMark } from "../../http/idempotency-mark";
 import { publicRoute } from "../../http/route";
 import { presentUser, UserSchema } from "../../schemas/users";
 import { helperGuard, TEST_HELPERS_TAG, userIdParam } from "./schema";

@@ -4,7 +4,7 @@ import { applyStripeEvent } from "../../billing/stripe";
 import { findListing } from "../../domain/listing-reads";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { idempotencyMark } from "../../http/idempotency";
+import { idempotencyMark } from "../../http/idempotency-mark";
 import { publicRoute } from "../../http/route";
 import { listingNumberParam } from "../../schemas/listings";
 import { helperGuard, StripeEventSchema, TEST_HELPERS_TAG } from "./schema";

@@ -3,7 +3,7 @@ import { scheduleAppointment } from "../../domain/appointments";
 import { findListing } from "../../domain/listing-reads";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { idempotencyMark } from "../../http/idempotency";
+import { idempotencyMark } from "../../http/idempotency-mark";
 import { publicRoute } from "../../http/route";
 import { listingNumberParam } from "../../schemas/listings";
 import { AppointmentSchema, helperGuard, instant, presentAppointment, TEST_HELPERS_TAG } from "./schema";

@@ -1,7 +1,7 @@
 import type { RouteHandler } from "@hono/zod-openapi";
 import { deleteTour, findTour } from "../../domain/tours";
 import type { AppEnv } from "../../http/env";
-import { idempotencyMark } from "../../http/idempotency";
+import { idempotencyMark } from "../../http/idempotency-mark";
 import { publicRoute } from "../../http/route";
 import { WRITER_ROLES } from "../../schemas/listings";
 import { tourNumberParam } from "../../schemas/tours";

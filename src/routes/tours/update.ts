@@ -2,7 +2,7 @@ import type { RouteHandler } from "@hono/zod-openapi";
 import { findTour, updateTour } from "../../domain/tours";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { idempotencyMark } from "../../http/idempotency";
+import { idempotencyMark } from "../../http/idempotency-mark";
 import { publicRoute } from "../../http/route";
 import { DomainError } from "../../lib/errors";
 import { WRITER_ROLES } from "../../schemas/listings";

@@ -1,7 +1,7 @@
 import type { RouteHandler } from "@hono/zod-openapi";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { idempotencyMark } from "../../http/idempotency";
+import { idempotencyMark } from "../../http/idempotency-mark";
 import { publicRoute } from "../../http/route";
 import { CreatedWebhookEndpointSchema, CreateWebhookEndpointBody, presentEndpoint } from "../../schemas/webhooks";
 import { createEndpoint } from "../../webhooks/endpoints";

@@ -1,6 +1,6 @@
 import type { RouteHandler } from "@hono/zod-openapi";
 import type { AppEnv } from "../../http/env";
-import { idempotencyMark } from "../../http/idempotency";
+import { idempotencyMark } from "../../http/idempotency-mark";
 import { publicRoute } from "../../http/route";
 import { endpointIdParam } from "../../schemas/webhooks";
 import { deleteEndpoint, findEndpoint } from "../../webhooks/endpoints";
