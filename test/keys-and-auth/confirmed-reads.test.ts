@@ -53,30 +53,37 @@ function observedDb(seen: Observed, opts: { onQuery?: (sql: string) => void } = 
 
 const userReads = (seen: Observed) => seen.queries.filter((q) => /from "users"/.test(q)).length;
 
+/**
+ * The key gates, answering 200 ms late and noting when they answered in `order`: a read
+ * that does not wait for its gate would be noted first.
+ */
+function slowGates(order: string[]): Env["KEY_GATE"] {
+  const gates = {
+    getByName(name: string) {
+      const stub = env.KEY_GATE.getByName(name);
+      return {
+        async admit(...args: Parameters<typeof stub.admit>) {
+          await new Promise((resolve) => setTimeout(resolve, 200));
+          const verdict = await stub.admit(...args);
+          order.push("gate answered");
+          return verdict;
+        },
+      };
+    },
+  };
+  return gates as unknown as Env["KEY_GATE"];
+}
+
 describe("a read runs on the caller the key's gate confirmed", () => {
   it("the D1 read of a guarded GET begins only once the gate has answered", async () => {
     const t = await makeTenant();
     expect((await call(`/api/v1/users/${t.owner.id}`, { key: t.key })).status).toBe(200);
     const order: string[] = [];
-    const gates = {
-      getByName(name: string) {
-        const stub = env.KEY_GATE.getByName(name);
-        return {
-          async admit(...args: Parameters<typeof stub.admit>) {
-            // A slow gate: a read that does not wait for it would come first.
-            await new Promise((resolve) => setTimeout(resolve, 200));
-            const verdict = await stub.admit(...args);
-            order.push("gate answered");
-            return verdict;
-          },
-        };
-      },
-    };
     const seen: Observed = { sessions: [], queries: [] };
     const DB = observedDb(seen, { onQuery: (sql) => /from "users"/.test(sql) && order.push("user read") });
     const r = await direct(keyed(`/api/v1/users/${t.owner.id}`, t.key), {
       DB,
-      KEY_GATE: gates as unknown as Env["KEY_GATE"],
+      KEY_GATE: slowGates(order),
     });
     expect(r.status, r.text).toBe(200);
     expect(order).toEqual(["gate answered", "user read"]);
@@ -90,22 +97,9 @@ describe("a read runs on the caller the key's gate confirmed", () => {
     const first = await call(path, { key: t.key });
     expectError(first, 403, "calendar_not_connected");
     const order: string[] = [];
-    const gates = {
-      getByName(name: string) {
-        const stub = env.KEY_GATE.getByName(name);
-        return {
-          async admit(...args: Parameters<typeof stub.admit>) {
-            await new Promise((resolve) => setTimeout(resolve, 200));
-            const verdict = await stub.admit(...args);
-            order.push("gate answered");
-            return verdict;
-          },
-        };
-      },
-    };
     const seen: Observed = { sessions: [], queries: [] };
     const DB = observedDb(seen, { onQuery: () => order.push("read") });
-    const r = await direct(keyed(path, t.key), { DB, KEY_GATE: gates as unknown as Env["KEY_GATE"] });
+    const r = await direct(keyed(path, t.key), { DB, KEY_GATE: slowGates(order) });
     expectError(r, 403, "calendar_not_connected");
     expect(order[0], order.join(", ")).toBe("gate answered");
     expect(order.length, order.join(", ")).toBeGreaterThan(1);
