@@ -1,9 +1,10 @@
-import { and, eq } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../db/client";
-import { type Appointment, appointments, type Listing } from "../db/schema";
+import { type Appointment, appointments, type Listing, listings } from "../db/schema";
 import { DomainError } from "../lib/errors";
 import { newId, nowIso } from "../lib/ids";
+import { isNotNullViolation } from "./constraint";
 import { outboxInsert, outboxInsertIfChanged } from "./outbox";
 
 function checkTimes(startsAt: string, endsAt: string) {
@@ -21,6 +22,15 @@ export async function getAppointment(db: Db, agencyId: string, id: string): Prom
   return a;
 }
 
+/**
+ * The listing id to store, or NULL once the listing is cancelled: decided in the insert
+ * itself, so a shoot is never booked on a listing a cancel has committed, and the NOT NULL
+ * column makes such a booking fail with its whole batch (its event and mark included).
+ */
+const listingStillOpen = (listing: Listing) =>
+  sql`(CASE WHEN EXISTS (SELECT 1 FROM ${listings} WHERE ${listings.id} = ${listing.id}
+    AND ${listings.agencyId} = ${listing.agencyId} AND ${listings.status} <> 'Cancelled') THEN ${listing.id} END)`;
+
 export async function scheduleAppointment(
   db: Db,
   listing: Listing,
@@ -37,27 +47,32 @@ export async function scheduleAppointment(
   const id = newId("apt");
   const startsAt = new Date(input.startsAt).toISOString();
   const endsAt = new Date(input.endsAt).toISOString();
-  const [[appointment]] = await db.batch([
-    db
-      .insert(appointments)
-      .values({
-        id,
-        agencyId: listing.agencyId,
-        listingId: listing.id,
-        startsAt,
-        endsAt,
-        calendarEventId: input.calendarEventId ?? null,
-      })
-      .returning(),
-    outboxInsert(db, listing.agencyId, "appointment.scheduled", {
-      appointment_id: id,
-      listing_number: listing.listingNumber,
-      starts_at: startsAt,
-      ends_at: endsAt,
-      source: input.source,
-    }),
-    ...alsoWrite({ id }),
-  ]);
+  const [[appointment]] = await db
+    .batch([
+      db
+        .insert(appointments)
+        .values({
+          id,
+          agencyId: listing.agencyId,
+          listingId: listingStillOpen(listing),
+          startsAt,
+          endsAt,
+          calendarEventId: input.calendarEventId ?? null,
+        })
+        .returning(),
+      outboxInsert(db, listing.agencyId, "appointment.scheduled", {
+        appointment_id: id,
+        listing_number: listing.listingNumber,
+        starts_at: startsAt,
+        ends_at: endsAt,
+        source: input.source,
+      }),
+      ...alsoWrite({ id }),
+    ])
+    .catch((err: unknown) => {
+      if (isNotNullViolation(err, "appointments.listing_id")) throw new DomainError("listing_already_cancelled");
+      throw err;
+    });
   return appointment!;
 }
 

@@ -1,0 +1,102 @@
+import { eq } from "drizzle-orm";
+import { describe, expect, it } from "vitest";
+import type { Db } from "../../src/db/client";
+import { appointments } from "../../src/db/schema";
+import { scheduleAppointment } from "../../src/domain/appointments";
+import { cancelListing } from "../../src/domain/listing-cancel";
+import { findListing } from "../../src/domain/listing-reads";
+import { call, db, expectError, makeListing, makeTenant, outbox } from "../support/harness";
+
+const hours = (h: number) => new Date(Date.now() + h * 3600_000).toISOString();
+
+/** `d`, except that `meanwhile` runs (once) right before its first batch: a write that lands between reads and write. */
+function interleaved(d: Db, meanwhile: () => Promise<unknown>): Db {
+  let ran = false;
+  return new Proxy(d, {
+    get(target, prop, receiver) {
+      if (prop !== "batch") return Reflect.get(target, prop, receiver);
+      return async (statements: Parameters<Db["batch"]>[0]) => {
+        if (!ran) {
+          ran = true;
+          await meanwhile();
+        }
+        return target.batch(statements);
+      };
+    },
+  });
+}
+
+const shootsOf = (listingId: string) =>
+  db().select().from(appointments).where(eq(appointments.listingId, listingId)).all();
+
+describe("a cancel racing a booked shoot", () => {
+  it("a shoot booked inside the window while a cancel decides makes the cancel lose the no-fee window", async () => {
+    const t = await makeTenant();
+    const { listing_number } = await makeListing(t);
+    const d = db();
+    const listing = await findListing(d, t.agencyId, listing_number);
+    const book = () => scheduleAppointment(d, listing, { startsAt: hours(10), endsAt: hours(12), source: "dashboard" });
+    await expect(cancelListing(interleaved(d, book), listing, { source: "api" })).rejects.toMatchObject({
+      code: "outside_cancellation_window",
+    });
+    expect((await findListing(d, t.agencyId, listing_number)).status).toBe("Coming Soon");
+    expect((await shootsOf(listing.id)).map((a) => a.status)).toEqual(["scheduled"]);
+    expect(await outbox(t.agencyId, "listing.cancelled")).toEqual([]);
+  });
+
+  it("a shoot booked outside the window while a cancel decides is cancelled with the listing", async () => {
+    const t = await makeTenant();
+    const { listing_number } = await makeListing(t);
+    const d = db();
+    const listing = await findListing(d, t.agencyId, listing_number);
+    const book = () => scheduleAppointment(d, listing, { startsAt: hours(72), endsAt: hours(74), source: "dashboard" });
+    const cancelled = await cancelListing(interleaved(d, book), listing, { source: "api" });
+    expect(cancelled.status).toBe("Cancelled");
+    const [shoot] = await shootsOf(listing.id);
+    expect(shoot!.status).toBe("cancelled");
+    expect((await outbox(t.agencyId, "appointment.cancelled")).map((e) => e.data)).toEqual([
+      expect.objectContaining({ appointment_id: shoot!.id, reason: "listing_cancelled" }),
+    ]);
+    expect(await outbox(t.agencyId, "listing.cancelled")).toHaveLength(1);
+  });
+
+  it("a shoot booked on a listing cancelled since it was read is refused and writes nothing", async () => {
+    const t = await makeTenant();
+    const { listing_number } = await makeListing(t);
+    const d = db();
+    const stale = await findListing(d, t.agencyId, listing_number);
+    await cancelListing(d, stale, { source: "api" });
+    await expect(
+      scheduleAppointment(d, stale, { startsAt: hours(72), endsAt: hours(74), source: "dashboard" }),
+    ).rejects.toMatchObject({ code: "listing_already_cancelled" });
+    expect(await shootsOf(stale.id)).toEqual([]);
+    expect(await outbox(t.agencyId, "appointment.scheduled")).toEqual([]);
+  });
+
+  it("a cancel and a booking inside the window sent together never both win", async () => {
+    const t = await makeTenant();
+    const made = await Promise.all(Array.from({ length: 4 }, () => makeListing(t)));
+    await Promise.all(
+      made.map(async ({ listing_number }) => {
+        const [cancel, book] = await Promise.all([
+          call(`/api/v1/listings/${listing_number}/cancel`, { key: t.key, body: {} }),
+          call(`/api/v1/test_helpers/listings/${listing_number}/appointments`, {
+            key: t.key,
+            body: { starts_at: hours(10), ends_at: hours(12) },
+          }),
+        ]);
+        const listing = await findListing(db(), t.agencyId, listing_number);
+        const scheduled = (await shootsOf(listing.id)).filter((a) => a.status === "scheduled");
+        if (cancel.status === 200) {
+          expectError(book, 409, "listing_already_cancelled");
+          expect(scheduled).toEqual([]);
+        } else {
+          expectError(cancel, 409, "outside_cancellation_window");
+          expect(book.status, book.text).toBe(201);
+          expect(listing.status).toBe("Coming Soon");
+          expect(scheduled).toHaveLength(1);
+        }
+      }),
+    );
+  });
+});
