@@ -58,19 +58,34 @@ export function nextMatterport(change: MatterportChange): string | null {
   return httpsUrl("url", change.url);
 }
 
-export type SectionValue = { floorplanUrls?: string[] | SQL; matterportUrl?: string | null };
+export type SectionValue = {
+  floorplanUrls?: string[] | SQL;
+  matterportUrl?: string | null;
+  /** A condition the row must meet in the UPDATE itself, and the error when it does not. */
+  guard?: { holds: SQL; refusal: DomainError };
+};
 
-/** The floorplan section after `change`; an append is one statement, so two appends at once both land. */
+/**
+ * The floorplan section after `change`. An append is one statement, so two appends at once
+ * both land, and the cap is checked in that statement, so together they never pass it.
+ */
 export function floorplanValue(current: string[], change: FloorplanChange): SectionValue {
   const next = nextFloorplans(current, change);
   if (change.operation !== "append") return { floorplanUrls: next };
-  return { floorplanUrls: sql`json_insert(${listings.floorplanUrls}, '$[#]', ${next[next.length - 1]})` };
+  return {
+    floorplanUrls: sql`json_insert(${listings.floorplanUrls}, '$[#]', ${next[next.length - 1]})`,
+    guard: {
+      holds: sql`json_array_length(${listings.floorplanUrls}) < ${MAX_FLOORPLANS}`,
+      refusal: invalid("url", `the floorplan section holds at most ${MAX_FLOORPLANS} URLs`),
+    },
+  };
 }
 
 /**
- * Writes a section and its `listing.section_modified` event together. The event is
- * written only when the listing row changed, and `alsoWrite` follows it, so a statement
- * there conditional on `changes()` runs only when the section was written.
+ * Writes a section and its `listing.section_modified` event together; a value whose guard
+ * does not hold in the UPDATE is refused with the guard's error. The event is written only
+ * when the listing row changed, and `alsoWrite` follows it, so a statement there
+ * conditional on `changes()` runs only when the section was written.
  */
 export async function writeSection(
   db: Db,
@@ -80,11 +95,12 @@ export async function writeSection(
   value: SectionValue,
   alsoWrite: BatchItem<"sqlite">[] = [],
 ): Promise<Listing> {
+  const { guard, ...set } = value;
   const [[updated]] = await db.batch([
     db
       .update(listings)
-      .set({ ...value, updatedAt: nowIso() })
-      .where(and(eq(listings.id, listing.id), eq(listings.agencyId, listing.agencyId)))
+      .set({ ...set, updatedAt: nowIso() })
+      .where(and(eq(listings.id, listing.id), eq(listings.agencyId, listing.agencyId), guard?.holds))
       .returning(),
     outboxInsertIfChanged(db, listing.agencyId, "listing.section_modified", {
       listing_number: listing.listingNumber,
@@ -93,6 +109,6 @@ export async function writeSection(
     }),
     ...alsoWrite,
   ]);
-  if (!updated) throw new DomainError("listing_not_found");
+  if (!updated) throw guard?.refusal ?? new DomainError("listing_not_found");
   return updated;
 }

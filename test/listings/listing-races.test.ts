@@ -5,6 +5,7 @@ import { appointments } from "../../src/db/schema";
 import { scheduleAppointment } from "../../src/domain/appointments";
 import { cancelListing } from "../../src/domain/listing-cancel";
 import { findListing } from "../../src/domain/listing-reads";
+import { floorplanValue, MAX_FLOORPLANS, writeSection } from "../../src/domain/sections";
 import { call, db, expectError, makeListing, makeTenant, outbox } from "../support/harness";
 
 const hours = (h: number) => new Date(Date.now() + h * 3600_000).toISOString();
@@ -98,5 +99,52 @@ describe("a cancel racing a booked shoot", () => {
         }
       }),
     );
+  });
+});
+
+describe("floorplan cap under concurrent appends", () => {
+  it("two appends decided on a list of 49 URLs: one lands, the other is invalid_section_payload", async () => {
+    const t = await makeTenant();
+    const { listing_number } = await makeListing(t);
+    const d = db();
+    const urls = Array.from({ length: MAX_FLOORPLANS - 1 }, (_, i) => `https://cdn.example.com/${i}.pdf`);
+    const at49 = await writeSection(d, await findListing(d, t.agencyId, listing_number), "floorplan", "replace", {
+      floorplanUrls: urls,
+    });
+    const append = (url: string) =>
+      writeSection(d, at49, "floorplan", "append", floorplanValue(at49.floorplanUrls, { operation: "append", url }));
+    const results = await Promise.allSettled([
+      append("https://cdn.example.com/x.pdf"),
+      append("https://cdn.example.com/y.pdf"),
+    ]);
+    expect(results.map((r) => r.status).sort()).toEqual(["fulfilled", "rejected"]);
+    const refused = results.find((r) => r.status === "rejected") as PromiseRejectedResult;
+    expect(refused.reason).toMatchObject({ code: "invalid_section_payload", details: { field: "url" } });
+    expect((await findListing(d, t.agencyId, listing_number)).floorplanUrls).toHaveLength(MAX_FLOORPLANS);
+    expect(
+      (await outbox(t.agencyId, "listing.section_modified")).filter((e) => (e.data as any).operation === "append"),
+    ).toHaveLength(1);
+  });
+
+  it("appends sent together never take the list past the cap", async () => {
+    const t = await makeTenant();
+    const { listing_number } = await makeListing(t);
+    const path = `/api/v1/listings/${listing_number}/sections/floorplan`;
+    const urls = Array.from({ length: MAX_FLOORPLANS - 2 }, (_, i) => `https://cdn.example.com/${i}.pdf`);
+    const replaced = await call(path, { method: "PATCH", key: t.key, body: { operation: "replace", urls } });
+    expect(replaced.status, replaced.text).toBe(200);
+    const results = await Promise.all(
+      Array.from({ length: 4 }, (_, i) =>
+        call(path, {
+          method: "PATCH",
+          key: t.key,
+          body: { operation: "append", url: `https://cdn.example.com/a${i}.pdf` },
+        }),
+      ),
+    );
+    expect(results.filter((r) => r.status === 200)).toHaveLength(2);
+    for (const r of results.filter((r) => r.status !== 200)) expectError(r, 422, "invalid_section_payload");
+    const after = await call(`/api/v1/listings/${listing_number}`, { key: t.key });
+    expect(after.json.sections.floorplan).toHaveLength(MAX_FLOORPLANS);
   });
 });
