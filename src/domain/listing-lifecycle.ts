@@ -22,20 +22,22 @@ function checkTransition(listing: Pick<Listing, "isActivated" | "status">, next:
 
 /**
  * Moves an activated listing to another status, guarded on the status it was read with.
+ * No status set here is `Cancelled`, so the same UPDATE clears the cancellation a listing
+ * moved out of `Cancelled` carried (its time and reason); its events stay as they are.
  * `alsoWrite` follows the event, which is written only when the listing changed, so a
  * statement there conditional on `changes()` runs only for a change that won its race.
  */
 export async function changeStatus(
   db: Db,
   listing: Listing,
-  next: ListingStatus,
+  next: (typeof SETTABLE_STATUSES)[number],
   alsoWrite: BatchItem<"sqlite">[] = [],
 ): Promise<Listing> {
   checkTransition(listing, next);
   const [[updated]] = await db.batch([
     db
       .update(listings)
-      .set({ status: next, updatedAt: nowIso() })
+      .set({ status: next, cancelledAt: null, cancellationReason: null, updatedAt: nowIso() })
       .where(and(eq(listings.id, listing.id), eq(listings.status, listing.status), eq(listings.isActivated, true)))
       .returning(),
     outboxInsertIfChanged(db, listing.agencyId, "listing.status_changed", {

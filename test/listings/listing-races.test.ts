@@ -148,3 +148,33 @@ describe("floorplan cap under concurrent appends", () => {
     expect(after.json.sections.floorplan).toHaveLength(MAX_FLOORPLANS);
   });
 });
+
+describe("reactivating a cancelled listing", () => {
+  it("PATCH …/status from Cancelled to Active clears cancelled_at and the cancellation reason", async () => {
+    const t = await makeTenant();
+    const { listing_number } = await makeListing(t, { activate: true });
+    const cancelled = await call(`/api/v1/listings/${listing_number}/cancel`, {
+      key: t.key,
+      body: { reason: "Seller withdrew" },
+    });
+    expect(cancelled.json.cancelled_at, cancelled.text).toEqual(expect.any(String));
+    const r = await call(`/api/v1/listings/${listing_number}/status`, {
+      method: "PATCH",
+      key: t.key,
+      body: { new_status: "Active" },
+    });
+    expect(r.status, r.text).toBe(200);
+    expect(r.json).toMatchObject({ status: "Active", cancelled_at: null });
+    expect(await findListing(db(), t.agencyId, listing_number)).toMatchObject({
+      status: "Active",
+      cancelledAt: null,
+      cancellationReason: null,
+    });
+    expect((await call(`/api/v1/listings/${listing_number}`, { key: t.key })).json.cancelled_at).toBeNull();
+    expect((await outbox(t.agencyId, "listing.status_changed")).map((e) => e.data)).toContainEqual({
+      listing_number,
+      status: "Active",
+      previous_status: "Cancelled",
+    });
+  });
+});
