@@ -23,8 +23,9 @@ type Entry = { outcome: AttemptOutcome } | { release: string };
 
 /**
  * The statements that record a group: every attempt in the log, each delivery's state
- * (and its lease freed), the leases of deliveries left unattempted freed (only where this
- * batch still holds them), and each endpoint's breaker. Rows travel as one JSON parameter
+ * (and its lease freed) only where this batch still holds the lease, so a batch whose
+ * lease ran out and was taken over never overwrites the newer result, the leases of
+ * deliveries left unattempted freed (likewise), and each endpoint's breaker. Rows travel as one JSON parameter
  * per statement, so a group of any size is at most four statements. The breaker counts
  * in the statement, so concurrent batches add up (see breakerStatement).
  */
@@ -67,9 +68,9 @@ function groupStatements(d1: D1Database, lease: string, entries: Entry[], now: n
               json_extract(value, '$[2]') AS status, json_extract(value, '$[3]') AS error,
               json_extract(value, '$[4]') AS final
             FROM json_each(?1)) AS o
-          WHERE webhook_deliveries.id = o.delivery_id`,
+          WHERE webhook_deliveries.id = o.delivery_id AND webhook_deliveries.leased_until = ?3`,
         )
-        .bind(JSON.stringify(deliveries), at),
+        .bind(JSON.stringify(deliveries), at, lease),
     );
   }
   if (released.length)
