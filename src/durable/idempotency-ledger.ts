@@ -51,7 +51,7 @@ const MARKS_PER_STATEMENT = 90;
  * guard), one SQLite row per key: the request
  * hash, the in-progress lease and, for 24 hours, the complete response (its body sealed).
  * An alarm set to the earliest expiry forgets expired rows, and their D1 commit marks, a
- * page at a time. The request hash names the caller, so another caller's request is a
+ * page at a time. The request hash names the record's owner, so another owner's request is a
  * conflict, never a replay.
  */
 export class IdempotencyLedger extends DurableObject<Env> {

@@ -7,7 +7,7 @@ import { DomainError } from "../lib/errors";
 import { authorize, type Permission } from "./authorize";
 import { type D1Session, openSession, sessionConstraint } from "./d1-session";
 import type { Admission, AppEnv } from "./env";
-import { EarlyClaim, type Hold, hold, release, settle } from "./idempotency-hold";
+import { callerIdentity, EarlyClaim, type Hold, hold, type RecordOwner, release, settle } from "./idempotency-hold";
 import { askGate, handOffBookmark, hashOfKey, knownCaller, sameCaller } from "./key-auth";
 import { applyRate } from "./rate-limit";
 import { callerFromSession, SESSION_COOKIE, sessionRate } from "./session-auth";
@@ -23,6 +23,8 @@ export interface AdmissionPolicy extends Permission {
   bodyLimit: number;
   /** A mutating route: it takes an idempotency key and is answered once per key. */
   idempotent: boolean;
+  /** Its answer carries a secret: replayed only to the caller that made the first request. */
+  replaysToCallerOnly?: boolean;
 }
 
 /** Who a request is, before the route's own checks: a key (with its gate's answer) or a session. */
@@ -60,7 +62,7 @@ export function admission(policy: AdmissionPolicy): MiddlewareHandler<AppEnv> {
       else {
         const hash = await hashOfKey(c.env, secretOf(c, policy));
         const last = policy.idempotent && !read ? knownCaller(hash) : undefined;
-        early = last && EarlyClaim.start(c, last.caller, policy.bodyLimit);
+        early = last && EarlyClaim.start(c, ownerOf(last.caller, policy), policy.bodyLimit);
         const answer = await askGate(c.env, hash, policy.endpoint ?? null);
         // Work started on another caller than the one confirmed is not kept.
         if (last && !sameCaller(last.caller, answer.caller)) await early?.drop();
@@ -71,7 +73,7 @@ export function admission(policy: AdmissionPolicy): MiddlewareHandler<AppEnv> {
       authorize(caller, policy);
       await readBody(c, policy.bodyLimit);
       if (policy.idempotent) {
-        const taken = await hold(c, caller, early);
+        const taken = await hold(c, ownerOf(caller, policy), early);
         if (taken instanceof Response) return taken;
         held = taken;
       }
@@ -91,6 +93,15 @@ export function admission(policy: AdmissionPolicy): MiddlewareHandler<AppEnv> {
     if (!read) await handOff();
   };
 }
+
+/**
+ * Whose idempotency record the request makes: the agency's, as the spec keys it (any key
+ * of the agency gets the replay), or the caller's alone where the answer carries a secret.
+ */
+const ownerOf = (caller: Caller, policy: AdmissionPolicy): RecordOwner => ({
+  agencyId: caller.agencyId,
+  caller: policy.replaysToCallerOnly ? callerIdentity(caller) : undefined,
+});
 
 /** The presented API key; 401 when there is none (or it came as a bearer token). */
 function secretOf(c: Context<AppEnv>, policy: AdmissionPolicy): string {

@@ -8,8 +8,8 @@ export interface IdempotencyContext {
   agencyId: string;
   key: string;
   /**
-   * SHA-256 of caller, method, path and body: the same key with another request, or from
-   * another caller, is a conflict.
+   * SHA-256 of the record's owner (the agency, or one caller for an answer carrying a
+   * secret), method, path and body: the same key with another request is a conflict.
    */
   requestHash: string;
 }

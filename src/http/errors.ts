@@ -41,6 +41,14 @@ function asDomainError(err: Error, c: Context<AppEnv>): DomainError {
     return new DomainError("request_body_not_json", { details: { parse_error_position: null } });
   }
   if (err instanceof HTTPException && err.status === 413) return new DomainError("request_body_too_large");
+  // The schema validator's own media-type check, stricter than the wire's about parameters.
+  if (err instanceof HTTPException && err.status === 415) {
+    const received = c.req.header("content-type") ?? null;
+    return new DomainError("request_content_type_mismatch", {
+      message: `The Content-Type '${received}' is not a JSON media type; send 'application/json'.`,
+      details: { received, accepted: ["application/json"] },
+    });
+  }
   const transient = transientFailure(err);
   if (transient) {
     log.warn("transient failure", { request_id: c.get("requestId"), path: c.req.path, error: String(err) });

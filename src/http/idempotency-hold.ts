@@ -15,15 +15,22 @@ import { readBodyText } from "./wire";
 const IDEMPOTENCY_HEADER = "X-Idempotency-Key";
 const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,128}$/;
 const REPLAYED_HEADERS = new Set(["content-type", "location", "retry-after"]);
+/** Where a replay names the request that made the answer; its own `X-Request-Id` is its own. */
+const ORIGINAL_REQUEST_ID = "X-Original-Request-Id";
 const RESPONSE_PURPOSE = "idempotency-response";
 
-type Identity = Pick<Caller, "agencyId" | "keyId" | "userId">;
-
 /**
- * Whose an idempotency record is: the API key (the same across its rotations), or the
- * dashboard user of a session. Another caller of the same agency never shares it.
+ * Whose an idempotency record is: the agency's, so that any of its keys repeating the
+ * request gets the replay, as the spec keys it; or, for an answer carrying a secret, one
+ * caller's alone (`caller`), so that no other caller of the agency can replay it.
  */
-const callerIdentity = (caller: Pick<Caller, "keyId" | "userId">) =>
+export interface RecordOwner {
+  agencyId: string;
+  caller?: string;
+}
+
+/** A caller as a record owner names it: the API key (the same across its rotations), or a session's user. */
+export const callerIdentity = (caller: Pick<Caller, "keyId" | "userId">) =>
   caller.keyId ? `key:${caller.keyId}` : `user:${caller.userId}`;
 
 /**
@@ -33,14 +40,18 @@ const callerIdentity = (caller: Pick<Caller, "keyId" | "userId">) =>
  */
 export const ledgerName = (agencyId: string, key: string) => `${agencyId}:${bucketOf(key, IDEMPOTENCY_SHARDS)}`;
 
-/** A request as the record remembers it: its caller, method, path and body. */
-export const requestHashOf = (callerId: string, method: string, path: string, body: string) =>
-  sha256Hex(`${callerId}\n${method} ${path}\n${body}`);
+/**
+ * A request as the record remembers it: its owner (`agency`, or one caller), method, path
+ * and body. The same key with another request, or from a caller that does not own the
+ * record, is a conflict.
+ */
+export const requestHashOf = (owner: string, method: string, path: string, body: string) =>
+  sha256Hex(`${owner}\n${method} ${path}\n${body}`);
 
-async function contextOf(c: Context<AppEnv>, caller: Identity, key: string, limit?: number) {
+async function contextOf(c: Context<AppEnv>, owner: RecordOwner, key: string, limit?: number) {
   const body = await readBodyText(c, limit);
-  const requestHash = await requestHashOf(callerIdentity(caller), c.req.method, c.req.path, body);
-  return { agencyId: caller.agencyId, key, requestHash } satisfies IdempotencyContext;
+  const requestHash = await requestHashOf(owner.caller ?? "agency", c.req.method, c.req.path, body);
+  return { agencyId: owner.agencyId, key, requestHash } satisfies IdempotencyContext;
 }
 
 /** The request's idempotency key: 400 when missing or not 1–128 visible ASCII characters. */
@@ -72,20 +83,20 @@ export class EarlyClaim {
   #open = true;
   readonly #claimed: Promise<Claimed | undefined>;
 
-  private constructor(c: Context<AppEnv>, caller: Identity, key: string, limit: number) {
+  private constructor(c: Context<AppEnv>, owner: RecordOwner, key: string, limit: number) {
     const env = c.env;
     this.#claimed = (async () => {
-      const idem = await contextOf(c, caller, key, limit);
+      const idem = await contextOf(c, owner, key, limit);
       const ledger = ledgerOf(env, idem);
       return { idem, ledger, begin: (await ledger.begin(idem.agencyId, key, idem.requestHash)) as Begin };
     })().catch(() => undefined); // `hold` then claims as it would have.
   }
 
   /** Starts a claim when the request names a well-formed idempotency key. */
-  static start(c: Context<AppEnv>, caller: Identity, limit: number): EarlyClaim | undefined {
+  static start(c: Context<AppEnv>, owner: RecordOwner, limit: number): EarlyClaim | undefined {
     const key = c.req.header(IDEMPOTENCY_HEADER);
     if (key === undefined || !IDEMPOTENCY_KEY_PATTERN.test(key)) return undefined;
-    return new EarlyClaim(c, caller, key, limit);
+    return new EarlyClaim(c, owner, key, limit);
   }
 
   /** The ledger's answer, when the claim was made for `idem`; any other claim is undone. */
@@ -139,10 +150,32 @@ async function unseal(env: Env, idem: IdempotencyContext, response: CachedRespon
   return { ...response, body: await decrypt(env.SECRET_KEY, RESPONSE_PURPOSE, response.body, responseBinding(idem)) };
 }
 
-function replay(response: CachedResponse): Response {
+/**
+ * The cached answer, as this request's own: `X-Request-Id` (set when the request ends) and
+ * an error envelope's `request_id` both name this request, and `X-Original-Request-Id`
+ * names the one that made the answer.
+ */
+function replay(c: Context<AppEnv>, response: CachedResponse): Response {
   const headers = new Headers(response.headers);
+  const original = headers.get("x-request-id");
+  headers.delete("x-request-id");
+  if (original) headers.set(ORIGINAL_REQUEST_ID, original);
   headers.set("X-Idempotent-Replay", "true");
-  return new Response(response.status === 204 ? null : response.body, { status: response.status, headers });
+  const body = response.status === 204 ? null : withRequestId(response.body, c.var.requestId);
+  return new Response(body, { status: response.status, headers });
+}
+
+/** An error envelope with `request_id` naming `requestId`; any other body as it was. */
+function withRequestId(body: string, requestId: string): string {
+  if (!body.startsWith('{"error":')) return body;
+  try {
+    const envelope = JSON.parse(body) as { error?: { request_id?: unknown } };
+    if (typeof envelope.error?.request_id !== "string") return body;
+    envelope.error.request_id = requestId;
+    return JSON.stringify(envelope);
+  } catch {
+    return body;
+  }
 }
 
 /** The lease a request holds on its idempotency key while its handler runs. */
@@ -161,10 +194,10 @@ export interface Hold {
  */
 export async function hold(
   c: Context<AppEnv>,
-  caller: Identity,
+  owner: RecordOwner,
   early: EarlyClaim | undefined,
 ): Promise<Hold | Response> {
-  const idem = await contextOf(c, caller, keyOf(c));
+  const idem = await contextOf(c, owner, keyOf(c));
   const ledger = ledgerOf(c.env, idem);
   let begin = await early?.take(idem);
   if (!begin) {
@@ -174,7 +207,7 @@ export async function hold(
       throw new DomainError("idempotency_unavailable", { retryAfter: unavailableRetryAfter(err) });
     }
   }
-  if (begin.state === "replay") return replay(await unseal(c.env, idem, begin.response));
+  if (begin.state === "replay") return replay(c, await unseal(c.env, idem, begin.response));
   if (begin.state === "conflict") throw new DomainError("idempotency_key_conflict");
   if (begin.state === "in_progress") throw new DomainError("idempotency_key_in_progress", { retryAfter: 5 });
   const held: Hold = { idem, ledger, lease: { agencyId: idem.agencyId, key: idem.key, token: begin.token } };
@@ -186,7 +219,7 @@ export async function hold(
   if (!mark) return held;
   const answer = await answerFromMark(c, mark);
   await ledger.complete(held.lease, await seal(c.env, idem, answer));
-  return replay(answer);
+  return replay(c, answer);
 }
 
 /**
@@ -208,7 +241,7 @@ export async function settle(c: Context<AppEnv>, held: Hold, alongside: () => Pr
       const answer = await answerFromMark(c, mark);
       await ledger.complete(lease, await seal(c.env, idem, answer));
       c.error = undefined;
-      c.res = replay(answer);
+      c.res = replay(c, answer);
       return;
     }
   }
@@ -218,6 +251,7 @@ export async function settle(c: Context<AppEnv>, held: Hold, alongside: () => Pr
   }
   const res = c.res.clone();
   const headers: [string, string][] = [...res.headers].filter(([name]) => REPLAYED_HEADERS.has(name.toLowerCase()));
+  headers.push(["x-request-id", c.var.requestId]);
   const cached = seal(c.env, idem, { status: res.status, headers, body: await res.text() });
   await Promise.all([alongside(), cached.then((sealed) => ledger.complete(lease, sealed))]);
 }

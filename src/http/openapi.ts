@@ -69,11 +69,18 @@ function decorate(doc: Doc, routes: RouteRegistry): Doc {
         };
       if (status === "405")
         response.headers.Allow = { description: "Methods the path supports.", schema: { type: "string" } };
-      if (mutating)
+      if (mutating) {
         response.headers["X-Idempotent-Replay"] = {
           description: "`true` when this is the cached answer of an earlier request with the same X-Idempotency-Key.",
           schema: { type: "string", enum: ["true"] },
         };
+        response.headers["X-Original-Request-Id"] = {
+          description:
+            "On a replay: the `X-Request-Id` of the request that made the answer. The replay's own `X-Request-Id` " +
+            "(and an error envelope's `request_id`) name the replaying request.",
+          schema: { type: "string", example: "req_0mhx3k2a1q8v2l0c9z7rj4" },
+        };
+      }
     }
   }
   return doc;
@@ -126,9 +133,13 @@ export function publicDocument(app: OpenAPIHono<AppEnv>, routes: RouteRegistry, 
       "Required on every POST, PUT, PATCH and DELETE: an opaque string of at most 128 printable ASCII characters " +
       "(UUIDv4 recommended, ULID accepted). The full response is kept for 24 hours per agency and key; a repeat " +
       "replays it with `X-Idempotent-Replay: true`.\n\n" +
-      "A key belongs to the caller that first used it (the API key, across its rotations; or the dashboard user " +
-      "of a session): the same idempotency key from another caller of the agency is 409 " +
-      "`idempotency_key_conflict`, never a replay. Cached responses are stored encrypted.",
+      "A key belongs to the agency: any API key of the agency (or its dashboard session) repeating the same " +
+      "request with the same key gets the replay. One exception: an answer that carries a secret shown once " +
+      "(registering a webhook endpoint returns its signing secret) is replayed only to the API key (or dashboard " +
+      "user) that made the first call; from another caller of the agency the key is 409 " +
+      "`idempotency_key_conflict`, and nothing of the answer is revealed. A replay carries its own " +
+      "`X-Request-Id` (an error envelope's `request_id` names it too) and names the request that made the answer " +
+      "in `X-Original-Request-Id`. Cached responses are stored encrypted.",
     schema: { type: "string", maxLength: 128, example: "3f1c1f9e-3c51-4e2b-9d1e-8d7c2b9f4a10" },
   });
   const doc = app.getOpenAPI31Document({

@@ -14,6 +14,12 @@ export interface Guard {
   session?: boolean;
   /** Open to anyone, like the documents: no key, no budget (a reference, never tenant data). */
   anonymous?: true;
+  /**
+   * The answer carries a secret shown once (a webhook signing secret): its replay goes only
+   * to the caller that made the first request; any other caller of the agency reusing the
+   * idempotency key is 409 `idempotency_key_conflict` and learns nothing.
+   */
+  replaysToCallerOnly?: true;
   /** Largest accepted body in bytes (413 above it). */
   bodyLimit?: number;
   /** The route's own error codes, beyond those its guards can answer. */

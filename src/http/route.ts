@@ -132,6 +132,7 @@ export function publicRoute<const R extends RouteConfig>(guard: Guard, route: R)
           roles: guard.roles,
           bodyLimit: limit,
           idempotent: MUTATING.has(route.method),
+          replaysToCallerOnly: guard.replaysToCallerOnly,
         }),
   );
   if (schemas.json) middleware.push(jsonBody());

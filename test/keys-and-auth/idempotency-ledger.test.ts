@@ -81,13 +81,13 @@ describe("one ledger per agency and shard", () => {
 describe("leases", () => {
   it("a second begin waits while the lease runs; an expired lease lets the retry in, recovering", async () => {
     const t = await makeTenant();
-    const hash = await requestHashOf(`key:${t.keyId}`, "POST", "/api/v1/listings", "{}");
+    const hash = await requestHashOf("agency", "POST", "/api/v1/listings", "{}");
     const ledger = ledgerOf(t.agencyId, "leased");
     const now = Date.now();
     const first = (await ledger.begin(t.agencyId, "leased", hash, now)) as Begin;
     expect(first).toMatchObject({ state: "acquired", recovering: false });
     expect(await ledger.begin(t.agencyId, "leased", hash, now + LOCK_LEASE_MS - 1)).toEqual({ state: "in_progress" });
-    const other = await requestHashOf(`key:${t.keyId}`, "POST", "/api/v1/listings", '{"a":1}');
+    const other = await requestHashOf("agency", "POST", "/api/v1/listings", '{"a":1}');
     expect(await ledger.begin(t.agencyId, "leased", other, now + 1)).toEqual({ state: "conflict" });
     const retry = (await ledger.begin(t.agencyId, "leased", hash, now + LOCK_LEASE_MS + 1)) as Begin;
     expect(retry).toMatchObject({ state: "acquired", recovering: true });
@@ -103,7 +103,7 @@ describe("leases", () => {
     const t = await makeTenant();
     expect((await create(t, "stale")).status).toBe(201);
     expect(await marksOf(t.agencyId)).toEqual(["stale"]);
-    const hash = await requestHashOf(`key:${t.keyId}`, "POST", "/api/v1/listings", "{}");
+    const hash = await requestHashOf("agency", "POST", "/api/v1/listings", "{}");
     const later = Date.now() + IDEMPOTENCY_TTL_MS + 1;
     const begin = await ledgerOf(t.agencyId, "stale").begin(t.agencyId, "stale", hash, later);
     expect(begin).toMatchObject({ state: "acquired", recovering: false });

@@ -22,6 +22,7 @@ import {
   makeTenant,
   outbox,
   type Tenant,
+  withoutRequestId,
 } from "../support/harness";
 
 const body = (t: Tenant, extra: Record<string, unknown> = {}) => ({
@@ -63,7 +64,7 @@ const dropEntry = (t: Tenant, key: string) =>
   runInDurableObject(ledgerOf(t, key), (_, state) => {
     state.storage.sql.exec("DELETE FROM entries WHERE agency_id = ? AND idem_key = ?", t.agencyId, key);
   });
-const hashOf = (t: Tenant, payload: string) => requestHashOf(`key:${t.keyId}`, "POST", "/api/v1/listings", payload);
+const hashOf = (payload: string) => requestHashOf("agency", "POST", "/api/v1/listings", payload);
 
 describe("the header", () => {
   it("is required on mutating requests: idempotency.missing", async () => {
@@ -120,6 +121,46 @@ describe("replay and conflict", () => {
     const again = await create(t, "key-3", { listing_number: "BAD" });
     expect(again.headers.get("X-Idempotent-Replay")).toBe("true");
     expect(again.json.error.code).toBe("validation_string_pattern");
+  });
+
+  it("any key of the agency repeating the request gets the cached answer, as the spec keys it", async () => {
+    const t = await makeTenant();
+    const other = (await mintKey(db(), { agencyId: t.agencyId, mintedByUserId: t.owner.id, mode: "test" })).secret;
+    const first = await create(t, "key-4");
+    expect(first.status, first.text).toBe(201);
+    const again = await call("/api/v1/listings", { key: other, body: body(t), idempotencyKey: "key-4" });
+    expect(again.status, again.text).toBe(201);
+    expect(again.headers.get("X-Idempotent-Replay")).toBe("true");
+    expect(again.json).toEqual(first.json);
+    expectError(
+      await call("/api/v1/listings", { key: other, body: body(t, { address: "Elsewhere" }), idempotencyKey: "key-4" }),
+      409,
+      "idempotency_key_conflict",
+    );
+    expect(await countListings(t)).toBe(1);
+  });
+
+  it("a replayed error names the replaying request in its envelope and header, and the first in its own", async () => {
+    const t = await makeTenant();
+    const first = await create(t, "key-5", { listing_number: "BAD" });
+    expectError(first, 422, "validation_string_pattern");
+    const again = await create(t, "key-5", { listing_number: "BAD" });
+    expect(again.headers.get("X-Idempotent-Replay")).toBe("true");
+    const id = again.headers.get("X-Request-Id");
+    expect(id).toMatch(/^req_/);
+    expect(id).not.toBe(first.headers.get("X-Request-Id"));
+    expect(again.json.error.request_id, again.text).toBe(id);
+    expect(again.headers.get("X-Original-Request-Id")).toBe(first.headers.get("X-Request-Id"));
+    expect(again.json.error.code).toBe("validation_string_pattern");
+  });
+
+  it("a replayed success keeps its body exactly and names the first request", async () => {
+    const t = await makeTenant();
+    const first = await create(t, "key-6");
+    const again = await create(t, "key-6");
+    expect(again.text).toBe(first.text);
+    expect(again.headers.get("X-Original-Request-Id")).toBe(first.headers.get("X-Request-Id"));
+    expect(again.headers.get("X-Request-Id")).not.toBe(first.headers.get("X-Request-Id"));
   });
 
   it("keys of one agency never collide with another's", async () => {
@@ -202,7 +243,7 @@ describe("in progress, failures and expiry", () => {
   it("while the first call runs: idempotency_key_in_progress with Retry-After: 5", async () => {
     const t = await makeTenant();
     const payload = JSON.stringify(body(t));
-    await ledgerOf(t, "busy").begin(t.agencyId, "busy", await hashOf(t, payload));
+    await ledgerOf(t, "busy").begin(t.agencyId, "busy", await hashOf(payload));
     const r = await call("/api/v1/listings", {
       key: t.key,
       rawBody: payload,
@@ -273,7 +314,7 @@ describe("in progress, failures and expiry", () => {
   it("a Worker that died before committing does not lock the key forever", async () => {
     const t = await makeTenant();
     const payload = JSON.stringify(body(t));
-    await ledgerOf(t, "crash-before").begin(t.agencyId, "crash-before", await hashOf(t, payload), Date.now() - 61_000);
+    await ledgerOf(t, "crash-before").begin(t.agencyId, "crash-before", await hashOf(payload), Date.now() - 61_000);
     const r = await call("/api/v1/listings", {
       key: t.key,
       rawBody: payload,
@@ -422,7 +463,7 @@ describe("the commit mark tells the truth", () => {
     const replayed = await patch(loserKey);
     expect(replayed.headers.get("X-Idempotent-Replay")).toBe("true");
     expect(replayed.status).toBe(409);
-    expect(replayed.text).toBe(loser.text);
+    expect(withoutRequestId(replayed.json)).toEqual(withoutRequestId(loser.json));
     // With its cached answer lost, the loser is not answered 200 from a mark: it runs again and is refused again.
     await loseAnswer(t, loserKey);
     expectError(await patch(loserKey), 409, "no_op_transition");

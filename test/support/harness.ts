@@ -238,3 +238,9 @@ export function captureErrorLogs(): LogEntry[] {
   }
   return entries;
 }
+
+/** An error envelope without its `request_id`: a replay's names the replaying request. */
+export const withoutRequestId = (json: { error: Record<string, unknown> }) => ({
+  ...json,
+  error: { ...json.error, request_id: undefined },
+});

@@ -427,7 +427,13 @@ describe("malformed bodies and headers get a clear 4xx, and the service keeps an
 
   it("a wrong Content-Type is request_content_type_mismatch on every route with a body", async () => {
     for (const op of JSON_ROUTES) {
-      for (const contentType of ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; b=x"]) {
+      const malformed = ["application/json;;;", "application/json; =x", "application/json;charset"];
+      for (const contentType of [
+        "text/plain",
+        "application/x-www-form-urlencoded",
+        "multipart/form-data; b=x",
+        ...malformed,
+      ]) {
         expectError(await send(op, { body: "{}", contentType }), 415, "request_content_type_mismatch");
       }
       expectError(await send(op, { body: "{}", contentType: null }), 415, "request_content_type_mismatch");

@@ -12,6 +12,7 @@ export const createEndpointRoute = publicRoute(
     scope: "webhooks:write",
     roles: ["super_admin", "admin", "media_agency", "broker", "team_lead"],
     errors: ["webhook_url_not_allowed", "webhook_event_type_not_allowed", "webhook_endpoint_limit_reached"],
+    replaysToCallerOnly: true,
   },
   {
     method: "post",
