@@ -233,10 +233,9 @@ export const tourCounts = sqliteTable(
 
 /**
  * The tour address search index, kept by triggers on `tours` (the same migration): for every
- * character position of lower(address), the (up to) 3 characters starting there. A term of
- * 3 or more characters is found through the postings of its rarest trigram; a term of 1 or
- * 2 characters through the grams it starts (a prefix range). Plain table, not FTS5, so
- * `wrangler d1 export` still works.
+ * character position of lower(address), the (up to) 3 characters starting there. A term
+ * (3 characters at least) is found through the postings of its rarest trigram. Plain table,
+ * not FTS5, so `wrangler d1 export` still works.
  */
 export const tourSearchGrams = sqliteTable(
   "tour_search_grams",
