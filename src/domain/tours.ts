@@ -157,9 +157,7 @@ export async function pageTours(
     throw new DomainError("request_query_invalid", {
       message: `Invalid query parameter. page: ${message}`,
       details: {
-        errors: [
-          { field: "page", code: "validation_out_of_range", message, ctx: { maximum: MAX_TOUR_PAGE_DEPTH } },
-        ],
+        errors: [{ field: "page", code: "validation_out_of_range", message, ctx: { maximum: MAX_TOUR_PAGE_DEPTH } }],
         fields: { page: [message] },
       },
     });
