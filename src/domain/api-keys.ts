@@ -178,15 +178,19 @@ export async function updateKey(db: Db, keyId: string, patch: KeyPatch): Promise
 }
 
 /**
- * The nightly sweep: secrets whose 30-day rotation grace has ended stop authenticating
- * for good. Answers the ids of the keys it touched. (The request path already refuses
- * such a secret by its age; the sweep makes it final.)
+ * One page of the nightly sweep: up to `limit` secrets whose 30-day rotation grace has
+ * ended stop authenticating for good. Answers how many it deactivated and the ids of their
+ * keys. (The request path already refuses such a secret by its age; the sweep makes it final.)
  */
-export async function sweepRotatedSecrets(db: Db, nowMs = Date.now()): Promise<string[]> {
+export async function sweepRotatedSecrets(
+  db: Db,
+  nowMs: number,
+  limit: number,
+): Promise<{ secrets: number; keyIds: string[] }> {
   const cutoff = nowIso(nowMs - ROTATION_GRACE_MS);
-  const swept = await db
-    .update(apiKeySecrets)
-    .set({ deactivatedAt: nowIso(nowMs) })
+  const page = db
+    .select({ hash: apiKeySecrets.hash })
+    .from(apiKeySecrets)
     .where(
       and(
         isNotNull(apiKeySecrets.supersededAt),
@@ -194,8 +198,13 @@ export async function sweepRotatedSecrets(db: Db, nowMs = Date.now()): Promise<s
         lte(apiKeySecrets.supersededAt, cutoff),
       ),
     )
+    .limit(limit);
+  const swept = await db
+    .update(apiKeySecrets)
+    .set({ deactivatedAt: nowIso(nowMs) })
+    .where(and(inArray(apiKeySecrets.hash, page), isNull(apiKeySecrets.deactivatedAt)))
     .returning({ keyId: apiKeySecrets.keyId });
-  return [...new Set(swept.map((s) => s.keyId))];
+  return { secrets: swept.length, keyIds: [...new Set(swept.map((s) => s.keyId))] };
 }
 
 /**
