@@ -1,6 +1,7 @@
 import { RECONCILE_CRON, reconcileCalendars } from "./calendar/reconcile";
 import { database } from "./db/client";
 import { sweepRotatedSecrets } from "./domain/api-keys";
+import { purgeSessions } from "./domain/sessions";
 import { keyGate } from "./durable/key-changes";
 import { errorText, log } from "./lib/log";
 import { sweepStuckDeliveries } from "./media/stuck-deliveries";
@@ -50,6 +51,7 @@ const NIGHTLY_JOBS: [job: string, message: string, run: (env: Env, at: number) =
     async (env, at) => ({ dead: await markStaleDeliveriesDead(env, at) }),
   ],
   ["event_retention", "event retention swept", (env, at) => sweepRetention(env, at)],
+  ["session_purge", "expired sessions purged", (env, at) => purgeSessions(database(env.DB), at)],
 ];
 
 /** Cron entry point: each schedule runs its own jobs. */
