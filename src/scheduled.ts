@@ -1,8 +1,9 @@
 import { RECONCILE_CRON, reconcileCalendars } from "./calendar/reconcile";
 import { database } from "./db/client";
 import { sweepRotatedSecrets } from "./domain/api-keys";
+import { purgeSessions } from "./domain/sessions";
 import { keyGate } from "./durable/key-changes";
-import { log } from "./lib/log";
+import { errorText, log } from "./lib/log";
 import { sweepStuckDeliveries } from "./media/stuck-deliveries";
 import { sweepOutbox } from "./webhooks/outbox-sweep";
 import { sweepRetention } from "./webhooks/retention";
@@ -11,20 +12,59 @@ import { markStaleDeliveriesDead } from "./webhooks/stale-deliveries";
 const NIGHTLY = "0 3 * * *";
 const EVERY_MINUTE = "* * * * *";
 
+/** Rotated secrets deactivated per page; their keys' gates reload together, at most this many at once. */
+const ROTATION_PAGE = 50;
+/** Pages per night (500 secrets); what is left waits for the next night, refused meanwhile by its age. */
+const ROTATION_MAX_PAGES = 10;
+
+/** Ends rotated secrets past their grace, page by page, and has each touched key's gate reload. */
+async function sweepRotation(env: Env, at: number) {
+  const db = database(env.DB);
+  let secrets = 0;
+  let keys = 0;
+  let reloadFailures = 0;
+  for (let page = 0; page < ROTATION_MAX_PAGES; page++) {
+    const swept = await sweepRotatedSecrets(db, at, ROTATION_PAGE);
+    secrets += swept.secrets;
+    keys += swept.keyIds.length;
+    const reloads = await Promise.allSettled(swept.keyIds.map((id) => keyGate(env, id).reload()));
+    for (const [i, r] of reloads.entries()) {
+      if (r.status === "fulfilled") continue;
+      reloadFailures++;
+      log.error("key gate reload failed", {
+        job: "rotation_sweep",
+        key_id: swept.keyIds[i],
+        error: errorText(r.reason),
+      });
+    }
+    if (swept.secrets < ROTATION_PAGE) break;
+  }
+  return { secrets, keys, reload_failures: reloadFailures };
+}
+
+/** The nightly jobs, each run on its own: one that fails is logged and the others still run. */
+const NIGHTLY_JOBS: [job: string, message: string, run: (env: Env, at: number) => Promise<object>][] = [
+  ["rotation_sweep", "rotated secrets swept", sweepRotation],
+  [
+    "stale_webhook_deliveries",
+    "stale webhook deliveries ended",
+    async (env, at) => ({ dead: await markStaleDeliveriesDead(env, at) }),
+  ],
+  ["event_retention", "event retention swept", (env, at) => sweepRetention(env, at)],
+  ["session_purge", "expired sessions purged", (env, at) => purgeSessions(database(env.DB), at)],
+];
+
 /** Cron entry point: each schedule runs its own jobs. */
 export async function runScheduled(controller: ScheduledController, env: Env): Promise<void> {
   if (controller.cron === NIGHTLY) {
-    const keyIds = await sweepRotatedSecrets(database(env.DB), controller.scheduledTime);
-    await Promise.all(keyIds.map((id) => keyGate(env, id).reload()));
-    log.info("rotated secrets swept", { job: "rotation_sweep", keys: keyIds.length });
-    log.info("stale webhook deliveries ended", {
-      job: "stale_webhook_deliveries",
-      dead: await markStaleDeliveriesDead(env, controller.scheduledTime),
-    });
-    log.info("event retention swept", {
-      job: "event_retention",
-      ...(await sweepRetention(env, controller.scheduledTime)),
-    });
+    for (const [job, message, run] of NIGHTLY_JOBS) {
+      try {
+        const result = await run(env, controller.scheduledTime);
+        log.info(message, { job, ...result });
+      } catch (err) {
+        log.error("nightly job failed", { job, error: errorText(err) });
+      }
+    }
   }
   if (controller.cron === RECONCILE_CRON) {
     log.info("calendars reconciled", { job: "calendar_reconciliation", ...(await reconcileCalendars(env)) });

@@ -1,6 +1,7 @@
-import { and, eq, inArray } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { type CalendarConnection, calendarConnections, users } from "../db/schema";
+import { type CalendarConnection, calendarConnections } from "../db/schema";
+import { managerChainOf } from "../domain/hierarchy";
 import { decrypt, encrypt, rowBinding } from "../lib/crypto";
 import { DomainError } from "../lib/errors";
 import { newId, nowIso } from "../lib/ids";
@@ -11,7 +12,6 @@ import { type CalendarSource, guarded } from "./outbound";
 import { sandboxSource } from "./sandbox";
 
 const PURPOSE = "calendar-credentials";
-const MAX_CHAIN = 64;
 
 /** Sealed credentials open only for the connection row of that user (one per user) in that agency. */
 const credentialsBinding = (row: Pick<CalendarConnection, "agencyId" | "userId">) =>
@@ -64,26 +64,21 @@ export async function disconnectCalendar(db: Db, userId: string): Promise<void> 
 
 /**
  * The connection that answers for `userId`: the user's own, else the nearest manager's,
- * walking up the hierarchy. None anywhere is 403 `calendar_not_connected`.
+ * walking up the hierarchy inside the agency in one statement. None anywhere is 403
+ * `calendar_not_connected`.
  */
-export async function resolveConnection(db: Db, userId: string): Promise<CalendarConnection> {
+export async function resolveConnection(db: Db, agencyId: string, userId: string): Promise<CalendarConnection> {
+  const rows = await db
+    .select({ userId: sql<string>`chain.id`, connection: calendarConnections })
+    .from(sql`${managerChainOf(agencyId, userId)} AS chain`)
+    .leftJoin(calendarConnections, eq(calendarConnections.userId, sql`chain.id`))
+    .orderBy(sql`chain.depth`);
   const chain: string[] = [];
-  let next: string | null = userId;
-  while (next && chain.length < MAX_CHAIN && !chain.includes(next)) {
-    chain.push(next);
-    const row: { managerId: string | null } | undefined = await db
-      .select({ managerId: users.managerId })
-      .from(users)
-      .where(eq(users.id, next))
-      .get();
-    next = row?.managerId ?? null;
+  for (const row of rows) {
+    if (row.connection) return row.connection;
+    if (!chain.includes(row.userId)) chain.push(row.userId);
   }
-  const connections = await db.select().from(calendarConnections).where(inArray(calendarConnections.userId, chain));
-  for (const id of chain) {
-    const found = connections.find((c) => c.userId === id);
-    if (found) return found;
-  }
-  throw new DomainError("calendar_not_connected", { details: { checked_user_ids: chain } });
+  throw new DomainError("calendar_not_connected", { details: { checked_user_ids: chain.length ? chain : [userId] } });
 }
 
 /** The provider behind a connection, with Google's refreshed tokens written back sealed. */

@@ -37,9 +37,9 @@ export function reconcileCaches(db: Db, env: Env) {
           .get()
           .then((row) => row?.id ?? null),
       ),
-    connectionOf: (userId: string) =>
-      connections(userId, () =>
-        resolveConnection(db, userId).catch((err: unknown) => {
+    connectionOf: (agencyId: string, userId: string) =>
+      connections(`${agencyId}:${userId}`, () =>
+        resolveConnection(db, agencyId, userId).catch((err: unknown) => {
           if (err instanceof DomainError && err.code === "calendar_not_connected") return null;
           throw err;
         }),

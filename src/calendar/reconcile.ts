@@ -199,7 +199,7 @@ export async function reconcileCalendars(
     }
     reached = { type: subject.type, id: subject.id };
     try {
-      const conn = subject.userId ? await connectionOf(subject.userId) : null;
+      const conn = subject.userId ? await connectionOf(subject.agencyId, subject.userId) : null;
       if (!conn || failed.has(conn.id)) {
         counts.skipped++;
         continue;

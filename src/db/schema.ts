@@ -99,7 +99,8 @@ export const sessions = sqliteTable(
     revokedAt: text("revoked_at"),
     createdAt: createdAt(),
   },
-  (t) => [index("sessions_user").on(t.userId)],
+  // Revoking a session also expires it, so the nightly purge reads this one index.
+  (t) => [index("sessions_user").on(t.userId), index("sessions_expires").on(t.expiresAt)],
 );
 
 export const listings = sqliteTable(
@@ -233,10 +234,9 @@ export const tourCounts = sqliteTable(
 
 /**
  * The tour address search index, kept by triggers on `tours` (the same migration): for every
- * character position of lower(address), the (up to) 3 characters starting there. A term of
- * 3 or more characters is found through the postings of its rarest trigram; a term of 1 or
- * 2 characters through the grams it starts (a prefix range). Plain table, not FTS5, so
- * `wrangler d1 export` still works.
+ * character position of lower(address), the (up to) 3 characters starting there. A term
+ * (3 characters at least) is found through the postings of its rarest trigram. Plain table,
+ * not FTS5, so `wrangler d1 export` still works.
  */
 export const tourSearchGrams = sqliteTable(
   "tour_search_grams",

@@ -58,8 +58,13 @@ export async function mintKey(db: Db, input: MintInput): Promise<{ key: ApiKey; 
   return { key: key!, secret };
 }
 
-export async function getKey(db: Db, keyId: string): Promise<ApiKey> {
-  const key = await db.select().from(apiKeys).where(eq(apiKeys.id, keyId)).get();
+/** A key by id; with `agencyId`, held to that agency in the statement (another agency's key is not found). */
+export async function getKey(db: Db, keyId: string, agencyId?: string): Promise<ApiKey> {
+  const key = await db
+    .select()
+    .from(apiKeys)
+    .where(and(eq(apiKeys.id, keyId), agencyId === undefined ? undefined : eq(apiKeys.agencyId, agencyId)))
+    .get();
   if (!key) throw new DomainError("api_key_not_found");
   return key;
 }
@@ -157,11 +162,14 @@ export interface KeyPatch {
   rateLimitOverrides?: Partial<Record<string, number | null>>;
 }
 
-/** A change to a key; each runs in the key's gate so the very next request sees it. */
-export type KeyChange = { op: "rotate" } | { op: "revoke" } | { op: "update"; patch: KeyPatch };
+/**
+ * A change to a key; each runs in the key's gate so the very next request sees it. An
+ * update with `agencyId` (a public route's) changes only a key of that agency; any other is not found.
+ */
+export type KeyChange = { op: "rotate" } | { op: "revoke" } | { op: "update"; patch: KeyPatch; agencyId?: string };
 
-export async function updateKey(db: Db, keyId: string, patch: KeyPatch): Promise<ApiKey> {
-  const key = await getKey(db, keyId);
+export async function updateKey(db: Db, keyId: string, patch: KeyPatch, agencyId?: string): Promise<ApiKey> {
+  const key = await getKey(db, keyId, agencyId);
   if (patch.scopes?.includes("admin") && !isPlatformRole(key.role)) throw new DomainError("scope_not_grantable");
   const { rateLimitOverrides, ...fields } = patch;
   // Override changes merge inside the statement (a JSON merge patch: null removes a
@@ -172,21 +180,26 @@ export async function updateKey(db: Db, keyId: string, patch: KeyPatch): Promise
   const [updated] = await db
     .update(apiKeys)
     .set({ ...fields, ...overrides, updatedAt: nowIso() })
-    .where(eq(apiKeys.id, keyId))
+    .where(and(eq(apiKeys.id, keyId), agencyId === undefined ? undefined : eq(apiKeys.agencyId, agencyId)))
     .returning();
-  return updated!;
+  if (!updated) throw new DomainError("api_key_not_found");
+  return updated;
 }
 
 /**
- * The nightly sweep: secrets whose 30-day rotation grace has ended stop authenticating
- * for good. Answers the ids of the keys it touched. (The request path already refuses
- * such a secret by its age; the sweep makes it final.)
+ * One page of the nightly sweep: up to `limit` secrets whose 30-day rotation grace has
+ * ended stop authenticating for good. Answers how many it deactivated and the ids of their
+ * keys. (The request path already refuses such a secret by its age; the sweep makes it final.)
  */
-export async function sweepRotatedSecrets(db: Db, nowMs = Date.now()): Promise<string[]> {
+export async function sweepRotatedSecrets(
+  db: Db,
+  nowMs: number,
+  limit: number,
+): Promise<{ secrets: number; keyIds: string[] }> {
   const cutoff = nowIso(nowMs - ROTATION_GRACE_MS);
-  const swept = await db
-    .update(apiKeySecrets)
-    .set({ deactivatedAt: nowIso(nowMs) })
+  const page = db
+    .select({ hash: apiKeySecrets.hash })
+    .from(apiKeySecrets)
     .where(
       and(
         isNotNull(apiKeySecrets.supersededAt),
@@ -194,8 +207,13 @@ export async function sweepRotatedSecrets(db: Db, nowMs = Date.now()): Promise<s
         lte(apiKeySecrets.supersededAt, cutoff),
       ),
     )
+    .limit(limit);
+  const swept = await db
+    .update(apiKeySecrets)
+    .set({ deactivatedAt: nowIso(nowMs) })
+    .where(and(inArray(apiKeySecrets.hash, page), isNull(apiKeySecrets.deactivatedAt)))
     .returning({ keyId: apiKeySecrets.keyId });
-  return [...new Set(swept.map((s) => s.keyId))];
+  return { secrets: swept.length, keyIds: [...new Set(swept.map((s) => s.keyId))] };
 }
 
 /**

@@ -127,6 +127,22 @@ const subtreeOf = (userId: string) => sql`(
   WITH RECURSIVE tree(id) AS (SELECT ${userId} UNION SELECT u.id FROM users u JOIN tree t ON u.manager_id = t.id)
   SELECT id FROM tree)`;
 
+/** The longest manager chain walked up from a user: a cycle or a deeper hierarchy stops there. */
+const MAX_MANAGER_CHAIN = 64;
+
+/**
+ * The user and their managers, nearest first, as a subquery of (id, depth) to alias: one
+ * statement however deep the hierarchy, held to the agency at every step and to
+ * `MAX_MANAGER_CHAIN` rows (a cycle repeats ids up to that depth; keep each one's first row).
+ */
+export const managerChainOf = (agencyId: string, userId: string) => sql`(
+  WITH RECURSIVE chain(id, manager_id, depth) AS (
+    SELECT id, manager_id, 0 FROM users WHERE id = ${userId} AND agency_id = ${agencyId}
+    UNION ALL
+    SELECT u.id, u.manager_id, c.depth + 1 FROM users u JOIN chain c ON u.id = c.manager_id
+    WHERE u.agency_id = ${agencyId} AND c.depth < ${MAX_MANAGER_CHAIN - 1})
+  SELECT id, depth FROM chain)`;
+
 /** True when `candidateId` is the user or sits anywhere below them. */
 async function inSubtree(db: Db, userId: string, candidateId: string): Promise<boolean> {
   const row = await db

@@ -109,13 +109,17 @@ export async function deleteTour(db: Db, tour: Tour, alsoWrite: BatchItem<"sqlit
 
 /** The longest `search` term, in characters. */
 export const MAX_TOUR_SEARCH = 100;
+/** The shortest `search` term, in characters: a term reads the postings of its rarest trigram. */
+export const MIN_TOUR_SEARCH = 3;
+/** The deepest row a numbered page reaches (`page` × `limit`); deeper pages would skip ever more rows. */
+export const MAX_TOUR_PAGE_DEPTH = 10_000;
 
 /**
  * The tours whose address holds `term`, as a subquery of tour ids: a superset, to be checked
  * with `addressHolds`. Positions come from the `tour_search_grams` index (the up-to-3
  * characters at each position of lower(address)), so only postings are read, never every
- * tour of the agency. A term of 3 or more characters reads the postings of its rarest
- * trigram (every match holds all of them); a shorter one reads the grams it starts.
+ * tour of the agency. A term (at least `MIN_TOUR_SEARCH` characters) reads the postings of
+ * its rarest trigram (every match holds all of them).
  */
 function searchCandidates(agencyId: string, term: string): SQL {
   const g = tourSearchGrams;
@@ -127,12 +131,6 @@ function searchCandidates(agencyId: string, term: string): SQL {
 
 function gramCandidates(agencyId: string, term: string): SQL {
   const g = tourSearchGrams;
-  if ([...term].length < 3) {
-    // Every occurrence of a 1–2 character term starts some gram: a prefix range on the
-    // index. U+10FFFF twice sorts after any gram that starts with the term.
-    return sql`SELECT ${g.tourId} FROM ${g} WHERE ${g.agencyId} = ${agencyId}
-      AND ${g.gram} >= lower(${term}) AND ${g.gram} <= lower(${term}) || char(1114111, 1114111)`;
-  }
   const c = tourSearchGramCounts;
   // The term's distinct trigrams, each position of lower(term) a json_each key.
   const termGrams = sql`SELECT DISTINCT substr(lower(${term}), p.key + 1, 3) AS gram
@@ -154,6 +152,16 @@ export async function pageTours(
   agencyId: string,
   q: { page: number; limit: number; status?: string; search?: string },
 ) {
+  if (q.page * q.limit > MAX_TOUR_PAGE_DEPTH) {
+    const message = `page × limit must be at most ${MAX_TOUR_PAGE_DEPTH}; narrow the list with status or search.`;
+    throw new DomainError("request_query_invalid", {
+      message: `Invalid query parameter. page: ${message}`,
+      details: {
+        errors: [{ field: "page", code: "validation_out_of_range", message, ctx: { maximum: MAX_TOUR_PAGE_DEPTH } }],
+        fields: { page: [message] },
+      },
+    });
+  }
   const newestFirst = [desc(tours.createdAt), desc(tours.id)];
   const offset = (q.page - 1) * q.limit;
   if (q.search) {

@@ -173,7 +173,7 @@ export class KeyGate extends DurableObject<Env> {
         case "revoke":
           return { ok: true, key: await revokeKey(db, keyId) };
         case "update":
-          return { ok: true, key: await updateKey(db, keyId, change.patch) };
+          return { ok: true, key: await updateKey(db, keyId, change.patch, change.agencyId) };
       }
     } catch (err) {
       // Errors cross the RPC boundary as plain Errors; refusals travel as data.

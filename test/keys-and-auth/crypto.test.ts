@@ -80,13 +80,13 @@ describe("sealed credentials elsewhere", () => {
       },
       { allowLocalHttp: false },
     );
-    const owner = await resolveConnection(d, t.owner.id);
+    const owner = await resolveConnection(d, t.agencyId, t.owner.id);
     await sourceFor(d, env, owner);
     await d
       .update(calendarConnections)
       .set({ credentialsSealed: lead.credentialsSealed })
       .where(eq(calendarConnections.id, owner.id));
-    await expect(sourceFor(d, env, await resolveConnection(d, t.owner.id))).rejects.toThrow();
+    await expect(sourceFor(d, env, await resolveConnection(d, t.agencyId, t.owner.id))).rejects.toThrow();
   });
 });
 

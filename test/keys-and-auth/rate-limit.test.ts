@@ -6,10 +6,9 @@ import { changeKey, keyGate } from "../../src/durable/key-changes";
 import { sha256Hex } from "../../src/lib/ids";
 import { call, db, direct, expectError, internal, keyed, makePlatformKey, makeTenant } from "../support/harness";
 
-async function setOverrides(keyId: string, overrides: Record<string, number | null>) {
-  const t = await makeTenant();
+async function setOverrides(t: { agencyId: string; keyId: string }, overrides: Record<string, number | null>) {
   const admin = await makePlatformKey(t.agencyId, { scopes: ["admin"] });
-  const r = await call(`/api/v1/admin/api-keys/${keyId}/rate-limits`, {
+  const r = await call(`/api/v1/admin/api-keys/${t.keyId}/rate-limits`, {
     method: "PATCH",
     key: admin.key,
     body: { overrides },
@@ -51,7 +50,7 @@ describe("rate-limit headers", () => {
 describe("budgets", () => {
   it("N + k simultaneous calls against a budget of N let exactly N through", async () => {
     const t = await makeTenant();
-    await setOverrides(t.keyId, { read_users_list: 5 });
+    await setOverrides(t, { read_users_list: 5 });
     const results = await Promise.all(Array.from({ length: 8 }, () => call("/api/v1/users", { key: t.key })));
     const ok = results.filter((r) => r.status === 200);
     const limited = results.filter((r) => r.status === 429);
@@ -69,7 +68,7 @@ describe("budgets", () => {
 
   it("budgets are independent per endpoint and per key", async () => {
     const t = await makeTenant();
-    await setOverrides(t.keyId, { read_users_list: 1 });
+    await setOverrides(t, { read_users_list: 1 });
     expect((await call("/api/v1/users", { key: t.key })).status).toBe(200);
     expectError(await call("/api/v1/users", { key: t.key }), 429, "rate_limit_exceeded");
     expect((await call(`/api/v1/users/${t.owner.id}`, { key: t.key })).status).toBe(200);
@@ -80,7 +79,7 @@ describe("budgets", () => {
   it("the window slides: requests older than 60 s stop counting", async () => {
     const t = await makeTenant();
     const gate = keyGate(env, t.keyId);
-    await setOverrides(t.keyId, { read_users_list: 2 });
+    await setOverrides(t, { read_users_list: 2 });
     const secretHash = await sha256Hex(t.key);
     const start = Date.now();
     const a = await gate.admit(t.keyId, secretHash, "test", "read_users_list", start);
@@ -101,11 +100,11 @@ describe("budgets", () => {
 describe("the admin rate-limits route", () => {
   it("sets, answers effective budgets, and clears a single override", async () => {
     const t = await makeTenant();
-    const set = await setOverrides(t.keyId, { read_users_list: 7, create_listing: 500 });
+    const set = await setOverrides(t, { read_users_list: 7, create_listing: 500 });
     expect(set.json).toMatchObject({ key_id: t.keyId, overrides: { read_users_list: 7, create_listing: 500 } });
     expect(set.json.effective_budgets).toMatchObject({ read_users_list: 7, create_listing: 500, upload_media: 20 });
     expect((await call("/api/v1/users", { key: t.key })).headers.get("X-Rate-Limit-Limit")).toBe("7");
-    const cleared = await setOverrides(t.keyId, { read_users_list: null });
+    const cleared = await setOverrides(t, { read_users_list: null });
     expect(cleared.json.overrides).toEqual({ create_listing: 500 });
     expect((await call("/api/v1/users", { key: t.key })).headers.get("X-Rate-Limit-Limit")).toBe("300");
   });
@@ -168,6 +167,28 @@ describe("the admin rate-limits route", () => {
       404,
       "api_key_not_found",
     );
+  });
+
+  it("is held to the calling key's agency: another agency's key is the same 404 as an unknown one", async () => {
+    const t = await makeTenant();
+    const other = await makeTenant();
+    const admin = await makePlatformKey(t.agencyId, { scopes: ["admin"] });
+    const patch = (keyId: string) =>
+      call(`/api/v1/admin/api-keys/${keyId}/rate-limits`, {
+        method: "PATCH",
+        key: admin.key,
+        body: { overrides: { read_users_list: 3 } },
+      });
+    const foreign = await patch(other.keyId);
+    const unknown = await patch("key_0000000000000000000000");
+    expectError(foreign, 404, "api_key_not_found");
+    expectError(unknown, 404, "api_key_not_found");
+    const shape = (r: typeof foreign) => ({ ...r.json.error, request_id: undefined });
+    expect(shape(foreign)).toEqual(shape(unknown));
+    const row = await db().select().from(apiKeys).where(eq(apiKeys.id, other.keyId)).get();
+    expect(row?.rateLimitOverrides ?? {}).toEqual({});
+    expect((await call("/api/v1/users", { key: other.key })).headers.get("X-Rate-Limit-Limit")).toBe("300");
+    expect((await patch(t.keyId)).json.overrides).toEqual({ read_users_list: 3 });
   });
 
   it("is refused without the admin scope, and to callers that are not platform admins", async () => {

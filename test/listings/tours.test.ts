@@ -84,7 +84,7 @@ describe("tours", () => {
       "2 Harbour St",
       "4 harbour view",
     ]);
-    expect((await call("/api/v1/tours?search=%25", { key: t.key })).json.total).toBe(0);
+    expect((await call("/api/v1/tours?search=%25%25%25", { key: t.key })).json.total).toBe(0);
     const first = all[0];
     await call(`/api/v1/tours/${first.tour_number}`, { method: "PUT", key: t.key, body: { status: "archived" } });
     expect(
@@ -92,6 +92,22 @@ describe("tours", () => {
     ).toEqual([first.tour_number]);
     expect((await call("/api/v1/tours?page=9", { key: t.key })).json).toMatchObject({ tours: [], total: 5, page: 9 });
     expectError(await call("/api/v1/tours?limit=101", { key: t.key }), 422, "request_query_invalid");
+  });
+
+  it("reaches at most 10,000 rows deep and searches at least 3 characters; within both, answers as before", async () => {
+    const t = await makeTenant();
+    await newTour(t, "1 Harbour St");
+    const list = (query: string) => call(`/api/v1/tours?${query}`, { key: t.key });
+    for (const query of ["page=101&limit=100", "page=10000", "page=501&limit=20", "limit=100&page=10000"]) {
+      const r = await list(query);
+      expectError(r, 422, "request_query_invalid");
+      expect(r.json.error.message).toContain("10000");
+      expect(r.json.error.details.errors[0]).toMatchObject({ field: "page", ctx: { maximum: 10_000 } });
+    }
+    for (const search of ["h", "ha", "%25"]) expectError(await list(`search=${search}`), 422, "request_query_invalid");
+    expect((await list("page=100&limit=100")).json).toMatchObject({ tours: [], total: 1, page: 100, pages: 1 });
+    expect((await list("page=500")).json).toMatchObject({ tours: [], total: 1, page: 500 });
+    expect((await list("search=har")).json.total).toBe(1);
   });
 
   it("updates status, price or description; needs at least one", async () => {

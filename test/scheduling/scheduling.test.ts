@@ -3,7 +3,8 @@ import { env } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { parseIcs } from "../../src/calendar/ics";
-import { calendarConnections } from "../../src/db/schema";
+import { calendarConnections, users } from "../../src/db/schema";
+import { createUser } from "../../src/domain/hierarchy";
 import worker from "../../src/index";
 import { BASE, call, db, expectError, internal, makePlatformKey, makeTenant, mockFetch } from "../support/harness";
 
@@ -96,6 +97,46 @@ describe("availability", () => {
     expectError(await call(query(), { key: t.key }), 403, "calendar_not_connected");
     const other = await makeTenant();
     expectError(await call(query(`&user_id=${other.agent.id}`), { key: t.key }), 404, "user_not_found");
+  });
+
+  it("walks the manager chain in one query, held to the agency", async () => {
+    const t = await makeTenant();
+    let manager = t.agent;
+    for (let i = 0; i < 12; i++)
+      manager = await createUser(db(), {
+        managerId: manager.id,
+        role: "agent",
+        name: `Level ${i}`,
+        email: `level-${i}-${crypto.randomUUID()}@example.test`,
+      });
+    await internal(`/internal/v1/users/${t.owner.id}/calendar`, {
+      method: "PUT",
+      body: { provider: "ics", feed_url: "https://cal.example.com/owner.ics" },
+    });
+    intercept(() => new Response("BEGIN:VCALENDAR\r\nEND:VCALENDAR"));
+    const statements: string[] = [];
+    const prepare = env.DB.prepare.bind(env.DB);
+    vi.spyOn(env.DB, "prepare").mockImplementation((q: string) => {
+      statements.push(q);
+      return prepare(q);
+    });
+    const r = await call(query(`&user_id=${manager.id}`), { key: t.key });
+    vi.restoreAllMocks();
+    expect(r.json.calendar, r.text).toEqual({ provider: "ics", connected_user_id: t.owner.id });
+    // Besides the subject's own check, one statement reads the chain (not one per manager).
+    const chainReads = statements.filter((q) => /with recursive|select "manager_id" from "users"/i.test(q));
+    expect(chainReads, statements.join("\n")).toHaveLength(1);
+    // A manager moved into another agency by hand is not followed: the chain stops at the agency.
+    const other = await makeTenant();
+    await internal(`/internal/v1/users/${other.owner.id}/calendar`, {
+      method: "PUT",
+      body: { provider: "ics", feed_url: "https://cal.example.com/other.ics" },
+    });
+    await db().update(users).set({ managerId: other.owner.id }).where(eq(users.id, t.teamLead.id));
+    await db().delete(calendarConnections).where(eq(calendarConnections.userId, t.owner.id));
+    const stopped = await call(query(`&user_id=${t.agent.id}`), { key: t.key });
+    expectError(stopped, 403, "calendar_not_connected");
+    expect(stopped.json.error.details.checked_user_ids).toEqual([t.agent.id, t.teamLead.id]);
   });
 
   it("uses Google freeBusy, refreshing an expired token and storing it sealed", async () => {

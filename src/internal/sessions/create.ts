@@ -26,7 +26,15 @@ export const createSessionRoute = internalRoute(["user_not_found"], {
       description: "The session token (shown once) and a ready Set-Cookie value.",
       content: json(
         z
-          .object({ cookie_name: z.string(), token: z.string(), expires_at: z.string(), set_cookie: z.string() })
+          .object({
+            cookie_name: z.string(),
+            token: z.string(),
+            session_id: z.string().openapi({
+              description: "The session's id (the SHA-256 of the token, in hex), to revoke it with DELETE.",
+            }),
+            expires_at: z.string(),
+            set_cookie: z.string(),
+          })
           .openapi("DashboardSession"),
       ),
     },
@@ -35,12 +43,15 @@ export const createSessionRoute = internalRoute(["user_not_found"], {
 
 export const createSessionHandler: RouteHandler<typeof createSessionRoute, AppEnv> = async (c) => {
   const b = c.req.valid("json");
-  const { token, expiresAt } = await createSession(
+  const { token, sessionId, expiresAt } = await createSession(
     c.var.db,
     b.user_id,
     b.ttl_minutes ? b.ttl_minutes * 60_000 : undefined,
   );
   const expires = new Date(expiresAt).toUTCString();
   const setCookie = `${SESSION_COOKIE}=${token}; Path=/; HttpOnly; Secure; SameSite=Lax; Expires=${expires}`;
-  return c.json({ cookie_name: SESSION_COOKIE, token, expires_at: expiresAt, set_cookie: setCookie }, 201);
+  return c.json(
+    { cookie_name: SESSION_COOKIE, token, session_id: sessionId, expires_at: expiresAt, set_cookie: setCookie },
+    201,
+  );
 };

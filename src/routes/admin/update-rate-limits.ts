@@ -28,8 +28,9 @@ export const updateRateLimitsRoute = publicRoute(
     tags: ["Administration"],
     summary: "Set a key's rate-limit overrides",
     description:
-      "Platform administrators only (scope `admin` on a key minted by a `super_admin` or `admin`); they manage " +
-      "any key of any agency. Each override replaces the endpoint's default budget for this key; `null` clears " +
+      "Platform administrators only (scope `admin` on a key minted by a `super_admin` or `admin`). Such a key is " +
+      "bound to the agency it was minted for, like any other: it manages that agency's keys only, and another " +
+      "agency's key id is 404 `api_key_not_found`, exactly as an unknown one. Each override replaces the endpoint's default budget for this key; `null` clears " +
       "one override. Changes apply from the key's next request.",
     request: {
       params: z.object({ key_id: z.string().openapi({ example: "key_0mhx3k2a1q8v2l0c9z7rj4" }) }),
@@ -60,7 +61,12 @@ export const updateRateLimitsRoute = publicRoute(
 export const updateRateLimits: RouteHandler<typeof updateRateLimitsRoute, AppEnv> = async (c) => {
   const { key_id } = c.req.valid("param");
   const { overrides } = c.req.valid("json");
-  const { key } = await changeKey(c.env, key_id, { op: "update", patch: { rateLimitOverrides: overrides } });
+  // Held to the calling key's agency in the statement: another agency's key id is not found, like an unknown one.
+  const { key } = await changeKey(c.env, key_id, {
+    op: "update",
+    patch: { rateLimitOverrides: overrides },
+    agencyId: c.get("caller").agencyId,
+  });
   return c.json(
     RateLimitsSchema.parse({
       key_id: key.id,

@@ -102,7 +102,7 @@ export const availabilityHandler: RouteHandler<typeof availabilityRoute, AppEnv>
   // Every subject, defaulted or given, is an active user of the caller's agency: a key
   // whose minting user moved away never reads the other agency's calendar.
   const subject = await activeUserOfAgency(db, caller.agencyId, q.user_id ?? caller.userId);
-  const connection = await resolveConnection(db, subject.id);
+  const connection = await resolveConnection(db, caller.agencyId, subject.id);
   const timeoutMs = c.env.CALENDAR_TIMEOUT_MS ? Number(c.env.CALENDAR_TIMEOUT_MS) : undefined;
   const source = await sourceFor(db, c.env, connection, timeoutMs);
   const from = new Date(q.from);

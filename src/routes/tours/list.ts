@@ -1,5 +1,5 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { MAX_TOUR_SEARCH, pageTours, TOUR_STATUSES } from "../../domain/tours";
+import { MAX_TOUR_PAGE_DEPTH, MAX_TOUR_SEARCH, MIN_TOUR_SEARCH, pageTours, TOUR_STATUSES } from "../../domain/tours";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
@@ -28,10 +28,21 @@ export const listToursRoute = publicRoute(
     description:
       "A numbered page of tours, newest first. `search` matches part of the address, case-insensitively. " +
       "`total` is exact at the moment of the read; its cost does not grow with the agency's size " +
-      "(with `search`, it grows with the number of addresses sharing the term's rarest 3 characters).",
+      "(with `search`, it grows with the number of addresses sharing the term's rarest 3 characters). " +
+      `A page reaches at most ${MAX_TOUR_PAGE_DEPTH.toLocaleString("en-US")} rows deep: \`page\` × \`limit\` above ` +
+      `${MAX_TOUR_PAGE_DEPTH} is 422 \`request_query_invalid\` (narrow the list with \`status\` or \`search\`).`,
     request: {
       query: z.strictObject({
-        page: z.coerce.number().int().min(1).max(10_000).default(1).openapi({ example: 1 }),
+        page: z.coerce
+          .number()
+          .int()
+          .min(1)
+          .max(10_000)
+          .default(1)
+          .openapi({
+            description: `Page number, from 1; \`page\` × \`limit\` is at most ${MAX_TOUR_PAGE_DEPTH}.`,
+            example: 1,
+          }),
         limit: z.coerce
           .number()
           .int()
@@ -42,13 +53,14 @@ export const listToursRoute = publicRoute(
         status: z.enum(TOUR_STATUSES).optional(),
         search: z
           .string()
-          .min(1)
+          .min(MIN_TOUR_SEARCH)
           .max(MAX_TOUR_SEARCH)
           .optional()
           .openapi({
             description:
               `Part of the address, matched literally (\`%\` and \`_\` are plain characters) and ` +
-              `case-insensitively for ASCII letters; 1 to ${MAX_TOUR_SEARCH} characters.`,
+              `case-insensitively for ASCII letters; ${MIN_TOUR_SEARCH} to ${MAX_TOUR_SEARCH} characters ` +
+              `(a shorter term is 422 \`request_query_invalid\`).`,
             example: "harbour",
           }),
       }),
