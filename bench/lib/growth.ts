@@ -16,7 +16,13 @@ interface GrowthRoute {
   check?: (a: GrowthAgency, json: any) => string | undefined;
 }
 
-const tourPage = (a: GrowthAgency) => Math.floor((DEPTH * a.rows) / TOUR_PAGE_SIZE) + 1;
+/** How deep a numbered tour page may reach (`page` × `limit`, the service's `MAX_TOUR_PAGE_DEPTH`). */
+const TOUR_MAX_DEPTH = 10_000;
+
+/** The tour page DEPTH into the list, or the deepest page the list serves when that is shallower. */
+const tourPage = (a: GrowthAgency) =>
+  Math.min(Math.floor((DEPTH * a.rows) / TOUR_PAGE_SIZE) + 1, TOUR_MAX_DEPTH / TOUR_PAGE_SIZE);
+const tourDepth = (a: GrowthAgency) => `${Math.round((100 * (tourPage(a) - 1) * TOUR_PAGE_SIZE) / a.rows)}% deep`;
 
 const GROWTH_ROUTES: GrowthRoute[] = [
   { name: () => "GET /api/v1/listings", path: () => "/api/v1/listings" },
@@ -35,7 +41,7 @@ const GROWTH_ROUTES: GrowthRoute[] = [
     check: (a, json) => (json?.total === a.rows ? undefined : `total ${json?.total}, expected ${a.rows}`),
   },
   {
-    name: (a) => `GET /api/v1/tours?page=${tourPage(a)} (${DEPTH * 100}% deep)`,
+    name: (a) => `GET /api/v1/tours?page=${tourPage(a)} (${tourDepth(a)})`,
     path: (a) => `/api/v1/tours?page=${tourPage(a)}`,
     check: (a, json) =>
       json?.tours?.length === TOUR_PAGE_SIZE && json?.total === a.rows
