@@ -3,7 +3,7 @@ import { type Db, database } from "../db/client";
 import { doublingBackoff } from "../lib/backoff";
 import { nowIso } from "../lib/ids";
 import { log } from "../lib/log";
-import { type ClaimedEvent, claimPage } from "./outbox-claim";
+import { AGENCY_EVENTS_PER_PAGE, type ClaimedEvent, claimPage, PAGE_EVENTS } from "./outbox-claim";
 import { type DeliveryRow, deliveriesOf, fanOut, jsonIds, subscribersOf } from "./outbox-fan-out";
 
 /** Failed fan-outs of one event before it is set aside: about 15 minutes of retries. */
@@ -45,6 +45,8 @@ async function recordFailures(db: Db, failed: { event: ClaimedEvent; error: stri
 
 export interface Drained {
   events: number;
+  /** The page was full (as a whole, or one agency's share of it): more events may be waiting. */
+  full: boolean;
   messages: number;
   failed: number;
 }
@@ -62,7 +64,10 @@ export interface Drained {
 export async function drainOutbox(env: Env, now = Date.now()): Promise<Drained> {
   const db = database(env.DB);
   const page = await claimPage(db, now);
-  if (!page.length) return { events: 0, messages: 0, failed: 0 };
+  if (!page.length) return { events: 0, full: false, messages: 0, failed: 0 };
+  const perAgency = new Map<string, number>();
+  for (const e of page) perAgency.set(e.agency_id, (perAgency.get(e.agency_id) ?? 0) + 1);
+  const full = page.length >= PAGE_EVENTS || [...perAgency.values()].some((n) => n >= AGENCY_EVENTS_PER_PAGE);
   const ready: ClaimedEvent[] = [];
   const failed: { event: ClaimedEvent; error: string }[] = [];
   let messages: number;
@@ -90,5 +95,5 @@ export async function drainOutbox(env: Env, now = Date.now()): Promise<Drained> 
     throw err;
   }
   await recordFailures(db, failed, now);
-  return { events: page.length, messages, failed: failed.length };
+  return { events: page.length, full, messages, failed: failed.length };
 }

@@ -11,12 +11,13 @@ const SWEEP_MAX_DRAINS = 40;
  * reached), so a backlog larger than one page does not wait a minute per page.
  */
 export async function sweepOutbox(env: Env): Promise<Drained> {
-  const total = { events: 0, messages: 0, failed: 0 };
+  const total = { events: 0, full: false, messages: 0, failed: 0 };
   for (let i = 0; i < SWEEP_MAX_DRAINS; i++) {
     const drained = await drainOutbox(env);
     total.events += drained.events;
     total.messages += drained.messages;
     total.failed += drained.failed;
+    total.full = drained.full;
     if (!drained.events) break;
   }
   return total;

@@ -72,7 +72,12 @@ describe("one agency's burst does not hold back another agency's delivery", () =
 
       const first = await drain();
       // The page takes turns: A's oldest (the poisoned row) and B's only event, then A's next 24.
-      expect(first).toEqual({ events: 1 + (AGENCY_EVENTS_PER_PAGE - 1) + 1, messages: 24 * 16 + 1, failed: 1 });
+      expect(first).toEqual({
+        events: 1 + (AGENCY_EVENTS_PER_PAGE - 1) + 1,
+        full: true,
+        messages: 24 * 16 + 1,
+        failed: 1,
+      });
       expect((await eventRow(bEvent))!.enqueuedAt, "B's event left in the first page").not.toBeNull();
       const [toB] = await deliveriesTo(bEndpoint);
       const firstBatch = queue.sent.slice(0, CONSUMER_BATCH);
@@ -116,13 +121,13 @@ describe("one agency's burst does not hold back another agency's delivery", () =
           .update(events)
           .set({ claimedUntil: new Date(Date.now() - 1).toISOString() })
           .where(eq(events.id, poisoned));
-        expect(await drain()).toEqual({ events: 1, messages: 0, failed: 1 });
+        expect(await drain()).toEqual({ events: 1, full: false, messages: 0, failed: 1 });
       }
       const setAside = (await eventRow(poisoned))!;
       expect(setAside).toMatchObject({ attempts: MAX_FAN_OUT_ATTEMPTS, enqueuedAt: null, claimedUntil: null });
       expect(setAside.setAsideAt).not.toBeNull();
       expect(setAside.lastError).toMatch(/JSON/);
-      expect(await drain()).toEqual({ events: 0, messages: 0, failed: 0 });
+      expect(await drain()).toEqual({ events: 0, full: false, messages: 0, failed: 0 });
       // Each failed attempt is an error for the operator, the last one saying the row was set aside.
       expect(logs.map((l) => [l.level, l.job, l.event_id, l.attempts, l.set_aside])).toEqual(
         Array.from({ length: MAX_FAN_OUT_ATTEMPTS }, (_, i) => [
