@@ -29,6 +29,7 @@ export const DEFAULT_BUDGETS = {
   read_events_list: 300,
   read_event_single: 600,
   read_webhook_deliveries: 120,
+  book_appointment: 60,
   /** Every sandbox test helper shares this one budget. */
   test_helpers: 100,
 } as const;

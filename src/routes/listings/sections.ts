@@ -130,7 +130,7 @@ export const matterportHandler: RouteHandler<typeof matterportRoute, AppEnv> = a
 };
 
 export const otherSectionRoute = publicRoute(
-  { scope: "listings:write", errors: ["section_not_exposed"], undocumented: true },
+  { endpoint: "update_section", scope: "listings:write", errors: ["section_not_exposed"], undocumented: true },
   {
     method: "patch",
     path: "/api/v1/listings/{listing_number}/sections/{section}",

@@ -9,7 +9,7 @@ import { DomainError } from "../../lib/errors";
  * (so an anonymous caller learns nothing) and answer 501 `not_implemented`.
  */
 const bookAppointment = publicRoute(
-  { scope: "listings:write", errors: ["not_implemented"], undocumented: true },
+  { endpoint: "book_appointment", scope: "listings:write", errors: ["not_implemented"], undocumented: true },
   {
     method: "post",
     path: "/api/v1/scheduling/appointments",
