@@ -7,6 +7,7 @@ import type { Caller, Role, Scope } from "../domain/roles";
 import type { GateVerdict, RateDecision } from "../durable/key-gate";
 import { DomainError } from "../lib/errors";
 import { log } from "../lib/log";
+import { RecentMisses } from "../lib/recent-misses";
 import { unavailableRetryAfter } from "../lib/transient";
 
 /** What the key's gate confirmed for a request: the caller, its rate decision and where its reads start. */
@@ -28,11 +29,18 @@ export type KnownCaller = Pick<GateAnswer, "caller" | "bookmark">;
 const keyIdByHash = new Map<string, string>();
 const confirmed = new Map<string, KnownCaller>();
 const KEY_CACHE_LIMIT = 10_000;
+/**
+ * Secrets no key has, remembered for a minute: a client repeating a wrong or random key
+ * costs one D1 query a minute per isolate, not one per request. A secret is random and
+ * never reused, so a miss can only turn into a hit by a key minted with that very secret.
+ */
+const unknownHashes = new RecentMisses(KEY_CACHE_LIMIT, 60_000);
 
 /** Forgets what this isolate learned of keys, as a fresh isolate would start (for tests). */
 export function forgetKeys(): void {
   keyIdByHash.clear();
   confirmed.clear();
+  unknownHashes.clear();
 }
 
 /** The presented secret's hash, once its shape and mode are checked (401 before any lookup). */
@@ -47,12 +55,16 @@ export const knownCaller = (hash: string): KnownCaller | undefined => confirmed.
 async function keyIdFor(d1: D1Database, hash: string): Promise<string | undefined> {
   const cached = keyIdByHash.get(hash);
   if (cached) return cached;
+  if (unknownHashes.has(hash)) return undefined;
   const row = await database(d1)
     .select({ keyId: apiKeySecrets.keyId })
     .from(apiKeySecrets)
     .where(eq(apiKeySecrets.hash, hash))
     .get();
-  if (!row) return undefined;
+  if (!row) {
+    unknownHashes.add(hash);
+    return undefined;
+  }
   if (keyIdByHash.size >= KEY_CACHE_LIMIT) keyIdByHash.clear();
   keyIdByHash.set(hash, row.keyId);
   return row.keyId;

@@ -6,27 +6,47 @@ import { type Caller, DEFAULT_SCOPES, isPlatformRole, type Role } from "../domai
 import type { RateDecision } from "../durable/key-gate";
 import { DomainError } from "../lib/errors";
 import { nowIso, sha256Hex } from "../lib/ids";
+import { RecentMisses } from "../lib/recent-misses";
 import { unavailableRetryAfter } from "../lib/transient";
 
 export const SESSION_COOKIE = "alms_session";
 
+const sessionInvalid = () =>
+  new DomainError("auth_required", {
+    message: "The session cookie is invalid or expired; sign in again or send X-API-Key.",
+    details: { reason: "session_invalid" },
+  });
+
+/**
+ * Session tokens that named no live session, remembered for five minutes per isolate: a
+ * token is random and never reissued, and one that expired or was revoked stays dead, so
+ * a client repeating it costs one D1 query per isolate in that time, not one per request.
+ */
+const deadSessions = new RecentMisses(10_000, 5 * 60_000);
+
+/** Forgets the remembered dead sessions, as a fresh isolate would start (for tests). */
+export function forgetSessions(): void {
+  deadSessions.clear();
+}
+
 /** The dashboard user of a live session cookie, acting for their own agency. */
 export async function callerFromSession(d1: D1Database, token: string): Promise<Caller> {
+  const tokenHash = await sha256Hex(token);
+  if (deadSessions.has(tokenHash)) throw sessionInvalid();
   const row = await database(d1)
     .select({ user: users, agencyKind: agencies.kind })
     .from(sessions)
     .innerJoin(users, eq(users.id, sessions.userId))
     .leftJoin(agencies, eq(agencies.id, users.agencyId))
     .where(
-      and(eq(sessions.tokenHash, await sha256Hex(token)), isNull(sessions.revokedAt), gt(sessions.expiresAt, nowIso())),
+      and(eq(sessions.tokenHash, tokenHash), isNull(sessions.revokedAt), gt(sessions.expiresAt, nowIso())),
     )
     .get();
-  if (!row?.user.isActive) {
-    throw new DomainError("auth_required", {
-      message: "The session cookie is invalid or expired; sign in again or send X-API-Key.",
-      details: { reason: "session_invalid" },
-    });
+  if (!row) {
+    deadSessions.add(tokenHash);
+    throw sessionInvalid();
   }
+  if (!row.user.isActive) throw sessionInvalid();
   // A session proves who the user is; the agency it acts for must come from the hierarchy.
   if (!row.agencyKind || row.agencyKind === "platform" || isPlatformRole(row.user.role)) {
     throw new DomainError("agency_resolution_failed", { details: { user_id: row.user.id } });
