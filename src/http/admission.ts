@@ -4,11 +4,12 @@ import type { EndpointName } from "../domain/budgets";
 import type { Caller } from "../domain/roles";
 import type { RateDecision } from "../durable/key-gate";
 import { DomainError } from "../lib/errors";
+import { countAuthFailure, holdBackAddress } from "./auth-throttle";
 import { authorize, type Permission } from "./authorize";
 import { type D1Session, openSession, sessionConstraint } from "./d1-session";
 import type { Admission, AppEnv } from "./env";
 import { callerIdentity, EarlyClaim, type Hold, hold, type RecordOwner, release, settle } from "./idempotency-hold";
-import { askGate, handOffBookmark, hashOfKey, knownCaller, sameCaller } from "./key-auth";
+import { askGate, handOffBookmark, hashOfKey, isKnownKey, knownCaller, sameCaller } from "./key-auth";
 import { applyRate } from "./rate-limit";
 import { callerFromSession, SESSION_COOKIE, sessionRate } from "./session-auth";
 import { readBody } from "./wire";
@@ -58,15 +59,23 @@ export function admission(policy: AdmissionPolicy): MiddlewareHandler<AppEnv> {
     let identified: Identified;
     try {
       const cookie = policy.session ? getCookie(c, SESSION_COOKIE) : undefined;
-      if (cookie) identified = await bySession(c, policy, cookie);
-      else {
-        const hash = await hashOfKey(c.env, secretOf(c, policy));
-        const last = policy.idempotent && !read ? knownCaller(hash) : undefined;
-        early = last && EarlyClaim.start(c, ownerOf(last.caller, policy), policy.bodyLimit);
-        const answer = await askGate(c.env, hash, policy.endpoint ?? null);
-        // Work started on another caller than the one confirmed is not kept.
-        if (last && !sameCaller(last.caller, answer.caller)) await early?.drop();
-        identified = { caller: answer.caller, rate: answer.rate, key: { hash, bookmark: answer.bookmark } };
+      try {
+        if (cookie) {
+          holdBackAddress(c);
+          identified = await bySession(c, policy, cookie);
+        } else {
+          const hash = await hashOfKey(c.env, secretOf(c, policy));
+          if (!isKnownKey(hash)) holdBackAddress(c);
+          const last = policy.idempotent && !read ? knownCaller(hash) : undefined;
+          early = last && EarlyClaim.start(c, ownerOf(last.caller, policy), policy.bodyLimit);
+          const answer = await askGate(c.env, hash, policy.endpoint ?? null);
+          // Work started on another caller than the one confirmed is not kept.
+          if (last && !sameCaller(last.caller, answer.caller)) await early?.drop();
+          identified = { caller: answer.caller, rate: answer.rate, key: { hash, bookmark: answer.bookmark } };
+        }
+      } catch (err) {
+        await countAuthFailure(c, err);
+        throw err;
       }
       const { caller, rate } = identified;
       if (policy.endpoint) applyRate(c, policy.endpoint, rate);

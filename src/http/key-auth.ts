@@ -49,6 +49,9 @@ export function hashOfKey(env: Env, secret: string): Promise<string> {
   return hashSecret(secret);
 }
 
+/** True when this isolate already knows which key the secret belongs to (no D1 lookup needed). */
+export const isKnownKey = (hash: string): boolean => keyIdByHash.has(hash);
+
 /** The caller the gate last confirmed for this secret on this isolate, if any. */
 export const knownCaller = (hash: string): KnownCaller | undefined => confirmed.get(hash);
 

@@ -38,9 +38,7 @@ export async function callerFromSession(d1: D1Database, token: string): Promise<
     .from(sessions)
     .innerJoin(users, eq(users.id, sessions.userId))
     .leftJoin(agencies, eq(agencies.id, users.agencyId))
-    .where(
-      and(eq(sessions.tokenHash, tokenHash), isNull(sessions.revokedAt), gt(sessions.expiresAt, nowIso())),
-    )
+    .where(and(eq(sessions.tokenHash, tokenHash), isNull(sessions.revokedAt), gt(sessions.expiresAt, nowIso())))
     .get();
   if (!row) {
     deadSessions.add(tokenHash);

@@ -89,7 +89,11 @@ export const ERRORS = {
     "The agency has the maximum number of active webhook endpoints; delete one to register another.",
   ],
   // Rate limiting
-  rate_limit_exceeded: [429, "The per-key budget for this endpoint is exhausted; retry after Retry-After seconds."],
+  rate_limit_exceeded: [
+    429,
+    "The per-key budget for this endpoint is exhausted (or the client address failed authentication too often); " +
+      "retry after Retry-After seconds.",
+  ],
   rate_limit_misconfigured: [500, "The caller identity or the endpoint budget could not be resolved."],
   rate_limit_unavailable: [503, "The rate-limit backend is unreachable; the request was not processed."],
   // Validation

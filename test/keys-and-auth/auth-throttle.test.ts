@@ -1,0 +1,72 @@
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { AUTH_FAILURE_LIMIT, forgetHeldBack } from "../../src/http/auth-throttle";
+import { forgetKeys } from "../../src/http/key-auth";
+import { call, expectError, makeTenant } from "../support/harness";
+import { countD1 } from "../support/webhook-fixtures";
+
+afterEach(() => {
+  vi.restoreAllMocks();
+  forgetKeys();
+  forgetHeldBack();
+});
+
+const randomKey = () => {
+  const bytes = crypto.getRandomValues(new Uint8Array(32));
+  const token = btoa(String.fromCharCode(...bytes))
+    .replace(/\+/g, "-")
+    .replace(/\//g, "_")
+    .replace(/=+$/, "");
+  return `sk_test_${token}`;
+};
+/** An address of the documentation range, new for each test so the binding's counts never carry over. */
+const address = () => `198.51.100.${Math.floor(Math.random() * 250) + 1}`;
+const from = (ip: string) => ({ "CF-Connecting-IP": ip });
+
+describe("failed authentication is throttled per client address before D1", () => {
+  it("an address that keeps presenting unknown keys is refused without a D1 lookup; others are not", async () => {
+    const t = await makeTenant();
+    const flooder = address();
+    // The tenant's own key, used once from that address before the flood, stays known to this isolate.
+    expect((await call("/api/v1/users", { key: t.key, headers: from(flooder) })).status).toBe(200);
+    let refusedAt = -1;
+    for (let i = 0; i < AUTH_FAILURE_LIMIT + 5 && refusedAt < 0; i++) {
+      const r = await call("/api/v1/users", { key: randomKey(), headers: from(flooder) });
+      if (r.status === 429) refusedAt = i;
+      else expectError(r, 401, "api_key_invalid");
+    }
+    expect(refusedAt).toBeGreaterThanOrEqual(AUTH_FAILURE_LIMIT);
+
+    const d1 = countD1();
+    const held = await call("/api/v1/users", { key: randomKey(), headers: from(flooder) });
+    const lookups = d1.matching(/from "api_key_secrets"/i);
+    d1.stop();
+    expectError(held, 429, "rate_limit_exceeded");
+    expect(held.json.error.details).toMatchObject({ reason: "authentication_failures", limit: AUTH_FAILURE_LIMIT });
+    expect(held.headers.get("retry-after")).toMatch(/^\d+$/);
+    expect(held.headers.get("x-rate-limit-remaining")).toBe("0");
+    expect(lookups).toBe(0);
+
+    // A key this isolate already knows still works from that address; another address is not held back.
+    expect((await call("/api/v1/users", { key: t.key, headers: from(flooder) })).status).toBe(200);
+    expectError(await call("/api/v1/users", { key: randomKey(), headers: from(address()) }), 401, "api_key_invalid");
+  });
+
+  it("dead session cookies count as failures too", async () => {
+    const flooder = address();
+    let refused = false;
+    for (let i = 0; i < AUTH_FAILURE_LIMIT + 5 && !refused; i++) {
+      const r = await call("/api/v1/media/upload", {
+        body: {},
+        headers: { ...from(flooder), Cookie: `alms_session=${crypto.randomUUID()}` },
+      });
+      if (r.status === 429) refused = true;
+      else expectError(r, 401, "auth_required");
+    }
+    expect(refused).toBe(true);
+  });
+
+  it("a request without a client address (a local call) is never held back by address", async () => {
+    for (let i = 0; i < AUTH_FAILURE_LIMIT + 5; i++)
+      expectError(await call("/api/v1/users", { key: randomKey() }), 401, "api_key_invalid");
+  });
+});
