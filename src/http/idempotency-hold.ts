@@ -5,6 +5,7 @@ import type { Begin, CachedResponse, Lease } from "../durable/idempotency-ledger
 import { decrypt, encrypt, rowBinding } from "../lib/crypto";
 import { DomainError } from "../lib/errors";
 import { bucketOf, sha256Hex } from "../lib/ids";
+import { keyringOf } from "../lib/keyring";
 import { IDEMPOTENCY_SHARDS } from "../lib/limits";
 import { log } from "../lib/log";
 import { unavailableRetryAfter } from "../lib/transient";
@@ -143,11 +144,13 @@ const responseBinding = (idem: IdempotencyContext) =>
   rowBinding("idempotency", idem.agencyId, idem.key, idem.requestHash);
 
 async function seal(env: Env, idem: IdempotencyContext, response: CachedResponse): Promise<CachedResponse> {
-  return { ...response, body: await encrypt(env.SECRET_KEY, RESPONSE_PURPOSE, response.body, responseBinding(idem)) };
+  const body = await encrypt(keyringOf(env), RESPONSE_PURPOSE, response.body, responseBinding(idem));
+  return { ...response, body };
 }
 
 async function unseal(env: Env, idem: IdempotencyContext, response: CachedResponse): Promise<CachedResponse> {
-  return { ...response, body: await decrypt(env.SECRET_KEY, RESPONSE_PURPOSE, response.body, responseBinding(idem)) };
+  const body = await decrypt(keyringOf(env), RESPONSE_PURPOSE, response.body, responseBinding(idem));
+  return { ...response, body };
 }
 
 /**
