@@ -143,13 +143,32 @@ async function undo({ idem, begin, ledger }: Claimed): Promise<void> {
 const responseBinding = (idem: IdempotencyContext) =>
   rowBinding("idempotency", idem.agencyId, idem.key, idem.requestHash);
 
+/**
+ * Each agency's answers are sealed under a key of its own (HKDF of the master key, the purpose
+ * and the agency id), so the random nonces of one AES key are those of one agency's writes,
+ * not of the whole service's (docs/decisions.md).
+ */
+const sealingScope = (idem: IdempotencyContext) => `agency:${idem.agencyId}`;
+
 async function seal(env: Env, idem: IdempotencyContext, response: CachedResponse): Promise<CachedResponse> {
-  const body = await encrypt(keyringOf(env), RESPONSE_PURPOSE, response.body, responseBinding(idem));
+  const body = await encrypt(
+    keyringOf(env),
+    RESPONSE_PURPOSE,
+    response.body,
+    responseBinding(idem),
+    sealingScope(idem),
+  );
   return { ...response, body };
 }
 
 async function unseal(env: Env, idem: IdempotencyContext, response: CachedResponse): Promise<CachedResponse> {
-  const body = await decrypt(keyringOf(env), RESPONSE_PURPOSE, response.body, responseBinding(idem));
+  const body = await decrypt(
+    keyringOf(env),
+    RESPONSE_PURPOSE,
+    response.body,
+    responseBinding(idem),
+    sealingScope(idem),
+  );
   return { ...response, body };
 }
 
