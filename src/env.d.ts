@@ -1,6 +1,11 @@
 // Secrets that are optional in every environment (see docs/operators.md). They are not
 // listed as required in wrangler.jsonc, so `wrangler types` leaves them out of Env.
 interface OptionalSecrets {
+  /**
+   * Older master keys that still open and verify what they sealed and signed while a rotation
+   * runs, separated by commas or spaces; `SECRET_KEY` is always the newest and the one that seals.
+   */
+  SECRET_KEY_PREVIOUS?: string;
   /** Enables the internal (dashboard) surface; without it every /internal/ path is an unknown path. */
   OPERATOR_TOKEN?: string;
   /**

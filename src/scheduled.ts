@@ -1,8 +1,10 @@
 import { RECONCILE_CRON, reconcileCalendars } from "./calendar/reconcile";
 import { database } from "./db/client";
 import { sweepRotatedSecrets } from "./domain/api-keys";
+import { reseal } from "./domain/reseal";
 import { purgeSessions } from "./domain/sessions";
 import { keyGate } from "./durable/key-changes";
+import { keyringOf } from "./lib/keyring";
 import { errorText, log } from "./lib/log";
 import { sweepStuckDeliveries } from "./media/stuck-deliveries";
 import { sweepOutbox } from "./webhooks/outbox-sweep";
@@ -52,6 +54,8 @@ const NIGHTLY_JOBS: [job: string, message: string, run: (env: Env, at: number) =
   ],
   ["event_retention", "event retention swept", (env, at) => sweepRetention(env, at)],
   ["session_purge", "expired sessions purged", (env, at) => purgeSessions(database(env.DB), at)],
+  // After a master key rotation: what the older keys sealed, sealed again under SECRET_KEY.
+  ["reseal", "sealed secrets re-sealed", (env) => reseal(database(env.DB), keyringOf(env))],
 ];
 
 /** Cron entry point: each schedule runs its own jobs. */

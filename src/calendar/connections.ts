@@ -2,20 +2,22 @@ import { and, eq, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { type CalendarConnection, calendarConnections } from "../db/schema";
 import { managerChainOf } from "../domain/hierarchy";
-import { decrypt, encrypt, rowBinding } from "../lib/crypto";
+import { calendarCredentials, seal, unseal } from "../domain/sealed-columns";
 import { DomainError } from "../lib/errors";
 import { newId, nowIso } from "../lib/ids";
+import type { Keyring, KeyringSecrets } from "../lib/keyring";
+import { keyringOf } from "../lib/keyring";
 import type { OutboundPolicy } from "../lib/outbound-url";
 import { type GoogleCredentials, googleSource } from "./google";
 import { checkFeedUrl, icsSource } from "./ics";
 import { type CalendarSource, guarded } from "./outbound";
 import { sandboxSource } from "./sandbox";
 
-const PURPOSE = "calendar-credentials";
-
 /** Sealed credentials open only for the connection row of that user (one per user) in that agency. */
-const credentialsBinding = (row: Pick<CalendarConnection, "agencyId" | "userId">) =>
-  rowBinding("calendar_connections", row.agencyId, row.userId);
+const boundRow = (row: Pick<CalendarConnection, "agencyId" | "userId">) => ({
+  agencyId: row.agencyId,
+  boundId: row.userId,
+});
 
 type ConnectInput =
   | { provider: "google"; calendarId: string; credentials: GoogleCredentials }
@@ -27,17 +29,17 @@ type ConnectInput =
  */
 export async function connectCalendar(
   db: Db,
-  secretKey: string,
+  keyring: Keyring,
   user: { id: string; agencyId: string },
   input: ConnectInput,
   policy: OutboundPolicy,
 ): Promise<CalendarConnection> {
   if (input.provider === "ics") input = { ...input, feedUrl: checkFeedUrl(input.feedUrl, policy) };
-  const sealed = await encrypt(
-    secretKey,
-    PURPOSE,
+  const sealed = await seal(
+    keyring,
+    calendarCredentials,
+    boundRow({ agencyId: user.agencyId, userId: user.id }),
     JSON.stringify(input.provider === "google" ? input.credentials : { feed_url: input.feedUrl }),
-    credentialsBinding({ agencyId: user.agencyId, userId: user.id }),
   );
   const values = {
     userId: user.id,
@@ -84,12 +86,13 @@ export async function resolveConnection(db: Db, agencyId: string, userId: string
 /** The provider behind a connection, with Google's refreshed tokens written back sealed. */
 export async function sourceFor(
   db: Db,
-  env: { SECRET_KEY: string; GOOGLE_CLIENT_SECRET?: string; ALLOW_HTTP_RECEIVERS: string },
+  env: KeyringSecrets & { GOOGLE_CLIENT_SECRET?: string; ALLOW_HTTP_RECEIVERS: string },
   conn: CalendarConnection,
   timeoutMs?: number,
 ): Promise<CalendarSource> {
   if (conn.provider === "sandbox") return guarded("sandbox", sandboxSource(db, conn));
-  const creds = JSON.parse(await decrypt(env.SECRET_KEY, PURPOSE, conn.credentialsSealed, credentialsBinding(conn)));
+  const keyring = keyringOf(env);
+  const creds = JSON.parse(await unseal(keyring, calendarCredentials, boundRow(conn), conn.credentialsSealed));
   if (conn.provider === "ics") {
     const policy = { allowLocalHttp: env.ALLOW_HTTP_RECEIVERS === "true" };
     return guarded("ics", icsSource(creds.feed_url, { policy, timeoutMs }));
@@ -100,12 +103,7 @@ export async function sourceFor(
       clientSecret: env.GOOGLE_CLIENT_SECRET,
       timeoutMs,
       save: async (refreshed) => {
-        const credentialsSealed = await encrypt(
-          env.SECRET_KEY,
-          PURPOSE,
-          JSON.stringify(refreshed),
-          credentialsBinding(conn),
-        );
+        const credentialsSealed = await seal(keyring, calendarCredentials, boundRow(conn), JSON.stringify(refreshed));
         await db
           .update(calendarConnections)
           .set({ credentialsSealed, updatedAt: nowIso() })

@@ -1,12 +1,13 @@
 import { and, asc, type SQL, sql } from "drizzle-orm";
 import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import { decodeCursor, encodeCursor } from "../lib/cursor";
+import type { Keyring } from "../lib/keyring";
 import type { Db } from "./client";
 
 /** What a caller asks of a cursor list. */
 export interface PageRequest {
-  /** The key cursors are signed with. */
-  secret: string;
+  /** The keys cursors are signed and checked with. */
+  keyring: Keyring;
   cursor?: string;
   limit: number;
 }
@@ -32,7 +33,7 @@ export async function keysetPage<T extends Keyed>(
   where: SQL | undefined,
   req: PageRequest,
 ): Promise<Page<T["$inferSelect"]>> {
-  const at = await decodeCursor(req.secret, list, req.cursor);
+  const at = await decodeCursor(req.keyring, list, req.cursor);
   const after = at ? sql`(${table.createdAt}, ${table.id}) > (${at.createdAt}, ${at.id})` : undefined;
   const rows = (await db
     .select()
@@ -43,5 +44,5 @@ export async function keysetPage<T extends Keyed>(
   const more = rows.length > req.limit;
   const page = more ? rows.slice(0, req.limit) : rows;
   const last = page[page.length - 1];
-  return { rows: page, nextCursor: more && last ? await encodeCursor(req.secret, list, last) : "" };
+  return { rows: page, nextCursor: more && last ? await encodeCursor(req.keyring, list, last) : "" };
 }

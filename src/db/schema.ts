@@ -379,7 +379,7 @@ export const deliveryDestinations = sqliteTable("delivery_destinations", {
     .notNull()
     .default("path"),
   accessKeyId: text("access_key_id").notNull(),
-  /** Sealed with the `storage-credentials` key; never stored or answered in plaintext. */
+  /** Sealed under the keyring (domain/sealed-columns.ts); never stored or answered in plaintext. */
   secretAccessKeySealed: text("secret_access_key_sealed").notNull(),
   pathPrefix: text("path_prefix").notNull().default(""),
   createdAt: createdAt(),
@@ -449,8 +449,8 @@ export type MediaDeliveryFile = typeof mediaDeliveryFiles.$inferSelect;
 
 /**
  * A receiver registered by an agency. `event_types` null means every active type. The
- * signing secret is stored sealed (AES-GCM under a key derived from SECRET_KEY), never
- * in plaintext.
+ * signing secret is stored sealed (AES-GCM under the master keyring's newest key, naming
+ * that key; see domain/sealed-columns.ts), never in plaintext.
  */
 export const webhookEndpoints = sqliteTable(
   "webhook_endpoints",
@@ -535,7 +535,10 @@ export const providerEvents = sqliteTable("provider_events", {
   receivedAt: text("received_at").notNull().default(now),
 });
 
-/** A user's external calendar. Credentials (OAuth tokens or the feed URL) are stored sealed. */
+/**
+ * A user's external calendar. Credentials (OAuth tokens or the feed URL) are stored sealed under the
+ * keyring (domain/sealed-columns.ts); a sandbox calendar has none (empty).
+ */
 export const calendarConnections = sqliteTable(
   "calendar_connections",
   {

@@ -39,7 +39,7 @@ export async function pageListings(
   // (agency, role column, created_at, id) index from the cursor on and cut at the page
   // size, so at most three pages of ids are read however many listings the person has;
   // the union is then ordered and cut once more.
-  const at = await decodeCursor(req.secret, list, req.cursor);
+  const at = await decodeCursor(req.keyring, list, req.cursor);
   const after = at ? sql`(${listings.createdAt}, ${listings.id}) > (${at.createdAt}, ${at.id})` : undefined;
   const arm = (column: SQLiteColumn) =>
     sql`SELECT * FROM (${db
@@ -58,7 +58,7 @@ export async function pageListings(
   const more = rows.length > req.limit;
   const page = more ? rows.slice(0, req.limit) : rows;
   const last = page[page.length - 1];
-  return { rows: page, nextCursor: more && last ? await encodeCursor(req.secret, list, last) : "" };
+  return { rows: page, nextCursor: more && last ? await encodeCursor(req.keyring, list, last) : "" };
 }
 
 /** A listing by its internal id, held to the agency; undefined when it is not the agency's. */

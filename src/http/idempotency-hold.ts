@@ -5,6 +5,7 @@ import type { Begin, CachedResponse, Lease } from "../durable/idempotency-ledger
 import { decrypt, encrypt, rowBinding } from "../lib/crypto";
 import { DomainError } from "../lib/errors";
 import { bucketOf, sha256Hex } from "../lib/ids";
+import { keyringOf } from "../lib/keyring";
 import { IDEMPOTENCY_SHARDS } from "../lib/limits";
 import { log } from "../lib/log";
 import { unavailableRetryAfter } from "../lib/transient";
@@ -142,12 +143,33 @@ async function undo({ idem, begin, ledger }: Claimed): Promise<void> {
 const responseBinding = (idem: IdempotencyContext) =>
   rowBinding("idempotency", idem.agencyId, idem.key, idem.requestHash);
 
+/**
+ * Each agency's answers are sealed under a key of its own (HKDF of the master key, the purpose
+ * and the agency id), so the random nonces of one AES key are those of one agency's writes,
+ * not of the whole service's (docs/decisions.md).
+ */
+const sealingScope = (idem: IdempotencyContext) => `agency:${idem.agencyId}`;
+
 async function seal(env: Env, idem: IdempotencyContext, response: CachedResponse): Promise<CachedResponse> {
-  return { ...response, body: await encrypt(env.SECRET_KEY, RESPONSE_PURPOSE, response.body, responseBinding(idem)) };
+  const body = await encrypt(
+    keyringOf(env),
+    RESPONSE_PURPOSE,
+    response.body,
+    responseBinding(idem),
+    sealingScope(idem),
+  );
+  return { ...response, body };
 }
 
 async function unseal(env: Env, idem: IdempotencyContext, response: CachedResponse): Promise<CachedResponse> {
-  return { ...response, body: await decrypt(env.SECRET_KEY, RESPONSE_PURPOSE, response.body, responseBinding(idem)) };
+  const body = await decrypt(
+    keyringOf(env),
+    RESPONSE_PURPOSE,
+    response.body,
+    responseBinding(idem),
+    sealingScope(idem),
+  );
+  return { ...response, body };
 }
 
 /**

@@ -7,6 +7,7 @@ import { appointmentsInternal } from "./appointments";
 import { calendarsInternal } from "./calendars";
 import { listingsInternal } from "./listings";
 import { mediaInternal } from "./media";
+import { operationsInternal } from "./operations";
 import { sessionsInternal } from "./sessions";
 import { usersInternal } from "./users";
 import { webhooksInternal } from "./webhooks";
@@ -21,4 +22,5 @@ export const internalApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook
   .route("/", appointmentsInternal)
   .route("/", mediaInternal)
   .route("/", webhooksInternal)
-  .route("/", calendarsInternal);
+  .route("/", calendarsInternal)
+  .route("/", operationsInternal);

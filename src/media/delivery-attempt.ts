@@ -3,6 +3,7 @@ import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../db/client";
 import { listings, mediaDeliveries, mediaDeliveryFiles, mediaUploads } from "../db/schema";
 import { nowIso } from "../lib/ids";
+import { keyringOf } from "../lib/keyring";
 import { type Budget, take } from "./batch-budget";
 import { finish } from "./delivery-finish";
 import { MAX_DELIVERY_ATTEMPTS, retryDelaySeconds } from "./delivery-retry";
@@ -60,7 +61,7 @@ export async function deliver(db: Db, env: Env, deliveryId: string, young: boole
     .limit(FILES_PER_RUN + 1)
     .all();
 
-  const destination = await openDestination(db, env.SECRET_KEY, delivery);
+  const destination = await openDestination(db, keyringOf(env), delivery);
   const outcomes = new Map<string, PutOutcome>();
   if (!destination) {
     for (const { upload } of open)

@@ -1,18 +1,18 @@
 import { and, eq } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { type DeliveryDestination, deliveryDestinations, type MediaDelivery, type User } from "../db/schema";
-import { decrypt, encrypt, rowBinding } from "../lib/crypto";
+import { seal, storageCredentials, unseal } from "../domain/sealed-columns";
 import { DomainError } from "../lib/errors";
 import { nowIso } from "../lib/ids";
+import type { Keyring } from "../lib/keyring";
 import { checkOutboundUrl, type OutboundPolicy } from "../lib/outbound-url";
 import type { S3Destination } from "./s3-put";
 
-/** The key purpose that seals storage secrets at rest. */
-const STORAGE_CREDENTIALS = "storage-credentials";
-
 /** A destination's sealed secret opens only for that agent's own destination row. */
-const destinationBinding = (row: Pick<DeliveryDestination, "agencyId" | "userId">) =>
-  rowBinding("delivery_destinations", row.agencyId, row.userId);
+const boundRow = (row: Pick<DeliveryDestination, "agencyId" | "userId">) => ({
+  agencyId: row.agencyId,
+  boundId: row.userId,
+});
 
 interface DestinationInput {
   endpointUrl: string;
@@ -45,7 +45,7 @@ export function checkEndpoint(endpointUrl: string, policy: OutboundPolicy) {
 /** Sets an agent's destination, replacing any earlier one; the secret is sealed before it is stored. */
 export async function saveDestination(
   db: Db,
-  secretKey: string,
+  keyring: Keyring,
   user: User,
   input: DestinationInput,
 ): Promise<DeliveryDestination> {
@@ -57,11 +57,11 @@ export async function saveDestination(
     region: input.region,
     addressingStyle: input.addressingStyle,
     accessKeyId: input.accessKeyId,
-    secretAccessKeySealed: await encrypt(
-      secretKey,
-      STORAGE_CREDENTIALS,
+    secretAccessKeySealed: await seal(
+      keyring,
+      storageCredentials,
+      boundRow({ agencyId: user.agencyId, userId: user.id }),
       input.secretAccessKey,
-      destinationBinding({ agencyId: user.agencyId, userId: user.id }),
     ),
     pathPrefix: input.pathPrefix.replace(/^\/+|\/+$/g, ""),
     updatedAt: nowIso(),
@@ -98,7 +98,7 @@ export async function removeDestination(db: Db, user: User): Promise<void> {
  */
 export async function openDestination(
   db: Db,
-  secretKey: string,
+  keyring: Keyring,
   delivery: Pick<MediaDelivery, "destinationUserId" | "agencyId">,
 ): Promise<(S3Destination & { pathPrefix: string }) | undefined> {
   const row = await db
@@ -114,6 +114,6 @@ export async function openDestination(
   if (!row) return undefined;
   return {
     ...row,
-    secretAccessKey: await decrypt(secretKey, STORAGE_CREDENTIALS, row.secretAccessKeySealed, destinationBinding(row)),
+    secretAccessKey: await unseal(keyring, storageCredentials, boundRow(row), row.secretAccessKeySealed),
   };
 }

@@ -1,4 +1,5 @@
-import { sign, timingSafeEqual } from "../lib/crypto";
+import { sign, verify } from "../lib/crypto";
+import type { Keyring } from "../lib/keyring";
 
 const PURPOSE = "upload-url";
 
@@ -13,27 +14,32 @@ const message = (u: Signed, expires: number) => `${u.id}\n${expires}\n${u.conten
 /**
  * The Worker's own upload URL, used where no R2 credentials are configured. The
  * signature binds the upload, its expiry, type and size, so the URL cannot be reused
- * for another file or stretched past its expiry.
+ * for another file or stretched past its expiry. `sig` is `<key id>.<mac>`; a URL signed before
+ * the keyring (a bare MAC) is still accepted while some key of the ring signed it.
  */
-export async function localUploadUrl(secret: string, origin: string, upload: Signed, expiresAt: Date): Promise<string> {
+export async function localUploadUrl(
+  keyring: Keyring,
+  origin: string,
+  upload: Signed,
+  expiresAt: Date,
+): Promise<string> {
   const expires = Math.floor(expiresAt.getTime() / 1000);
   const url = new URL(`/uploads/${encodeURIComponent(upload.id)}`, origin);
   url.searchParams.set("expires", String(expires));
-  url.searchParams.set("sig", await sign(secret, PURPOSE, message(upload, expires)));
+  url.searchParams.set("sig", await sign(keyring, PURPOSE, message(upload, expires)));
   return url.toString();
 }
 
 type LocalUrlCheck = "ok" | "invalid" | "expired";
 
 export async function checkLocalUploadUrl(
-  secret: string,
+  keyring: Keyring,
   upload: Signed,
   expires: string | undefined,
   sig: string | undefined,
   now = Date.now(),
 ): Promise<LocalUrlCheck> {
   if (!expires || !sig || !/^\d{1,12}$/.test(expires)) return "invalid";
-  const expected = await sign(secret, PURPOSE, message(upload, Number(expires)));
-  if (!timingSafeEqual(expected, sig)) return "invalid";
+  if (!(await verify(keyring, PURPOSE, message(upload, Number(expires)), sig))) return "invalid";
   return Number(expires) * 1000 < now ? "expired" : "ok";
 }

@@ -1,4 +1,5 @@
 import { AwsV4Signer } from "aws4fetch";
+import { keyringOf } from "../lib/keyring";
 import { localUploadUrl } from "./local-signing";
 
 /** How long an upload URL stays valid. */
@@ -96,7 +97,7 @@ export async function uploadTarget(
   }
   return {
     method: "PUT",
-    url: await localUploadUrl(env.SECRET_KEY, origin, upload, expiresAt),
+    url: await localUploadUrl(keyringOf(env), origin, upload, expiresAt),
     headers: { "Content-Type": upload.contentType, "Content-Length": String(upload.sizeBytes) },
     expiresAt,
   };

@@ -3,6 +3,7 @@ import type { Db } from "../db/client";
 import { type DeliveryDestination, type Listing, mediaUploads, type User } from "../db/schema";
 import { DomainError } from "../lib/errors";
 import { nowIso } from "../lib/ids";
+import type { Keyring } from "../lib/keyring";
 import type { OutboundPolicy } from "../lib/outbound-url";
 import { saveDestination } from "./destinations";
 import { type PutOutcome, putObject, type S3Destination } from "./s3-put";
@@ -35,11 +36,11 @@ function sandboxBehaviour(endpointUrl: string): SandboxBehaviour | undefined {
  */
 export function saveSandboxDestination(
   db: Db,
-  secretKey: string,
+  keyring: Keyring,
   user: User,
   input: { behaviour: SandboxBehaviour; pathPrefix: string },
 ): Promise<DeliveryDestination> {
-  return saveDestination(db, secretKey, user, {
+  return saveDestination(db, keyring, user, {
     endpointUrl: `${SANDBOX_SCHEME}//${input.behaviour}`,
     bucket: SANDBOX_DELIVERY_PREFIX,
     region: "auto",

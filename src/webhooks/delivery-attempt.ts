@@ -1,10 +1,10 @@
 import type { WebhookEndpoint } from "../db/schema";
-import { decrypt } from "../lib/crypto";
+import { unseal, webhookSigningSecret } from "../domain/sealed-columns";
 import { randomToken } from "../lib/ids";
+import { keyringOf } from "../lib/keyring";
 import { checkOutboundUrl } from "../lib/outbound-url";
 import { DELIVERY_TIMEOUT_MS } from "./consumer-limits";
 import type { StoredEvent, Target } from "./delivery-claim";
-import { SECRET_PURPOSE, secretBinding } from "./endpoints";
 import type { AttemptOutcome } from "./outcome-writer";
 import { type Signer, signer } from "./signing";
 
@@ -62,7 +62,12 @@ export async function signingSecret(
   endpoint: Pick<WebhookEndpoint, "id" | "agencyId" | "secretSealed">,
 ): Promise<string> {
   try {
-    return await decrypt(env.SECRET_KEY, SECRET_PURPOSE, endpoint.secretSealed, secretBinding(endpoint));
+    return await unseal(
+      keyringOf(env),
+      webhookSigningSecret,
+      { agencyId: endpoint.agencyId, boundId: endpoint.id },
+      endpoint.secretSealed,
+    );
   } catch {
     throw new Error(`the signing secret of webhook endpoint ${endpoint.id} does not open for this endpoint`);
   }

@@ -4,17 +4,12 @@ import type { Db } from "../db/client";
 import { keysetPage, type PageRequest } from "../db/pages";
 import { type WebhookEndpoint, webhookEndpoints } from "../db/schema";
 import { EVENT_TYPE_NAMES } from "../domain/events";
-import { encrypt, rowBinding } from "../lib/crypto";
+import { seal, webhookSigningSecret } from "../domain/sealed-columns";
 import { DomainError } from "../lib/errors";
 import { newId } from "../lib/ids";
+import { type KeyringSecrets, keyringOf } from "../lib/keyring";
 import { checkOutboundUrl } from "../lib/outbound-url";
 import { newSigningSecret } from "./signing";
-
-export const SECRET_PURPOSE = "webhook-signing-secret";
-
-/** A signing secret opens only for its own endpoint of its own agency. */
-export const secretBinding = (endpoint: Pick<WebhookEndpoint, "agencyId" | "id">) =>
-  rowBinding("webhook_endpoints", endpoint.agencyId, endpoint.id);
 
 /** Active receivers an agency may register, as Stripe allows per account. */
 export const MAX_ACTIVE_ENDPOINTS = 16;
@@ -68,7 +63,7 @@ function checkEventTypes(types: string[] | undefined): string[] | null {
 export async function createEndpoint(
   db: Db,
   agencyId: string,
-  env: { SECRET_KEY: string; ALLOW_HTTP_RECEIVERS: string },
+  env: KeyringSecrets & { ALLOW_HTTP_RECEIVERS: string },
   input: { url: string; eventTypes?: string[]; description?: string },
   alsoWrite: (endpoint: { id: string }) => BatchItem<"sqlite">[] = () => [],
 ): Promise<{ endpoint: WebhookEndpoint; secret: string }> {
@@ -91,7 +86,7 @@ export async function createEndpoint(
           url: verdict.url,
           eventTypes,
           description: input.description ?? null,
-          secretSealed: await encrypt(env.SECRET_KEY, SECRET_PURPOSE, secret, secretBinding({ agencyId, id })),
+          secretSealed: await seal(keyringOf(env), webhookSigningSecret, { agencyId, boundId: id }, secret),
         })
         .returning(),
       ...alsoWrite({ id }),

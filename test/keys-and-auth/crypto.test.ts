@@ -5,10 +5,11 @@ import { connectCalendar, resolveConnection, sourceFor } from "../../src/calenda
 import { calendarConnections, deliveryDestinations } from "../../src/db/schema";
 import { getUserById } from "../../src/domain/hierarchy";
 import { decrypt, encrypt, rowBinding, secretsEqual } from "../../src/lib/crypto";
+import { keyringOf } from "../../src/lib/keyring";
 import { openDestination, saveDestination } from "../../src/media/destinations";
 import { db, makeTenant } from "../support/harness";
 
-const KEY = "test-secret-key-0123456789abcdef0123456789abcdef";
+const KEY = keyringOf({ SECRET_KEY: "test-secret-key-0123456789abcdef0123456789abcdef" });
 
 describe("sealed values are bound to their row", () => {
   it("a ciphertext opens only with the associated data it was sealed with", async () => {
@@ -45,16 +46,16 @@ describe("sealed credentials elsewhere", () => {
     };
     const agent = await getUserById(d, t.agent.id);
     const lead = await getUserById(d, t.teamLead.id);
-    await saveDestination(d, env.SECRET_KEY, agent, { ...input, secretAccessKey: "agent-secret" });
-    await saveDestination(d, env.SECRET_KEY, lead, { ...input, secretAccessKey: "lead-secret" });
+    await saveDestination(d, keyringOf(env), agent, { ...input, secretAccessKey: "agent-secret" });
+    await saveDestination(d, keyringOf(env), lead, { ...input, secretAccessKey: "lead-secret" });
     const delivery = { destinationUserId: agent.id, agencyId: t.agencyId };
-    expect((await openDestination(d, env.SECRET_KEY, delivery))?.secretAccessKey).toBe("agent-secret");
+    expect((await openDestination(d, keyringOf(env), delivery))?.secretAccessKey).toBe("agent-secret");
     const leadRow = await d.select().from(deliveryDestinations).where(eq(deliveryDestinations.userId, lead.id)).get();
     await d
       .update(deliveryDestinations)
       .set({ secretAccessKeySealed: leadRow!.secretAccessKeySealed })
       .where(eq(deliveryDestinations.userId, agent.id));
-    await expect(openDestination(d, env.SECRET_KEY, delivery)).rejects.toThrow();
+    await expect(openDestination(d, keyringOf(env), delivery)).rejects.toThrow();
   });
 
   it("calendar connections: credentials copied to another user's connection do not open", async () => {
@@ -62,7 +63,7 @@ describe("sealed credentials elsewhere", () => {
     const d = db();
     await connectCalendar(
       d,
-      env.SECRET_KEY,
+      keyringOf(env),
       { id: t.owner.id, agencyId: t.agencyId },
       {
         provider: "ics",
@@ -72,7 +73,7 @@ describe("sealed credentials elsewhere", () => {
     );
     const lead = await connectCalendar(
       d,
-      env.SECRET_KEY,
+      keyringOf(env),
       { id: t.teamLead.id, agencyId: t.agencyId },
       {
         provider: "ics",

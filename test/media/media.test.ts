@@ -364,7 +364,7 @@ describe("the Worker's signed upload path", () => {
     expect(url.origin).toBe(BASE);
     expect(url.pathname).toBe(`/uploads/${u.upload_id}`);
     expect(url.searchParams.get("expires")).toMatch(/^\d+$/);
-    expect(url.searchParams.get("sig")).toMatch(/^[\w-]{43}$/);
+    expect(url.searchParams.get("sig")).toMatch(/^[\w-]{8}\.[\w-]{43}$/);
   });
 
   it("streams the bytes into R2 and marks the upload completed", async () => {

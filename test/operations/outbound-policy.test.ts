@@ -2,6 +2,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { connectCalendar } from "../../src/calendar/connections";
 import { PROVIDER_BODY_LIMIT } from "../../src/calendar/outbound";
+import { keyringOf } from "../../src/lib/keyring";
 import { checkOutboundUrl } from "../../src/lib/outbound-url";
 import { putObject } from "../../src/media/s3-put";
 import { BASE, call, db, direct, expectError, internal, makeTenant, mockFetch } from "../support/harness";
@@ -226,7 +227,7 @@ describe("ICS calendar feeds", () => {
     // Connected while local development allowed it; the deployed policy refuses it at fetch time.
     await connectCalendar(
       db(),
-      env.SECRET_KEY,
+      keyringOf(env),
       { id: t.owner.id, agencyId: t.agencyId },
       { provider: "ics", feedUrl: "http://127.0.0.1:9/feed.ics" },
       local,

@@ -210,7 +210,7 @@ describe("calendar reconciliation", () => {
         level: "error",
         job: "calendar_reconciliation",
         connection_id: (await conn(broken.agent.id))!.id,
-        error: "Error: unsupported ciphertext",
+        error: "SealError: unsupported ciphertext",
       }),
     ]);
   });

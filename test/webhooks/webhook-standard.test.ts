@@ -5,8 +5,8 @@ import { eq } from "drizzle-orm";
 import { Webhook } from "standardwebhooks";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { webhookDeliveries, webhookEndpoints } from "../../src/db/schema";
-import { encrypt } from "../../src/lib/crypto";
-import { SECRET_PURPOSE, secretBinding } from "../../src/webhooks/endpoints";
+import { seal, webhookSigningSecret } from "../../src/domain/sealed-columns";
+import { keyringOf } from "../../src/lib/keyring";
 import { newSigningSecret, signatureHeaders } from "../../src/webhooks/signing";
 import { call, db, internal, makeListing, makeTenant } from "../support/harness";
 import {
@@ -145,7 +145,14 @@ describe("Standard Webhooks headers", () => {
     const [row] = await db().select().from(webhookEndpoints).where(eq(webhookEndpoints.id, hook.id));
     await db()
       .update(webhookEndpoints)
-      .set({ secretSealed: await encrypt(env.SECRET_KEY, SECRET_PURPOSE, legacy, secretBinding(row!)) })
+      .set({
+        secretSealed: await seal(
+          keyringOf(env),
+          webhookSigningSecret,
+          { agencyId: row!.agencyId, boundId: row!.id },
+          legacy,
+        ),
+      })
       .where(eq(webhookEndpoints.id, hook.id));
     const ok = await call(`/api/v1/webhooks/endpoints/${hook.id}/test`, { method: "POST", key: t.key });
     expect(ok.json, ok.text).toMatchObject({ delivered: true, error: null });

@@ -6,10 +6,10 @@ import { Webhook } from "standardwebhooks";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { webhookEndpoints } from "../../src/db/schema";
 import { EVENT_TYPE_NAMES, EVENT_TYPES } from "../../src/domain/events";
+import { unseal, webhookSigningSecret } from "../../src/domain/sealed-columns";
 import worker from "../../src/index";
-import { decrypt } from "../../src/lib/crypto";
+import { keyringOf } from "../../src/lib/keyring";
 import { checkOutboundUrl } from "../../src/lib/outbound-url";
-import { SECRET_PURPOSE, secretBinding } from "../../src/webhooks/endpoints";
 import { newSigningSecret, signatureHeaders, signPayload, standardSignature } from "../../src/webhooks/signing";
 import { BASE, call, db, expectError, makeTenant, mockFetch, type Tenant } from "../support/harness";
 
@@ -97,7 +97,8 @@ describe("registering endpoints", () => {
     expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
     const [row] = await db().select().from(webhookEndpoints).where(eq(webhookEndpoints.id, r.json.id)).all();
     expect(JSON.stringify(row)).not.toContain(secret.slice(6));
-    expect(await decrypt(env.SECRET_KEY, SECRET_PURPOSE, row!.secretSealed, secretBinding(row!))).toBe(secret);
+    const bound = { agencyId: row!.agencyId, boundId: row!.id };
+    expect(await unseal(keyringOf(env), webhookSigningSecret, bound, row!.secretSealed)).toBe(secret);
     const list = await call("/api/v1/webhooks/endpoints", { key: t.key });
     expect(list.json.data.map((e: any) => e.id)).toEqual([r.json.id]);
     expect(list.text).not.toContain(secret.slice(6));

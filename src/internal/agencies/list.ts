@@ -3,6 +3,7 @@ import { pageAgencies } from "../../domain/users";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
+import { keyringOf } from "../../lib/keyring";
 import { cursorQuery, pageBody, pageSchema } from "../../schemas/page";
 import { AgencySchema, presentAgency } from "./schema";
 
@@ -23,6 +24,6 @@ export const listAgenciesRoute = internalRoute([], {
 
 export const listAgenciesHandler: RouteHandler<typeof listAgenciesRoute, AppEnv> = async (c) => {
   const { cursor, limit } = c.req.valid("query");
-  const page = await pageAgencies(c.var.db, { secret: c.env.SECRET_KEY, cursor, limit });
+  const page = await pageAgencies(c.var.db, { keyring: keyringOf(c.env), cursor, limit });
   return c.json(pageBody(page, presentAgency), 200);
 };

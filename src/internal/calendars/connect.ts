@@ -4,6 +4,7 @@ import { getUserById } from "../../domain/hierarchy";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
+import { keyringOf } from "../../lib/keyring";
 import { userParam } from "./schema";
 
 const ConnectionSchema = z
@@ -67,7 +68,7 @@ export const connectCalendarHandler: RouteHandler<typeof connectCalendarRoute, A
   const b = c.req.valid("json");
   const conn = await connectCalendar(
     db,
-    c.env.SECRET_KEY,
+    keyringOf(c.env),
     user,
     b.provider === "ics"
       ? { provider: "ics", feedUrl: b.feed_url }

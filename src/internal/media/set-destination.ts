@@ -3,6 +3,7 @@ import { getUserById } from "../../domain/hierarchy";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
+import { keyringOf } from "../../lib/keyring";
 import { checkEndpoint, saveDestination } from "../../media/destinations";
 import { DestinationSchema, destinationPath, presentDestination, userParams } from "./schema";
 
@@ -61,7 +62,7 @@ export const setDeliveryDestinationHandler: RouteHandler<typeof setDeliveryDesti
   const user = await getUserById(db, c.req.valid("param").user_id);
   const b = c.req.valid("json");
   checkEndpoint(b.endpoint_url, { allowLocalHttp: c.env.ALLOW_HTTP_RECEIVERS === "true" });
-  const saved = await saveDestination(db, c.env.SECRET_KEY, user, {
+  const saved = await saveDestination(db, keyringOf(c.env), user, {
     endpointUrl: b.endpoint_url,
     bucket: b.bucket,
     region: b.region,

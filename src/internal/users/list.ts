@@ -3,6 +3,7 @@ import { pageAgencyUsers } from "../../domain/users";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
+import { keyringOf } from "../../lib/keyring";
 import { cursorQuery, pageBody, pageSchema } from "../../schemas/page";
 import { InternalUserSchema, presentInternalUser } from "./schema";
 
@@ -23,6 +24,6 @@ export const listUsersRoute = internalRoute([], {
 
 export const listUsersHandler: RouteHandler<typeof listUsersRoute, AppEnv> = async (c) => {
   const { cursor, limit, agency_id } = c.req.valid("query");
-  const page = await pageAgencyUsers(c.var.db, agency_id, { secret: c.env.SECRET_KEY, cursor, limit });
+  const page = await pageAgencyUsers(c.var.db, agency_id, { keyring: keyringOf(c.env), cursor, limit });
   return c.json(pageBody(page, presentInternalUser), 200);
 };

@@ -2,6 +2,7 @@ import { type RouteHandler, z } from "@hono/zod-openapi";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
+import { keyringOf } from "../../lib/keyring";
 import { cursorQuery, pageSchema } from "../../schemas/page";
 import { pageDeliveries } from "../../webhooks/agency-deliveries";
 import { attemptsOf } from "../../webhooks/attempt-history";
@@ -37,7 +38,7 @@ export const listWebhookDeliveriesHandler: RouteHandler<typeof listWebhookDelive
     db,
     agency_id,
     { status, eventId: event_id },
-    { secret: c.env.SECRET_KEY, cursor, limit },
+    { keyring: keyringOf(c.env), cursor, limit },
   );
   const attempts = await attemptsOf(
     db,

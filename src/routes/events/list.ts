@@ -4,6 +4,7 @@ import { EVENT_TYPE_NAMES } from "../../domain/events";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
+import { keyringOf } from "../../lib/keyring";
 import { EventSchema, presentEvent } from "../../schemas/event-log";
 import { cursorQuery, pageBody, pageSchema } from "../../schemas/page";
 
@@ -57,7 +58,7 @@ export const listEventsHandler: RouteHandler<typeof listEventsRoute, AppEnv> = a
     c.var.db,
     c.get("caller").agencyId,
     { type, ...eventWindow(created_after, created_before) },
-    { secret: c.env.SECRET_KEY, cursor, limit },
+    { keyring: keyringOf(c.env), cursor, limit },
   );
   return c.json(pageBody(page, presentEvent), 200);
 };

@@ -4,6 +4,7 @@ import { pageListings } from "../../domain/listing-reads";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
+import { keyringOf } from "../../lib/keyring";
 import { ListingSchema, presentListing } from "../../schemas/listings";
 import { cursorQuery, pageBody, pageSchema } from "../../schemas/page";
 
@@ -43,7 +44,7 @@ export const listListingsHandler: RouteHandler<typeof listListingsRoute, AppEnv>
     c.var.db,
     c.get("caller").agencyId,
     { status, personId: agent_id },
-    { secret: c.env.SECRET_KEY, cursor, limit },
+    { keyring: keyringOf(c.env), cursor, limit },
   );
   return c.json(ListingPageSchema.parse(pageBody(page, (l) => presentListing(l, c.env.SITE_URL))), 200);
 };

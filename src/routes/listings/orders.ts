@@ -4,6 +4,7 @@ import { pageOrders } from "../../domain/orders";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
+import { keyringOf } from "../../lib/keyring";
 import { listingNumberParam } from "../../schemas/listings";
 import { OrderSchema, presentOrder } from "../../schemas/orders";
 import { cursorQuery, pageBody, pageSchema } from "../../schemas/page";
@@ -31,6 +32,6 @@ export const listOrdersHandler: RouteHandler<typeof listOrdersRoute, AppEnv> = a
   const db = c.var.db;
   const listing = await findListing(db, c.get("caller").agencyId, c.req.valid("param").listing_number);
   const { cursor, limit } = c.req.valid("query");
-  const page = await pageOrders(db, listing, { secret: c.env.SECRET_KEY, cursor, limit });
+  const page = await pageOrders(db, listing, { keyring: keyringOf(c.env), cursor, limit });
   return c.json(OrderPageSchema.parse(pageBody(page, presentOrder)), 200);
 };

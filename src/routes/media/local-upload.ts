@@ -1,6 +1,7 @@
 import { type Context, Hono } from "hono";
 import type { AppEnv } from "../../http/env";
 import { DomainError } from "../../lib/errors";
+import { keyringOf } from "../../lib/keyring";
 import { checkLocalUploadUrl } from "../../media/local-signing";
 import { normalizeContentType } from "../../media/policy";
 import { findUpload, settleUpload } from "../../media/uploads";
@@ -20,7 +21,7 @@ async function localUpload(c: Context<AppEnv>) {
   const db = c.var.db;
   const upload = await findUpload(db, c.req.param("upload_id") ?? "");
   if (!upload) throw new DomainError("upload_url_invalid");
-  const check = await checkLocalUploadUrl(c.env.SECRET_KEY, upload, c.req.query("expires"), c.req.query("sig"));
+  const check = await checkLocalUploadUrl(keyringOf(c.env), upload, c.req.query("expires"), c.req.query("sig"));
   if (check === "invalid") throw new DomainError("upload_url_invalid");
   if (check === "expired" || upload.status === "expired") throw new DomainError("upload_url_expired");
   if (upload.status === "completed") throw alreadyCompleted(upload.id);

@@ -3,6 +3,7 @@ import { activeUserOfAgency } from "../../domain/users";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
+import { keyringOf } from "../../lib/keyring";
 import { SANDBOX_BEHAVIOURS, SANDBOX_DELIVERY_PREFIX, saveSandboxDestination } from "../../media/sandbox";
 import { helperGuard, TEST_HELPERS_TAG, userIdParam } from "./schema";
 
@@ -54,7 +55,7 @@ export const setDestinationHandler: RouteHandler<typeof setDestinationRoute, App
   const db = c.var.db;
   const b = c.req.valid("json");
   const user = await activeUserOfAgency(db, c.get("caller").agencyId, c.req.valid("param").user_id);
-  const saved = await saveSandboxDestination(db, c.env.SECRET_KEY, user, {
+  const saved = await saveSandboxDestination(db, keyringOf(c.env), user, {
     behaviour: b.behaviour,
     pathPrefix: b.path_prefix,
   });

@@ -5,6 +5,7 @@ import { pageUsers } from "../../domain/users";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
+import { keyringOf } from "../../lib/keyring";
 import { cursorQuery, pageBody, pageSchema } from "../../schemas/page";
 import { presentUser, UserSchema } from "../../schemas/users";
 
@@ -41,7 +42,7 @@ export const listUsers: RouteHandler<typeof listUsersRoute, AppEnv> = async (c) 
   const { cursor, limit, role, is_active } = c.req.valid("query");
   const filters = { role, isActive: is_active === undefined ? undefined : is_active === "true" };
   const page = await pageUsers(c.var.db, c.get("caller").agencyId, filters, {
-    secret: c.env.SECRET_KEY,
+    keyring: keyringOf(c.env),
     cursor,
     limit,
   });

@@ -3,6 +3,7 @@ import { EVENT_RETENTION_DAYS } from "../../domain/event-log";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
+import { keyringOf } from "../../lib/keyring";
 import { DeliveryLogEntrySchema, presentDeliveryLogEntry } from "../../schemas/delivery-log";
 import { cursorQuery, pageBody, pageSchema } from "../../schemas/page";
 import { endpointIdParam } from "../../schemas/webhooks";
@@ -57,7 +58,7 @@ export const listDeliveriesHandler: RouteHandler<typeof listDeliveriesRoute, App
     db,
     endpoint,
     { status, eventId: event_id },
-    { secret: c.env.SECRET_KEY, cursor, limit },
+    { keyring: keyringOf(c.env), cursor, limit },
   );
   return c.json(DeliveryLogPageSchema.parse(pageBody(page, presentDeliveryLogEntry)), 200);
 };

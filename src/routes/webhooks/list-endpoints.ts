@@ -2,6 +2,7 @@ import { type RouteHandler, z } from "@hono/zod-openapi";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
+import { keyringOf } from "../../lib/keyring";
 import { cursorQuery, pageBody, pageSchema } from "../../schemas/page";
 import { presentEndpoint, WebhookEndpointSchema } from "../../schemas/webhooks";
 import { pageEndpoints } from "../../webhooks/endpoints";
@@ -27,7 +28,7 @@ export const listEndpointsRoute = publicRoute(
 export const listEndpointsHandler: RouteHandler<typeof listEndpointsRoute, AppEnv> = async (c) => {
   const { cursor, limit } = c.req.valid("query");
   const page = await pageEndpoints(c.var.db, c.get("caller").agencyId, {
-    secret: c.env.SECRET_KEY,
+    keyring: keyringOf(c.env),
     cursor,
     limit,
   });

@@ -1,0 +1,9 @@
+import { OpenAPIHono } from "@hono/zod-openapi";
+import type { AppEnv } from "../../http/env";
+import { validationHook } from "../../http/validation";
+import { resealHandler, resealRoute } from "./reseal";
+
+export const operationsInternal = new OpenAPIHono<AppEnv>({ defaultHook: validationHook }).openapi(
+  resealRoute,
+  resealHandler,
+);
