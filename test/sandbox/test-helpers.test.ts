@@ -390,20 +390,36 @@ describe("user helpers", () => {
 });
 
 describe("guards", () => {
-  it("each helper needs its scope", async () => {
-    const t = await makeTenant({ scopes: ["listings:read", "users:read", "webhooks:read"] });
+  it("each helper needs the scope of what it changes; webhooks:write opens none of them", async () => {
+    const t = await makeTenant({ scopes: ["listings:read", "webhooks:read", "webhooks:write"] });
     const listing = await makeListing(await makeTenant());
     const cases: [string, unknown, string][] = [
       [`/listings/${listing.listing_number}/activate`, undefined, "listings:write"],
+      [`/listings/${listing.listing_number}/invoices/pay`, {}, "orders:read"],
       [`/users/${t.agent.id}/delivery_destination`, {}, "media:write"],
-      ["/users", { manager_id: t.owner.id }, "webhooks:write"],
-      ["/billing/subscriptions", {}, "webhooks:write"],
+      [`/users/${t.agent.id}/calendar/busy_blocks`, SHOOT, "scheduling:read"],
+      ["/calendar/reconcile", undefined, "scheduling:read"],
+      ["/users", { manager_id: t.owner.id }, "users:read"],
+      [`/users/${t.agent.id}/move`, { manager_id: t.owner.id }, "users:read"],
+      [`/users/${t.agent.id}/deactivate`, {}, "users:read"],
+      ["/billing/subscriptions", {}, "orders:read"],
+      ["/billing/subscriptions/sub_missing/cancel", undefined, "orders:read"],
     ];
     for (const [path, body, scope] of cases) {
       const r = await helper(t, path, body);
       expectError(r, 403, "auth.scope_denied");
-      expect(r.json.error.details.required_scope).toBe(scope);
+      expect(r.json.error.details.required_scope, `${path}: ${r.text}`).toBe(scope);
     }
+    expect(await dataOf(t, "user.deactivated")).toEqual([]);
+  });
+
+  it("a key with only the scope of what a helper changes may use it", async () => {
+    const users = await makeTenant({ scopes: ["users:read"] });
+    const created = await helper(users, "/users", { manager_id: users.owner.id });
+    expect(created.status, created.text).toBe(201);
+    const billing = await makeTenant({ scopes: ["orders:read"] });
+    const subscribed = await helper(billing, "/billing/subscriptions", {});
+    expect(subscribed.status, subscribed.text).toBe(201);
   });
 
   it("a mutating helper needs an idempotency key", async () => {

@@ -8,7 +8,7 @@ import { publicRoute } from "../../http/route";
 import { SubscriptionSchema } from "./create-subscription";
 import { helperGuard, TEST_HELPERS_TAG } from "./schema";
 
-export const cancelSubscriptionRoute = publicRoute(helperGuard("webhooks:write", ["validation_string_pattern"]), {
+export const cancelSubscriptionRoute = publicRoute(helperGuard("orders:read", ["validation_string_pattern"]), {
   method: "post",
   path: "/api/v1/test_helpers/billing/subscriptions/{subscription_id}/cancel",
   operationId: "testHelperCancelSubscription",

@@ -15,7 +15,7 @@ export const SubscriptionSchema = z.object({
   stripe_event: StripeEventSchema,
 });
 
-export const createSubscriptionRoute = publicRoute(helperGuard("webhooks:write"), {
+export const createSubscriptionRoute = publicRoute(helperGuard("orders:read"), {
   method: "post",
   path: "/api/v1/test_helpers/billing/subscriptions",
   operationId: "testHelperCreateSubscription",

@@ -10,7 +10,7 @@ import { randomAlnum } from "../../lib/ids";
 import { presentUser, UserSchema } from "../../schemas/users";
 import { helperGuard, TEST_HELPERS_TAG } from "./schema";
 
-export const createUserRoute = publicRoute(helperGuard("webhooks:write", ["user_not_found", "user_email_taken"]), {
+export const createUserRoute = publicRoute(helperGuard("users:read", ["user_not_found", "user_email_taken"]), {
   method: "post",
   path: "/api/v1/test_helpers/users",
   operationId: "testHelperCreateUser",
