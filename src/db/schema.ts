@@ -30,7 +30,8 @@ export const users = sqliteTable(
     updatedAt: updatedAt(),
   },
   (t) => [
-    uniqueIndex("users_email_unique").on(t.email),
+    // An email is unique within its agency only: another agency's addresses are never an answer.
+    uniqueIndex("users_agency_email_unique").on(t.agencyId, t.email),
     index("users_agency_page").on(t.agencyId, t.createdAt, t.id),
     index("users_manager").on(t.managerId),
   ],

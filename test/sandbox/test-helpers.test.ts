@@ -387,6 +387,28 @@ describe("user helpers", () => {
     expectError(await helper(t, "/users", { manager_id: t.owner.id, email }), 409, "user_email_taken");
     expect(await dataOf(other, "user.hierarchy_changed")).toEqual([]);
   });
+
+  it("another agency's email answers exactly like a new one: emails are unique per agency", async () => {
+    const t = await makeTenant();
+    const other = await makeTenant();
+    const email = `shared-${crypto.randomUUID()}@example.test`;
+    const theirs = await helper(other, "/users", { manager_id: other.owner.id, email });
+    expect(theirs.status, theirs.text).toBe(201);
+    const fresh = await helper(t, "/users", {
+      manager_id: t.owner.id,
+      email: `new-${crypto.randomUUID()}@example.test`,
+    });
+    const taken = await helper(t, "/users", { manager_id: t.owner.id, email: email.toUpperCase() });
+    expect(taken.status, taken.text).toBe(fresh.status);
+    expect(Object.keys(taken.json).sort()).toEqual(Object.keys(fresh.json).sort());
+    expect(taken.json).toMatchObject({ email, managerId: t.owner.id, is_active: true });
+    expect(taken.json.id).not.toBe(theirs.json.id);
+    expect(taken.text).not.toContain(other.agencyId);
+    // Inside the caller's own agency the email is taken, as the caller can already see in its users list.
+    const again = await helper(t, "/users", { manager_id: t.owner.id, email });
+    expectError(again, 409, "user_email_taken");
+    expect(again.json.error.details).toEqual({ email });
+  });
 });
 
 describe("guards", () => {
