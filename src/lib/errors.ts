@@ -68,6 +68,7 @@ export const ERRORS = {
   tour_number_taken: [409, "A tour with this tour_number already exists in the agency."],
   agency_not_found: [404, "No such agency."],
   api_key_not_found: [404, "No such API key."],
+  subscription_not_found: [404, "No such subscription."],
   user_email_taken: [409, "A user of this agency already has this email."],
   manager_not_found: [422, "The manager does not exist or is inactive."],
   hierarchy_cycle: [422, "The new manager is inside the user's own subtree."],

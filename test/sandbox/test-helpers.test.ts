@@ -285,6 +285,61 @@ describe("billing helpers", () => {
   });
 });
 
+describe("subscription records", () => {
+  const start = async (t: Tenant) => {
+    const r = await helper(t, "/billing/subscriptions", {});
+    expect(r.status, r.text).toBe(201);
+    return r.json.subscription_id as string;
+  };
+  const cancel = (t: Tenant, id: string) => helper(t, `/billing/subscriptions/${id}/cancel`);
+
+  it("another agency's or an unknown subscription is 404 subscription_not_found and emits nothing", async () => {
+    const t = await makeTenant();
+    const other = await makeTenant();
+    const theirs = await start(other);
+    const r = await cancel(t, theirs);
+    expectError(r, 404, "subscription_not_found");
+    expectError(await cancel(t, "sub_neverstarted"), 404, "subscription_not_found");
+    expect(await dataOf(t, "subscription.cancelled")).toEqual([]);
+    expect(await dataOf(other, "subscription.cancelled")).toEqual([]);
+    const still = await cancel(other, theirs);
+    expect(still.status, still.text).toBe(200);
+    expect(still.json).toMatchObject({ subscription_id: theirs, status: "cancelled" });
+  });
+
+  it("a subscription ends once: cancelling again answers it ended and emits nothing", async () => {
+    const t = await makeTenant();
+    const id = await start(t);
+    const first = await cancel(t, id);
+    expect(first.status, first.text).toBe(200);
+    expect(first.json).toMatchObject({
+      subscription_id: id,
+      status: "cancelled",
+      stripe_event: { outcome: "applied" },
+    });
+    const again = await cancel(t, id);
+    expect(again.status, again.text).toBe(200);
+    expect(again.json).toMatchObject({
+      subscription_id: id,
+      status: "cancelled",
+      cancelled_at: first.json.cancelled_at,
+      stripe_event: { outcome: "ignored" },
+    });
+    expect(await dataOf(t, "subscription.cancelled")).toEqual([
+      { subscription_id: id, cancelled_at: first.json.cancelled_at },
+    ]);
+  });
+
+  it("concurrent cancels of one subscription emit one subscription.cancelled", async () => {
+    const t = await makeTenant();
+    const id = await start(t);
+    const answers = await Promise.all([cancel(t, id), cancel(t, id), cancel(t, id)]);
+    for (const r of answers) expect(r.status, r.text).toBe(200);
+    expect(answers.map((r) => r.json.stripe_event.outcome).sort()).toEqual(["applied", "ignored", "ignored"]);
+    expect(await dataOf(t, "subscription.cancelled")).toHaveLength(1);
+  });
+});
+
 describe("media helpers", () => {
   async function requestUpload(t: Tenant, listingNumber: string) {
     const r = await call("/api/v1/media/upload", {
