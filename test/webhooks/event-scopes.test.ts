@@ -76,7 +76,7 @@ describe("events are read with the scope of their data", () => {
 });
 
 describe("subscriptions are held to the registering key's read scopes", () => {
-  it("naming a type the key may not read is 403 auth.scope_denied with the missing scopes, storing nothing", async () => {
+  it("a type the key may not read is 403 auth.scope_denied naming the missing scopes; nothing stored", async () => {
     const t = await makeTenant();
     const narrow = await keyWith(t, ["webhooks:write", "webhooks:read", "listings:read"]);
     const r = await register(narrow, { event_types: ["listing.created", "user.deactivated", "invoice.payment_made"] });

@@ -20,7 +20,8 @@ export const getEventRoute = publicRoute(
       "One event of your agency, by the `event_id` of its deliveries: the envelope they carry, with the event's " +
       `\`created_at\` in place of the per-attempt \`timestamp\` and \`nonce\`. An event older than ` +
       `${EVENT_RETENTION_DAYS} days, another agency's event, or an unknown id answers 404 \`event_not_found\`. ` +
-      `An event of a type your key may not read is 403 \`auth.scope_denied\` naming the missing scope: ${READ_SCOPES_TEXT}.`,
+      "An event of a type your key may not read is 403 `auth.scope_denied` naming the missing scope: " +
+      `${READ_SCOPES_TEXT}.`,
     request: { params: eventIdParam },
     responses: { 200: { description: "The event.", content: json(EventSchema) } },
   },
