@@ -3,11 +3,12 @@ import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../db/client";
 import { agencies, listingOrders, listings, providerEvents } from "../db/schema";
 import { isUniqueViolation } from "../domain/constraint";
-import { outboxInsert } from "../domain/outbox";
+import { outboxInsert, outboxInsertIfChanged } from "../domain/outbox";
 import { timingSafeEqual } from "../lib/crypto";
 import { hex } from "../lib/encoding";
 import { hmacSha256 } from "../lib/hmac";
 import { newId } from "../lib/ids";
+import { recordSubscriptionEnd, recordSubscriptionStart } from "./subscriptions";
 
 const STRIPE_TOLERANCE_SECONDS = 300;
 
@@ -52,9 +53,10 @@ export type StripeOutcome = "applied" | "duplicate" | "ignored";
 /**
  * Applies a verified Stripe event: `invoice.paid` records the invoice and its payment on
  * the listing's orders and emits `invoice.payment_made`; subscription creation and
- * deletion emit `subscription.created` / `subscription.cancelled`. The agency (and
- * listing) come from the object's metadata (`agency_id`, `listing_number`). Each Stripe
- * event is applied once, in one batch with its effects.
+ * deletion record the subscription and emit `subscription.created` / `subscription.cancelled`,
+ * each once per subscription. The agency (and listing) come from the object's metadata
+ * (`agency_id`, `listing_number`). Each Stripe event is applied once, in one batch with its
+ * effects; one that changed nothing (a subscription started or ended already) is `ignored`.
  */
 export async function applyStripeEvent(
   db: Db,
@@ -68,6 +70,8 @@ export async function applyStripeEvent(
   if (!(await db.select({ id: agencies.id }).from(agencies).where(eq(agencies.id, agencyId)).get())) return "ignored";
   const seen = db.insert(providerEvents).values({ id: event.id, provider: "stripe", type: event.type });
   let writes: BatchItem<"sqlite">[];
+  // A subscription's start or end, which changes nothing when it was recorded already.
+  let guarded: BatchItem<"sqlite"> | undefined;
   switch (event.type) {
     case "invoice.paid": {
       const listingNumber = (object.metadata?.listing_number as string | undefined) ?? null;
@@ -123,29 +127,43 @@ export async function applyStripeEvent(
       }
       break;
     }
-    case "customer.subscription.created":
+    case "customer.subscription.created": {
+      const started = {
+        id: String(object.id),
+        plan: object.items?.data?.[0]?.price?.nickname ?? object.items?.data?.[0]?.price?.id ?? null,
+        status: String(object.status ?? "active"),
+        startedAt: iso(object.start_date),
+      };
+      guarded = recordSubscriptionStart(db, agencyId, started);
       writes = [
-        outboxInsert(db, agencyId, "subscription.created", {
-          subscription_id: String(object.id),
-          plan: object.items?.data?.[0]?.price?.nickname ?? object.items?.data?.[0]?.price?.id ?? null,
-          status: String(object.status ?? "active"),
-          started_at: iso(object.start_date),
+        guarded,
+        outboxInsertIfChanged(db, agencyId, "subscription.created", {
+          subscription_id: started.id,
+          plan: started.plan,
+          status: started.status,
+          started_at: started.startedAt,
         }),
       ];
       break;
-    case "customer.subscription.deleted":
+    }
+    case "customer.subscription.deleted": {
+      const cancelledAt = iso(object.ended_at ?? object.canceled_at);
+      guarded = recordSubscriptionEnd(db, agencyId, String(object.id), cancelledAt);
       writes = [
-        outboxInsert(db, agencyId, "subscription.cancelled", {
+        guarded,
+        outboxInsertIfChanged(db, agencyId, "subscription.cancelled", {
           subscription_id: String(object.id),
-          cancelled_at: iso(object.ended_at ?? object.canceled_at),
+          cancelled_at: cancelledAt,
         }),
       ];
       break;
+    }
     default:
       return "ignored";
   }
   try {
-    await db.batch([seen, ...writes, ...alsoWrite]);
+    const [, ...results] = await db.batch([seen, ...writes, ...alsoWrite]);
+    if (guarded && !(results[writes.indexOf(guarded)] as unknown[]).length) return "ignored";
     return "applied";
   } catch (err) {
     if (isUniqueViolation(err, "provider_events")) return "duplicate";

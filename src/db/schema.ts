@@ -30,7 +30,8 @@ export const users = sqliteTable(
     updatedAt: updatedAt(),
   },
   (t) => [
-    uniqueIndex("users_email_unique").on(t.email),
+    // An email is unique within its agency only: another agency's addresses are never an answer.
+    uniqueIndex("users_agency_email_unique").on(t.agencyId, t.email),
     index("users_agency_page").on(t.agencyId, t.createdAt, t.id),
     index("users_manager").on(t.managerId),
   ],
@@ -534,6 +535,30 @@ export const providerEvents = sqliteTable("provider_events", {
   type: text("type").notNull(),
   receivedAt: text("received_at").notNull().default(now),
 });
+
+/**
+ * An agency's platform subscription at the payment provider, as its verified events (or the
+ * sandbox's helpers) reported it. The id is the provider's (`sub_…`); `cancelled_at` is set
+ * once, by the first event that ends it, which alone emits `subscription.cancelled`.
+ */
+export const subscriptions = sqliteTable(
+  "subscriptions",
+  {
+    id: text("id").primaryKey(),
+    agencyId: text("agency_id")
+      .notNull()
+      .references(() => agencies.id),
+    /** The provider's status at the last change (`active`, `trialing`, …), `cancelled` once ended. */
+    status: text("status").notNull(),
+    plan: text("plan"),
+    startedAt: text("started_at"),
+    cancelledAt: text("cancelled_at"),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [index("subscriptions_agency").on(t.agencyId)],
+);
+export type Subscription = typeof subscriptions.$inferSelect;
 
 /**
  * A user's external calendar. Credentials (OAuth tokens or the feed URL) are stored sealed under the

@@ -13,6 +13,8 @@ export const EVENT_RETENTION_DAYS = 30;
 export const retentionCutoff = (now = Date.now()) => nowIso(now - EVENT_RETENTION_DAYS * 24 * 3600 * 1000);
 
 export interface EventFilters {
+  /** The types the caller may read: no other is ever shown. */
+  readable: readonly EventType[];
   type?: EventType;
   /** ISO 8601 instant, inclusive. */
   createdAfter?: string;
@@ -52,22 +54,24 @@ export function eventWindow(createdAfter: string | undefined, createdBefore: str
   return { createdAfter: after, createdBefore: before };
 }
 
-/** Only the public event types are ever shown; the list travels as one bound parameter. */
-const publicType = (): SQL =>
-  inArray(events.eventType, sql`(SELECT value FROM json_each(${JSON.stringify(EVENT_TYPE_NAMES)}))`);
+/** Events of these (public) types only; the list travels as one bound parameter. */
+const ofTypes = (types: readonly EventType[]): SQL =>
+  inArray(events.eventType, sql`(SELECT value FROM json_each(${JSON.stringify(types)}))`);
 
 /**
- * The agency's events still kept, oldest first, optionally of one type and inside a time
+ * The agency's events still kept, oldest first, of the given types and inside a time
  * window. The retention horizon is a floor under `created_after`; it moves with the
- * clock, so it is not part of the list a cursor is bound to.
+ * clock, so it is not part of the list a cursor is bound to. Neither are the types a
+ * caller may read: they are in the statement, so a cursor never shows more than they allow.
  */
 export function pageEvents(db: Db, agencyId: string, filters: EventFilters, req: PageRequest, now = Date.now()) {
-  const { type, createdAfter, createdBefore } = filters;
+  const { readable, type, createdAfter, createdBefore } = filters;
   const cutoff = retentionCutoff(now);
   const from = createdAfter !== undefined && createdAfter > cutoff ? createdAfter : cutoff;
   const where = and(
     eq(events.agencyId, agencyId),
-    type ? eq(events.eventType, type) : publicType(),
+    ofTypes(readable),
+    type ? eq(events.eventType, type) : undefined,
     gte(events.createdAt, from),
     createdBefore !== undefined ? lt(events.createdAt, createdBefore) : undefined,
   );
@@ -81,7 +85,12 @@ export async function findEvent(db: Db, agencyId: string, id: string, now = Date
     .select()
     .from(events)
     .where(
-      and(eq(events.id, id), eq(events.agencyId, agencyId), publicType(), gte(events.createdAt, retentionCutoff(now))),
+      and(
+        eq(events.id, id),
+        eq(events.agencyId, agencyId),
+        ofTypes(EVENT_TYPE_NAMES),
+        gte(events.createdAt, retentionCutoff(now)),
+      ),
     )
     .get();
   if (!event) throw new DomainError("event_not_found");

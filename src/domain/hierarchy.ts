@@ -62,7 +62,8 @@ async function activeManager(db: Db, managerId: string): Promise<User> {
 
 /**
  * Provisions a user. With a manager the user joins the manager's agency; without one it
- * heads a hierarchy of the given agency. Emits `user.signed_up` in the same batch.
+ * heads a hierarchy of the given agency. Emits `user.signed_up` in the same batch. An
+ * email is unique within the agency only, so the answer never depends on other agencies.
  */
 export async function createUser(
   db: Db,
@@ -117,7 +118,10 @@ export async function createUser(
     return user!;
   } catch (err) {
     if (isUniqueViolation(err, "email"))
-      throw new DomainError("user_email_taken", { details: { email: input.email.toLowerCase() } });
+      throw new DomainError("user_email_taken", {
+        message: "A user of this agency already has this email.",
+        details: { email: input.email.toLowerCase() },
+      });
     throw err;
   }
 }
@@ -171,7 +175,7 @@ export async function changeManager(
   const agencyId = manager?.agencyId ?? user.agencyId;
   checkRoleFits(user.role as Role, await getAgency(db, agencyId), manager?.id ?? null);
   const at = nowIso();
-  const [[moved]] = await db.batch([
+  const moving = db.batch([
     db
       .update(users)
       .set({ managerId: manager?.id ?? null, agencyId, updatedAt: at })
@@ -189,6 +193,14 @@ export async function changeManager(
     }),
     ...alsoWrite,
   ]);
+  // Emails are unique within an agency: a move into an agency that has one of the subtree's is refused whole.
+  const [[moved]] = await moving.catch((err: unknown) => {
+    if (isUniqueViolation(err, "email"))
+      throw new DomainError("user_email_taken", {
+        message: "A user of the subtree has an email that a user of the new agency already has.",
+      });
+    throw err;
+  });
   return moved!;
 }
 

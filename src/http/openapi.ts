@@ -200,7 +200,10 @@ const TAGS = [
       "calendar normally do, so every event type can be produced without an operator. Each helper runs the same " +
       "code as the real trigger, so its events are written, listed and delivered like any other. They are not " +
       "part of the live API: there, every `/api/v1/test_helpers/…` path answers 404 `request_path_not_found` " +
-      "like an unknown path, and the live description leaves them out. All share the `test_helpers` budget.",
+      "like an unknown path, and the live description leaves them out. All share the `test_helpers` budget. " +
+      "Each needs the scope of what it changes (`x-required-scope`): the write scope where the API has one " +
+      "(`listings:write`, `media:write`); users, billing and calendars, which the API only reads, need their read " +
+      "scope (`users:read`, `orders:read`, `scheduling:read`). `webhooks:write` opens none of them.",
   },
   {
     name: "Errors",

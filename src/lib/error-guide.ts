@@ -84,6 +84,7 @@ const ERROR_GUIDE = {
   tour_number_taken: later("Two tours drew the same number; send the request again with a new idempotency key."),
   agency_not_found: fix("Check the agency id."),
   api_key_not_found: fix("Check the key id (key_…); the secret itself is never an id."),
+  subscription_not_found: fix("Check the subscription id (sub_…): one of your agency's subscriptions."),
   user_email_taken: fix("Use another email address, or update the existing user."),
   manager_not_found: fix("Choose an active manager."),
   hierarchy_cycle: fix("Choose a manager outside the user's own subtree."),

@@ -1,5 +1,6 @@
 import { getOpenApiMetadata } from "@asteasolutions/zod-to-openapi";
 import { z } from "zod";
+import { type EventCategory, READ_SCOPE } from "../domain/event-access";
 import { EVENT_TYPES, type EventType } from "../domain/events";
 
 const cache = new Map<EventType, Record<string, unknown>>();
@@ -48,3 +49,10 @@ export function envelopeSchema(type: EventType): Record<string, unknown> {
     },
   };
 }
+
+/** Which read scope opens which categories of events, for the descriptions: "`listings:read` (Listing, Media), …". */
+export const READ_SCOPES_TEXT = Object.entries(
+  Object.groupBy(Object.keys(READ_SCOPE) as EventCategory[], (category) => READ_SCOPE[category]),
+)
+  .map(([scope, categories]) => `\`${scope}\` (${categories!.join(", ")} events)`)
+  .join(", ");

@@ -53,7 +53,9 @@ export const CreateWebhookEndpointBody = z
       .max(EVENT_TYPE_NAMES.length)
       .optional()
       .openapi({
-        description: "Event types to receive; omit to receive every active type.",
+        description:
+          "Event types to receive, each one your key may read (its catalog `read_scope`); omit to receive every " +
+          "active type your key may read.",
         example: ["listing.created", "listing.status_changed"],
       }),
     description: z.string().max(300).optional().openapi({ example: "Production CRM sync" }),

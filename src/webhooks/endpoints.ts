@@ -3,7 +3,9 @@ import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../db/client";
 import { keysetPage, type PageRequest } from "../db/pages";
 import { type WebhookEndpoint, webhookEndpoints } from "../db/schema";
-import { EVENT_TYPE_NAMES } from "../domain/events";
+import { checkEventTypesReadable, readableEventTypes } from "../domain/event-access";
+import { EVENT_TYPE_NAMES, type EventType } from "../domain/events";
+import type { Scope } from "../domain/roles";
 import { seal, webhookSigningSecret } from "../domain/sealed-columns";
 import { DomainError } from "../lib/errors";
 import { newId } from "../lib/ids";
@@ -42,8 +44,7 @@ const DENIED_EVENT_TYPES = new Set([
   "billing.credit_captured",
 ]);
 
-function checkEventTypes(types: string[] | undefined): string[] | null {
-  if (types === undefined) return null;
+function checkEventTypes(types: string[]): EventType[] {
   const known = new Set<string>(EVENT_TYPE_NAMES);
   const denied = types.filter((t) => DENIED_EVENT_TYPES.has(t));
   const unknown = types.filter((t) => !known.has(t) && !DENIED_EVENT_TYPES.has(t));
@@ -57,14 +58,33 @@ function checkEventTypes(types: string[] | undefined): string[] | null {
       details: { unknown, denied },
     });
   }
-  return [...new Set(types)];
+  return [...new Set(types)] as EventType[];
+}
+
+/**
+ * The types an endpoint registered by a caller with `scopes` subscribes to, stored as is:
+ * a named type needs its read scope (403 `auth.scope_denied` otherwise), so a subscription
+ * never carries more than the registering key could read. Omitted, the list is every
+ * active type (null, types added later included) for a key that reads them all, else
+ * the types the key reads as they stand now; a key that reads none is refused.
+ */
+function subscription(types: string[] | undefined, scopes: ReadonlySet<Scope>): EventType[] | null {
+  if (types !== undefined) {
+    const named = checkEventTypes(types);
+    checkEventTypesReadable(scopes, named);
+    return named;
+  }
+  const readable = readableEventTypes(scopes);
+  if (readable.length === EVENT_TYPE_NAMES.length) return null;
+  if (!readable.length) checkEventTypesReadable(scopes, EVENT_TYPE_NAMES);
+  return readable;
 }
 
 export async function createEndpoint(
   db: Db,
   agencyId: string,
   env: KeyringSecrets & { ALLOW_HTTP_RECEIVERS: string },
-  input: { url: string; eventTypes?: string[]; description?: string },
+  input: { url: string; eventTypes?: string[]; description?: string; scopes: ReadonlySet<Scope> },
   alsoWrite: (endpoint: { id: string }) => BatchItem<"sqlite">[] = () => [],
 ): Promise<{ endpoint: WebhookEndpoint; secret: string }> {
   const verdict = checkOutboundUrl(input.url, { allowLocalHttp: env.ALLOW_HTTP_RECEIVERS === "true" });
@@ -73,7 +93,7 @@ export async function createEndpoint(
       message: `url ${verdict.reason}.`,
       details: { field: "url", reason: verdict.reason },
     });
-  const eventTypes = checkEventTypes(input.eventTypes);
+  const eventTypes = subscription(input.eventTypes, input.scopes);
   const secret = newSigningSecret();
   const id = newId("we");
   const created = await db

@@ -185,6 +185,26 @@ describe("agencies and users", () => {
     expect(signedUp.filter((e) => (e.data as { role: string }).role === "agent")).toHaveLength(2);
   });
 
+  it("emails are unique per agency: a move that would bring one twice into an agency moves no one", async () => {
+    const a = await makeTenant();
+    const b = await makeTenant();
+    const email = `${unique("shared")}@example.test`;
+    const create = (managerId: string, name: string) =>
+      internal("/internal/v1/users", { method: "POST", body: { manager_id: managerId, role: "agent", name, email } });
+    const inA = await create(a.agent.id, "Below the agent");
+    expect(inA.status, inA.text).toBe(201);
+    const inB = await create(b.owner.id, "Same email elsewhere");
+    expect(inB.status, inB.text).toBe(201);
+    const moved = await internal(`/internal/v1/users/${a.teamLead.id}/manager`, {
+      method: "PATCH",
+      body: { manager_id: b.owner.id },
+    });
+    expectError(moved, 409, "user_email_taken");
+    expect((await call(`/api/v1/users/${inA.json.id}`, { key: a.key })).json.managerId).toBe(a.agent.id);
+    expect((await call(`/api/v1/users/${a.teamLead.id}`, { key: a.key })).json.managerId).toBe(a.owner.id);
+    expect(await eventsOf(b.agencyId, "user.hierarchy_changed")).toEqual([]);
+  });
+
   it("moving a user across agencies takes its subtree along; the event goes to the new agency", async () => {
     const a = await makeTenant();
     const b = await makeTenant();

@@ -285,6 +285,61 @@ describe("billing helpers", () => {
   });
 });
 
+describe("subscription records", () => {
+  const start = async (t: Tenant) => {
+    const r = await helper(t, "/billing/subscriptions", {});
+    expect(r.status, r.text).toBe(201);
+    return r.json.subscription_id as string;
+  };
+  const cancel = (t: Tenant, id: string) => helper(t, `/billing/subscriptions/${id}/cancel`);
+
+  it("another agency's or an unknown subscription is 404 subscription_not_found and emits nothing", async () => {
+    const t = await makeTenant();
+    const other = await makeTenant();
+    const theirs = await start(other);
+    const r = await cancel(t, theirs);
+    expectError(r, 404, "subscription_not_found");
+    expectError(await cancel(t, "sub_neverstarted"), 404, "subscription_not_found");
+    expect(await dataOf(t, "subscription.cancelled")).toEqual([]);
+    expect(await dataOf(other, "subscription.cancelled")).toEqual([]);
+    const still = await cancel(other, theirs);
+    expect(still.status, still.text).toBe(200);
+    expect(still.json).toMatchObject({ subscription_id: theirs, status: "cancelled" });
+  });
+
+  it("a subscription ends once: cancelling again answers it ended and emits nothing", async () => {
+    const t = await makeTenant();
+    const id = await start(t);
+    const first = await cancel(t, id);
+    expect(first.status, first.text).toBe(200);
+    expect(first.json).toMatchObject({
+      subscription_id: id,
+      status: "cancelled",
+      stripe_event: { outcome: "applied" },
+    });
+    const again = await cancel(t, id);
+    expect(again.status, again.text).toBe(200);
+    expect(again.json).toMatchObject({
+      subscription_id: id,
+      status: "cancelled",
+      cancelled_at: first.json.cancelled_at,
+      stripe_event: { outcome: "ignored" },
+    });
+    expect(await dataOf(t, "subscription.cancelled")).toEqual([
+      { subscription_id: id, cancelled_at: first.json.cancelled_at },
+    ]);
+  });
+
+  it("concurrent cancels of one subscription emit one subscription.cancelled", async () => {
+    const t = await makeTenant();
+    const id = await start(t);
+    const answers = await Promise.all([cancel(t, id), cancel(t, id), cancel(t, id)]);
+    for (const r of answers) expect(r.status, r.text).toBe(200);
+    expect(answers.map((r) => r.json.stripe_event.outcome).sort()).toEqual(["applied", "ignored", "ignored"]);
+    expect(await dataOf(t, "subscription.cancelled")).toHaveLength(1);
+  });
+});
+
 describe("media helpers", () => {
   async function requestUpload(t: Tenant, listingNumber: string) {
     const r = await call("/api/v1/media/upload", {
@@ -387,23 +442,61 @@ describe("user helpers", () => {
     expectError(await helper(t, "/users", { manager_id: t.owner.id, email }), 409, "user_email_taken");
     expect(await dataOf(other, "user.hierarchy_changed")).toEqual([]);
   });
+
+  it("another agency's email answers exactly like a new one: emails are unique per agency", async () => {
+    const t = await makeTenant();
+    const other = await makeTenant();
+    const email = `shared-${crypto.randomUUID()}@example.test`;
+    const theirs = await helper(other, "/users", { manager_id: other.owner.id, email });
+    expect(theirs.status, theirs.text).toBe(201);
+    const fresh = await helper(t, "/users", {
+      manager_id: t.owner.id,
+      email: `new-${crypto.randomUUID()}@example.test`,
+    });
+    const taken = await helper(t, "/users", { manager_id: t.owner.id, email: email.toUpperCase() });
+    expect(taken.status, taken.text).toBe(fresh.status);
+    expect(Object.keys(taken.json).sort()).toEqual(Object.keys(fresh.json).sort());
+    expect(taken.json).toMatchObject({ email, managerId: t.owner.id, is_active: true });
+    expect(taken.json.id).not.toBe(theirs.json.id);
+    expect(taken.text).not.toContain(other.agencyId);
+    // Inside the caller's own agency the email is taken, as the caller can already see in its users list.
+    const again = await helper(t, "/users", { manager_id: t.owner.id, email });
+    expectError(again, 409, "user_email_taken");
+    expect(again.json.error.details).toEqual({ email });
+  });
 });
 
 describe("guards", () => {
-  it("each helper needs its scope", async () => {
-    const t = await makeTenant({ scopes: ["listings:read", "users:read", "webhooks:read"] });
+  it("each helper needs the scope of what it changes; webhooks:write opens none of them", async () => {
+    const t = await makeTenant({ scopes: ["listings:read", "webhooks:read", "webhooks:write"] });
     const listing = await makeListing(await makeTenant());
     const cases: [string, unknown, string][] = [
       [`/listings/${listing.listing_number}/activate`, undefined, "listings:write"],
+      [`/listings/${listing.listing_number}/invoices/pay`, {}, "orders:read"],
       [`/users/${t.agent.id}/delivery_destination`, {}, "media:write"],
-      ["/users", { manager_id: t.owner.id }, "webhooks:write"],
-      ["/billing/subscriptions", {}, "webhooks:write"],
+      [`/users/${t.agent.id}/calendar/busy_blocks`, SHOOT, "scheduling:read"],
+      ["/calendar/reconcile", undefined, "scheduling:read"],
+      ["/users", { manager_id: t.owner.id }, "users:read"],
+      [`/users/${t.agent.id}/move`, { manager_id: t.owner.id }, "users:read"],
+      [`/users/${t.agent.id}/deactivate`, {}, "users:read"],
+      ["/billing/subscriptions", {}, "orders:read"],
+      ["/billing/subscriptions/sub_missing/cancel", undefined, "orders:read"],
     ];
     for (const [path, body, scope] of cases) {
       const r = await helper(t, path, body);
       expectError(r, 403, "auth.scope_denied");
-      expect(r.json.error.details.required_scope).toBe(scope);
+      expect(r.json.error.details.required_scope, `${path}: ${r.text}`).toBe(scope);
     }
+    expect(await dataOf(t, "user.deactivated")).toEqual([]);
+  });
+
+  it("a key with only the scope of what a helper changes may use it", async () => {
+    const users = await makeTenant({ scopes: ["users:read"] });
+    const created = await helper(users, "/users", { manager_id: users.owner.id });
+    expect(created.status, created.text).toBe(201);
+    const billing = await makeTenant({ scopes: ["orders:read"] });
+    const subscribed = await helper(billing, "/billing/subscriptions", {});
+    expect(subscribed.status, subscribed.text).toBe(201);
   });
 
   it("a mutating helper needs an idempotency key", async () => {

@@ -3,6 +3,7 @@ import { env } from "cloudflare:workers";
 import { getTableColumns } from "drizzle-orm";
 import { expect, vi } from "vitest";
 import { events } from "../../src/db/schema";
+import { DEFAULT_SCOPES } from "../../src/domain/roles";
 import worker from "../../src/index";
 import { newId } from "../../src/lib/ids";
 import type { ConsumerLimits } from "../../src/webhooks/consumer-limits";
@@ -77,6 +78,7 @@ export async function registerEndpoints(t: Tenant, n: number, name: string, even
     const { endpoint } = await createEndpoint(db(), t.agencyId, env, {
       url: `http://localhost:9999/${name}/${i}`,
       eventTypes,
+      scopes: new Set(DEFAULT_SCOPES),
     });
     ids.push(endpoint.id);
   }

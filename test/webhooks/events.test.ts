@@ -206,7 +206,7 @@ describe("the events API", () => {
     const id = await deactivated(denied.agencyId, iso(Date.now() - 1000));
     expectError(await call("/api/v1/events", { key: denied.key }), 403, "auth.scope_denied");
     expectError(await call(`/api/v1/events/${id}`, { key: denied.key }), 403, "auth.scope_denied");
-    const reader = await makeTenant({ scopes: ["webhooks:read"] });
+    const reader = await makeTenant({ scopes: ["webhooks:read", "users:read"] });
     const own = await deactivated(reader.agencyId, iso(Date.now() - 1000));
     const r = await call(`/api/v1/events/${own}`, { key: reader.key });
     expect(r.status, r.text).toBe(200);

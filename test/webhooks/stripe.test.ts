@@ -105,6 +105,59 @@ describe("the Stripe receiver", () => {
     });
   });
 
+  it("a deletion of an unknown subscription records it ended, once; replays and repeats emit nothing", async () => {
+    const t = await makeTenant();
+    const id = `sub_${crypto.randomUUID().replaceAll("-", "")}`;
+    const object = { id, status: "canceled", ended_at: 1_790_500_000, metadata: { agency_id: t.agencyId } };
+    const deleted = { id: `evt_${crypto.randomUUID().slice(0, 12)}`, type: "customer.subscription.deleted" };
+    expect((await deliver({ ...deleted, data: { object } })).json.outcome).toBe("applied");
+    expect((await deliver({ ...deleted, data: { object } })).json.outcome).toBe("duplicate");
+    const repeat = await deliver({ id: `${deleted.id}_again`, type: deleted.type, data: { object } });
+    expect(repeat.json, repeat.text).toEqual({ received: true, outcome: "ignored" });
+    // Its start arriving late does not emit a start after the end.
+    const late = await deliver({
+      id: `${deleted.id}_created`,
+      type: "customer.subscription.created",
+      data: { object: { ...object, status: "active", start_date: 1_790_000_000 } },
+    });
+    expect(late.json.outcome, late.text).toBe("ignored");
+    expect((await outbox(t.agencyId, "subscription.cancelled")).map((e) => e.data)).toEqual([
+      { subscription_id: id, cancelled_at: new Date(1_790_500_000_000).toISOString() },
+    ]);
+    expect(await outbox(t.agencyId, "subscription.created")).toEqual([]);
+    // The recorded subscription is the agency's: the sandbox helper finds it, ended.
+    const helper = await call(`/api/v1/test_helpers/billing/subscriptions/${id}/cancel`, {
+      key: t.key,
+      method: "POST",
+    });
+    expect(helper.status, helper.text).toBe(200);
+    expect(helper.json).toMatchObject({
+      subscription_id: id,
+      status: "cancelled",
+      stripe_event: { outcome: "ignored" },
+    });
+  });
+
+  it("a deletion naming another agency than the subscription's changes nothing", async () => {
+    const a = await makeTenant();
+    const b = await makeTenant();
+    const id = `sub_${crypto.randomUUID().replaceAll("-", "")}`;
+    const created = await deliver({
+      id: `evt_${crypto.randomUUID().slice(0, 12)}`,
+      type: "customer.subscription.created",
+      data: { object: { id, status: "active", start_date: 1_790_000_000, metadata: { agency_id: a.agencyId } } },
+    });
+    expect(created.json.outcome, created.text).toBe("applied");
+    const foreign = await deliver({
+      id: `evt_${crypto.randomUUID().slice(0, 12)}`,
+      type: "customer.subscription.deleted",
+      data: { object: { id, status: "canceled", ended_at: 1_790_500_000, metadata: { agency_id: b.agencyId } } },
+    });
+    expect(foreign.json.outcome, foreign.text).toBe("ignored");
+    expect(await outbox(b.agencyId, "subscription.cancelled")).toEqual([]);
+    expect(await outbox(a.agencyId, "subscription.cancelled")).toEqual([]);
+  });
+
   it("acknowledges and ignores unknown types", async () => {
     const t = await makeTenant();
     const r = await deliver({

@@ -8,7 +8,7 @@ import { withRenames } from "../../http/validation";
 import { presentInternalUser, userParam, userResponse } from "./schema";
 
 export const changeManagerRoute = internalRoute(
-  ["user_not_found", "manager_not_found", "hierarchy_cycle", "invalid_role"],
+  ["user_not_found", "manager_not_found", "hierarchy_cycle", "invalid_role", "user_email_taken"],
   {
     method: "patch",
     path: "/internal/v1/users/{user_id}/manager",
@@ -18,7 +18,9 @@ export const changeManagerRoute = internalRoute(
     description:
       "The user's whole subtree follows it into the manager's agency. Emits `user.hierarchy_changed` to the new " +
       "owning agency. API keys minted by a user who leaves the key's agency (the user or anyone in the subtree) are " +
-      "refused from the very next request with 401 `api_key_disabled` (`details.reason`: `minting_user_moved`).",
+      "refused from the very next request with 401 `api_key_disabled` (`details.reason`: `minting_user_moved`). " +
+      "Emails are unique within an agency: a move that would bring a second user with the same email into the " +
+      "manager's agency is 409 `user_email_taken` and moves no one.",
     request: {
       params: userParam,
       body: {

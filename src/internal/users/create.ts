@@ -17,7 +17,8 @@ export const createUserRoute = internalRoute(
     summary: "Provision a user under a manager, or at the top of an agency",
     description:
       "With `manager_id` the user joins the manager's agency. Without it, `agency_id` is required and the role " +
-      "must be media_agency or broker (or a platform role in the platform agency). Emits `user.signed_up`.",
+      "must be media_agency or broker (or a platform role in the platform agency). Emits `user.signed_up`. " +
+      "Emails are unique within an agency (409 `user_email_taken`); another agency may have the same one.",
     request: {
       body: {
         // The user record spells the manager `managerId`; a request must say `manager_id`.

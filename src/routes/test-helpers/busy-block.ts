@@ -22,7 +22,7 @@ const BusyBlockSchema = z.object({
 });
 
 export const busyBlockRoute = publicRoute(
-  helperGuard("listings:write", ["user_not_found", "calendar_not_sandbox", "invalid_appointment_time"]),
+  helperGuard("scheduling:read", ["user_not_found", "calendar_not_sandbox", "invalid_appointment_time"]),
   {
     method: "post",
     path: "/api/v1/test_helpers/users/{user_id}/calendar/busy_blocks",

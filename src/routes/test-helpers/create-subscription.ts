@@ -1,6 +1,8 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { subscriptionCreated } from "../../billing/sandbox";
 import { applyStripeEvent } from "../../billing/stripe";
+import { subscriptionOfAgency } from "../../billing/subscriptions";
+import type { Subscription } from "../../db/schema";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency-mark";
@@ -12,10 +14,26 @@ export const SubscriptionSchema = z.object({
     description: "The payment provider's subscription id: `data.subscription_id` of the subscription events.",
     example: "sub_3k2a1q8v2l0c9z7rj4mhx0ab",
   }),
+  status: z.string().openapi({
+    description: "The provider's status when it started (`active`), `cancelled` once it ended.",
+    example: "active",
+  }),
+  plan: z.string().nullable().openapi({ example: "Pro monthly" }),
+  cancelled_at: z
+    .string()
+    .nullable()
+    .openapi({ description: "When it ended, ISO 8601 UTC; null while it runs.", example: null }),
   stripe_event: StripeEventSchema,
 });
 
-export const createSubscriptionRoute = publicRoute(helperGuard("webhooks:write"), {
+export const presentSubscription = (s: Subscription) => ({
+  subscription_id: s.id,
+  status: s.status,
+  plan: s.plan,
+  cancelled_at: s.cancelledAt,
+});
+
+export const createSubscriptionRoute = publicRoute(helperGuard("orders:read"), {
   method: "post",
   path: "/api/v1/test_helpers/billing/subscriptions",
   operationId: "testHelperCreateSubscription",
@@ -24,7 +42,8 @@ export const createSubscriptionRoute = publicRoute(helperGuard("webhooks:write")
   description:
     "What the payment provider reports when your agency subscribes: a Stripe-format " +
     "`customer.subscription.created` event (test mode) is applied exactly as `POST /hooks/stripe` applies a " +
-    "verified one, and `subscription.created` is emitted.",
+    "verified one: the subscription is recorded for your agency and `subscription.created` is emitted. End it " +
+    "with `POST /api/v1/test_helpers/billing/subscriptions/{subscription_id}/cancel`.",
   request: {
     body: {
       content: json(
@@ -45,11 +64,12 @@ export const createSubscriptionRoute = publicRoute(helperGuard("webhooks:write")
 
 export const createSubscriptionHandler: RouteHandler<typeof createSubscriptionRoute, AppEnv> = async (c) => {
   const db = c.var.db;
-  const event = subscriptionCreated(c.get("caller").agencyId, c.req.valid("json").plan);
+  const agencyId = c.get("caller").agencyId;
+  const event = subscriptionCreated(agencyId, c.req.valid("json").plan);
   const outcome = await applyStripeEvent(db, event, idempotencyMark(c, db, { status: 201 }));
   return c.json(
     SubscriptionSchema.parse({
-      subscription_id: event.data.object.id,
+      ...presentSubscription(await subscriptionOfAgency(db, agencyId, String(event.data.object.id))),
       stripe_event: { id: event.id, type: event.type, outcome },
     }),
     201,

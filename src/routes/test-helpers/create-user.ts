@@ -10,7 +10,7 @@ import { randomAlnum } from "../../lib/ids";
 import { presentUser, UserSchema } from "../../schemas/users";
 import { helperGuard, TEST_HELPERS_TAG } from "./schema";
 
-export const createUserRoute = publicRoute(helperGuard("webhooks:write", ["user_not_found", "user_email_taken"]), {
+export const createUserRoute = publicRoute(helperGuard("users:read", ["user_not_found", "user_email_taken"]), {
   method: "post",
   path: "/api/v1/test_helpers/users",
   operationId: "testHelperCreateUser",
@@ -19,7 +19,8 @@ export const createUserRoute = publicRoute(helperGuard("webhooks:write", ["user_
   description:
     "What the dashboard does when a user is provisioned (admin create or invite): the user joins your agency " +
     "under `manager_id`, an active user of your agency (404 `user_not_found` otherwise), and `user.signed_up` " +
-    "is emitted. Emails are unique across the service (409 `user_email_taken`); one is minted when omitted.",
+    "is emitted. Emails are unique within your agency (409 `user_email_taken` when one of your users has it); " +
+    "whether another agency has the same email never changes the answer. One is minted when omitted.",
   request: {
     body: {
       content: json(

@@ -8,7 +8,7 @@ import { publicRoute } from "../../http/route";
 import { presentUser, UserSchema } from "../../schemas/users";
 import { helperGuard, TEST_HELPERS_TAG, userIdParam } from "./schema";
 
-export const deactivateUserRoute = publicRoute(helperGuard("webhooks:write", ["user_not_found"]), {
+export const deactivateUserRoute = publicRoute(helperGuard("users:read", ["user_not_found"]), {
   method: "post",
   path: "/api/v1/test_helpers/users/{user_id}/deactivate",
   operationId: "testHelperDeactivateUser",

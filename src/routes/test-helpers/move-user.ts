@@ -9,7 +9,7 @@ import { presentUser, UserSchema } from "../../schemas/users";
 import { helperGuard, TEST_HELPERS_TAG, userIdParam } from "./schema";
 
 export const moveUserRoute = publicRoute(
-  helperGuard("webhooks:write", ["user_not_found", "hierarchy_cycle", "invalid_role"]),
+  helperGuard("users:read", ["user_not_found", "hierarchy_cycle", "invalid_role"]),
   {
     method: "post",
     path: "/api/v1/test_helpers/users/{user_id}/move",

@@ -20,7 +20,7 @@ const PaidInvoiceSchema = z.object({
   stripe_event: StripeEventSchema,
 });
 
-export const payInvoiceRoute = publicRoute(helperGuard("listings:write", ["listing_not_found"]), {
+export const payInvoiceRoute = publicRoute(helperGuard("orders:read", ["listing_not_found"]), {
   method: "post",
   path: "/api/v1/test_helpers/listings/{listing_number}/invoices/pay",
   operationId: "testHelperPayInvoice",

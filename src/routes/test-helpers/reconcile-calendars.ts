@@ -21,7 +21,7 @@ const ReconcileResultSchema = z.object({
     .openapi({ description: "Events whose calendar is not connected or did not answer.", example: 0 }),
 });
 
-export const reconcileRoute = publicRoute(helperGuard("listings:write"), {
+export const reconcileRoute = publicRoute(helperGuard("scheduling:read"), {
   method: "post",
   path: "/api/v1/test_helpers/calendar/reconcile",
   operationId: "testHelperReconcileCalendars",

@@ -53,9 +53,14 @@ export const presentAppointment = (a: Appointment, listingNumber: string): z.inf
   calendar_event_id: a.calendarEventId,
 });
 
-/** What applying a Stripe-format event did (`applied`; `duplicate` for an event id applied before). */
+/** What applying a Stripe-format event did. */
 export const StripeEventSchema = z.object({
   id: z.string().openapi({ description: "The Stripe-format event's id.", example: "evt_3k2a1q8v2l0c9z7rj4mhx0ab" }),
   type: z.string().openapi({ example: "invoice.paid" }),
-  outcome: z.enum(["applied", "duplicate", "ignored"]).openapi({ example: "applied" }),
+  outcome: z.enum(["applied", "duplicate", "ignored"]).openapi({
+    description:
+      "`applied`: recorded, and its event emitted. `duplicate`: this event id was applied before. `ignored`: it " +
+      "changed nothing (a subscription already started or ended), so nothing was emitted.",
+    example: "applied",
+  }),
 });

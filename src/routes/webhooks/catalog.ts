@@ -1,9 +1,11 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
+import { readScopeOf } from "../../domain/event-access";
 import { EVENT_TYPE_NAMES, EVENT_TYPES } from "../../domain/events";
+import { SCOPES } from "../../domain/roles";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
-import { payloadSchema } from "../../schemas/events";
+import { payloadSchema, READ_SCOPES_TEXT } from "../../schemas/events";
 
 const CatalogEntrySchema = z
   .object({
@@ -11,6 +13,12 @@ const CatalogEntrySchema = z
     category: z.enum(["Appointment", "Billing", "Listing", "Media", "User"]).openapi({ example: "Listing" }),
     description: z.string().openapi({ example: "A listing was created via API or dashboard." }),
     api_version: z.string().openapi({ description: "Version of this event type's data shape.", example: "2026-11-01" }),
+    read_scope: z.enum(SCOPES).openapi({
+      description:
+        "The scope that guards this event's data on its own routes: a key needs it to read the event in the " +
+        "events API and to subscribe an endpoint to it.",
+      example: "listings:read",
+    }),
     payload_schema: z
       .record(z.string(), z.unknown())
       .openapi({ description: "JSON Schema (draft 2020-12) of the envelope's `data` for this event type." }),
@@ -34,7 +42,8 @@ export const catalogRoute = publicRoute(
     summary: "The catalog of public event types",
     description:
       "The 17 event types you can subscribe to, each with its current `api_version` and a JSON Schema of its " +
-      "`data`. The same schemas appear in this document's `webhooks` section.",
+      "`data`. The same schemas appear in this document's `webhooks` section. Each names its `read_scope`: " +
+      `${READ_SCOPES_TEXT}. The catalog itself lists every type, whatever your key's scopes.`,
     responses: { 200: { description: "The catalog.", content: json(CatalogSchema) } },
   },
 );
@@ -47,6 +56,7 @@ export const catalogHandler: RouteHandler<typeof catalogRoute, AppEnv> = (c) =>
         category: EVENT_TYPES[type].category,
         description: EVENT_TYPES[type].description,
         api_version: EVENT_TYPES[type].apiVersion,
+        read_scope: readScopeOf(type),
         payload_schema: payloadSchema(type),
       })),
       next_cursor: "",

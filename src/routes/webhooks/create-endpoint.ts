@@ -3,6 +3,7 @@ import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency-mark";
 import { publicRoute } from "../../http/route";
+import { READ_SCOPES_TEXT } from "../../schemas/events";
 import { CreatedWebhookEndpointSchema, CreateWebhookEndpointBody, presentEndpoint } from "../../schemas/webhooks";
 import { createEndpoint } from "../../webhooks/endpoints";
 
@@ -31,6 +32,12 @@ export const createEndpointRoute = publicRoute(
       "`webhook_event_type_not_allowed` naming it; a loopback, private, link-local or metadata receiver is 422 " +
       "`webhook_url_not_allowed`. An agency has at most 16 active endpoints: registering another is 409 " +
       "`webhook_endpoint_limit_reached` until one is deleted. " +
+      "A subscription never carries more than your key may read: each event type needs its read scope " +
+      `(${READ_SCOPES_TEXT}; the catalog's \`read_scope\`). Naming a type your key may not read is 403 ` +
+      "`auth.scope_denied`, with `details.missing_scopes` and `details.event_types`; omitting `event_types` " +
+      "subscribes a key that reads every type to every active type (`event_types` null, types added later " +
+      "included), and any other key to the types it reads now (listed in `event_types`); a key that reads none " +
+      "is refused. " +
       "Like every POST, a repeat with the same `X-Idempotency-Key` by the same API key within 24 hours answers " +
       "this same response, so a client that lost it can still learn the secret (the cached answer is kept " +
       "encrypted); another key of the agency reusing that idempotency key gets 409 `idempotency_key_conflict`, " +
@@ -48,12 +55,13 @@ export const createEndpointRoute = publicRoute(
 export const createEndpointHandler: RouteHandler<typeof createEndpointRoute, AppEnv> = async (c) => {
   const b = c.req.valid("json");
   const db = c.var.db;
+  const caller = c.get("caller");
   // The replay of a lost response cannot show the secret again, so the mark names only the endpoint.
   const { endpoint, secret } = await createEndpoint(
     db,
-    c.get("caller").agencyId,
+    caller.agencyId,
     c.env,
-    { url: b.url, eventTypes: b.event_types, description: b.description },
+    { url: b.url, eventTypes: b.event_types, description: b.description, scopes: caller.scopes },
     ({ id }) => idempotencyMark(c, db, { status: 201, resourceType: "webhook_endpoint", resourceId: id }),
   );
   return c.json(CreatedWebhookEndpointSchema.parse({ ...presentEndpoint(endpoint), signing_secret: secret }), 201);

@@ -1,0 +1,111 @@
+import { eq } from "drizzle-orm";
+import { describe, expect, it } from "vitest";
+import { webhookEndpoints } from "../../src/db/schema";
+import { mintKey } from "../../src/domain/api-keys";
+import { EVENT_TYPE_NAMES } from "../../src/domain/events";
+import type { Scope } from "../../src/domain/roles";
+import { call, db, expectError, makeListing, makeTenant, type Tenant } from "../support/harness";
+
+/** Another key of the tenant's agency, minted by its owner with only `scopes`. */
+async function keyWith(t: Tenant, scopes: Scope[]) {
+  const { secret } = await mintKey(db(), { agencyId: t.agencyId, mintedByUserId: t.owner.id, mode: "test", scopes });
+  return secret;
+}
+
+const typesListed = async (key: string, query = "") => {
+  const r = await call(`/api/v1/events?limit=200${query}`, { key });
+  expect(r.status, r.text).toBe(200);
+  return new Set<string>(r.json.data.map((e: { event_type: string }) => e.event_type));
+};
+
+const register = (key: string, body: Record<string, unknown>) =>
+  call("/api/v1/webhooks/endpoints", { key, body: { url: "https://hooks.example.com/scoped", ...body } });
+
+const LISTING_AND_MEDIA = EVENT_TYPE_NAMES.filter((t) => /^(listing|media)\./.test(t));
+
+describe("events are read with the scope of their data", () => {
+  it("the catalog names each type's read scope", async () => {
+    const t = await makeTenant();
+    const r = await call("/api/v1/webhooks/events", { key: t.key });
+    expect(r.status, r.text).toBe(200);
+    const scopeOf = Object.fromEntries(r.json.data.map((e: any) => [e.event_type, e.read_scope]));
+    expect(scopeOf).toMatchObject({
+      "listing.created": "listings:read",
+      "media.delivery.failed": "listings:read",
+      "user.signed_up": "users:read",
+      "user.deactivated": "users:read",
+      "invoice.payment_made": "orders:read",
+      "subscription.cancelled": "orders:read",
+      "appointment.scheduled": "scheduling:read",
+      "appointment.orphan.detected": "scheduling:read",
+    });
+    expect(Object.keys(scopeOf)).toHaveLength(17);
+  });
+
+  it("the events API lists only the types the key's scopes read; a full key sees them all", async () => {
+    // The tenant's own users signed up (user.signed_up); the listing adds listing.created.
+    const t = await makeTenant();
+    await makeListing(t);
+    expect(await typesListed(t.key)).toEqual(new Set(["user.signed_up", "listing.created"]));
+    expect(await typesListed(await keyWith(t, ["webhooks:read", "listings:read"]))).toEqual(
+      new Set(["listing.created"]),
+    );
+    expect(await typesListed(await keyWith(t, ["webhooks:read", "users:read"]))).toEqual(new Set(["user.signed_up"]));
+    expect(await typesListed(await keyWith(t, ["webhooks:read"]))).toEqual(new Set());
+  });
+
+  it("a type filter or an event the key may not read is 403 auth.scope_denied naming the scope", async () => {
+    const t = await makeTenant();
+    const narrow = await keyWith(t, ["webhooks:read", "listings:read"]);
+    const filtered = await call("/api/v1/events?type=user.signed_up", { key: narrow });
+    expectError(filtered, 403, "auth.scope_denied");
+    expect(filtered.json.error.details).toEqual({
+      required_scope: "users:read",
+      missing_scopes: ["users:read"],
+      event_types: ["user.signed_up"],
+    });
+    const [signedUp] = (await call("/api/v1/events?type=user.signed_up", { key: t.key })).json.data;
+    const one = await call(`/api/v1/events/${signedUp.event_id}`, { key: narrow });
+    expectError(one, 403, "auth.scope_denied");
+    expect(one.json.error.details.required_scope, one.text).toBe("users:read");
+    expect(one.text).not.toContain(signedUp.data.user_id);
+    expect((await call(`/api/v1/events/${signedUp.event_id}`, { key: t.key })).status).toBe(200);
+    await makeListing(t);
+    expect(await typesListed(narrow, "&type=listing.created")).toEqual(new Set(["listing.created"]));
+  });
+});
+
+describe("subscriptions are held to the registering key's read scopes", () => {
+  it("a type the key may not read is 403 auth.scope_denied naming the missing scopes; nothing stored", async () => {
+    const t = await makeTenant();
+    const narrow = await keyWith(t, ["webhooks:write", "webhooks:read", "listings:read"]);
+    const r = await register(narrow, { event_types: ["listing.created", "user.deactivated", "invoice.payment_made"] });
+    expectError(r, 403, "auth.scope_denied");
+    expect(r.json.error.details).toEqual({
+      required_scope: "users:read",
+      missing_scopes: ["users:read", "orders:read"],
+      event_types: ["user.deactivated", "invoice.payment_made"],
+    });
+    expect(await db().select().from(webhookEndpoints).where(eq(webhookEndpoints.agencyId, t.agencyId))).toEqual([]);
+    const ok = await register(narrow, { event_types: ["listing.created", "media.delivery.completed"] });
+    expect(ok.status, ok.text).toBe(201);
+    expect(ok.json.event_types).toEqual(["listing.created", "media.delivery.completed"]);
+  });
+
+  it("omitted event_types is every type for a full key, and only the readable types for a narrowed one", async () => {
+    const t = await makeTenant();
+    const all = await register(t.key, {});
+    expect(all.status, all.text).toBe(201);
+    expect(all.json.event_types).toBeNull();
+    const narrow = await register(await keyWith(t, ["webhooks:write", "listings:read"]), {});
+    expect(narrow.status, narrow.text).toBe(201);
+    expect(narrow.json.event_types).toEqual(LISTING_AND_MEDIA);
+    const none = await register(await keyWith(t, ["webhooks:write"]), {});
+    expectError(none, 403, "auth.scope_denied");
+    expect(none.json.error.details.missing_scopes).toEqual(
+      expect.arrayContaining(["listings:read", "users:read", "orders:read", "scheduling:read"]),
+    );
+    const stored = await db().select().from(webhookEndpoints).where(eq(webhookEndpoints.agencyId, t.agencyId));
+    expect(stored.map((e) => e.eventTypes).sort()).toEqual([LISTING_AND_MEDIA, null]);
+  });
+});
