@@ -1,6 +1,5 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { changeManager } from "../../domain/hierarchy";
-import { refreshKeysMintedBy } from "../../durable/key-changes";
+import { moveUser } from "../../durable/people";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
@@ -30,9 +29,6 @@ export const changeManagerRoute = internalRoute(
 );
 
 export const changeManagerHandler: RouteHandler<typeof changeManagerRoute, AppEnv> = async (c) => {
-  const moved = await changeManager(c.var.db, c.req.valid("param").user_id, c.req.valid("json").manager_id);
-  // The keys' gates are told even when nothing changed, so repeating a call whose
-  // notice was cut short completes it.
-  await refreshKeysMintedBy(c.env, moved.id, { subtree: true });
+  const moved = await moveUser(c.env, c.var.db, c.req.valid("param").user_id, c.req.valid("json").manager_id);
   return c.json(presentInternalUser(moved), 200);
 };
