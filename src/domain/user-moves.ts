@@ -10,7 +10,9 @@ import type { Role } from "./roles";
 
 /**
  * Moves a user under another manager, possibly in another agency: the user's whole
- * subtree moves with it. `user.hierarchy_changed` is scoped to the new owning agency.
+ * subtree moves with it. `user.hierarchy_changed` is scoped to the new owning agency and
+ * carries only what it may see: after a move across agencies, `previous_manager_id` (a
+ * user of the old agency) is null.
  */
 export async function changeManager(
   db: Db,
@@ -25,6 +27,7 @@ export async function changeManager(
     throw new DomainError("hierarchy_cycle", { details: { manager_id: manager.id } });
   const agencyId = manager?.agencyId ?? user.agencyId;
   checkRoleFits(user.role as Role, await getAgency(db, agencyId), manager?.id ?? null);
+  const leaving = agencyId !== user.agencyId;
   const at = nowIso();
   const [[moved]] = await db.batch([
     db
@@ -39,8 +42,8 @@ export async function changeManager(
     outboxInsert(db, agencyId, "user.hierarchy_changed", {
       user_id: userId,
       managerId: manager?.id ?? null,
-      previous_manager_id: user.managerId,
-      agency_changed: agencyId !== user.agencyId,
+      previous_manager_id: leaving ? null : user.managerId,
+      agency_changed: leaving,
     }),
     ...alsoWrite,
   ]);

@@ -16,7 +16,8 @@ export const changeManagerRoute = internalRoute(
     summary: "Change a user's manager, inside the agency or across agencies",
     description:
       "The user's whole subtree follows it into the manager's agency. Emits `user.hierarchy_changed` to the new " +
-      "owning agency. API keys minted by a user who leaves the key's agency (the user or anyone in the subtree) are " +
+      "owning agency only; across agencies its `previous_manager_id` is null, so it names no user of the old " +
+      "agency. API keys minted by a user who leaves the key's agency (the user or anyone in the subtree) are " +
       "refused from the very next request with 401 `api_key_disabled` (`details.reason`: `minting_user_moved`).",
     request: {
       params: userParam,
