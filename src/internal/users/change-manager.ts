@@ -17,7 +17,11 @@ export const changeManagerRoute = internalRoute(
     description:
       "The user's whole subtree follows it into the manager's agency. Emits `user.hierarchy_changed` to the new " +
       "owning agency only; across agencies its `previous_manager_id` is null, so it names no user of the old " +
-      "agency. API keys minted by a user who leaves the key's agency (the user or anyone in the subtree) are " +
+      "agency. Leaving an agency, the movers leave behind what they had there, in the same write: the storage " +
+      "destinations and calendar connections they set up in it are removed (their credentials were given for that " +
+      "agency; they set them up again in the new one), and each of its listings that names one of them passes " +
+      "`owner_user_id` and `agent_one_id` to the nearest active manager they left behind (else the agency's " +
+      "first active owner) and clears `agent_two_id`, with `listing.updated` to the old agency. API keys minted by a user who leaves the key's agency (the user or anyone in the subtree) are " +
       "refused from the very next request with 401 `api_key_disabled` (`details.reason`: `minting_user_moved`).",
     request: {
       params: userParam,
