@@ -200,7 +200,14 @@ export const EVENT_TYPES = {
     data: z.object({
       user_id: userId,
       managerId: z.string().nullable(),
-      previous_manager_id: z.string().nullable(),
+      previous_manager_id: z
+        .string()
+        .nullable()
+        .openapi({
+          description:
+            "The manager before the change, null at the top. Null too when the user came from another agency " +
+            "(`agency_changed` true): an event never names the users of an agency other than its receiver.",
+        }),
       agency_changed: z.boolean().openapi({ description: "True when the user moved to another agency (this one)." }),
     }),
   },

@@ -3,9 +3,9 @@ import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../db/client";
 import { type Agency, agencies, type User, users } from "../db/schema";
 import { DomainError } from "../lib/errors";
-import { newId, nowIso } from "../lib/ids";
+import { newId } from "../lib/ids";
 import { isUniqueViolation } from "./constraint";
-import { outboxInsert, outboxInsertIfChanged } from "./outbox";
+import { outboxInsert } from "./outbox";
 import { AGENCY_OWNER_ROLES, AGENCY_ROLES, PLATFORM_ROLES, type Role } from "./roles";
 
 export async function createAgency(
@@ -36,7 +36,7 @@ export async function getUserById(db: Db, id: string): Promise<User> {
   return user;
 }
 
-function checkRoleFits(role: Role, agency: Agency, managerId: string | null) {
+export function checkRoleFits(role: Role, agency: Agency, managerId: string | null) {
   const platform = agency.kind === "platform";
   if (platform !== (PLATFORM_ROLES as readonly string[]).includes(role)) {
     throw new DomainError("invalid_role", {
@@ -54,7 +54,7 @@ function checkRoleFits(role: Role, agency: Agency, managerId: string | null) {
   }
 }
 
-async function activeManager(db: Db, managerId: string): Promise<User> {
+export async function activeManager(db: Db, managerId: string): Promise<User> {
   const manager = await db.select().from(users).where(eq(users.id, managerId)).get();
   if (!manager?.isActive) throw new DomainError("manager_not_found", { details: { manager_id: managerId } });
   return manager;
@@ -127,7 +127,7 @@ export async function createUser(
 }
 
 /** The user and everyone below them, as a subquery: one bound parameter however large the subtree. */
-const subtreeOf = (userId: string) => sql`(
+export const subtreeOf = (userId: string) => sql`(
   WITH RECURSIVE tree(id) AS (SELECT ${userId} UNION SELECT u.id FROM users u JOIN tree t ON u.manager_id = t.id)
   SELECT id FROM tree)`;
 
@@ -148,78 +148,11 @@ export const managerChainOf = (agencyId: string, userId: string) => sql`(
   SELECT id, depth FROM chain)`;
 
 /** True when `candidateId` is the user or sits anywhere below them. */
-async function inSubtree(db: Db, userId: string, candidateId: string): Promise<boolean> {
+export async function inSubtree(db: Db, userId: string, candidateId: string): Promise<boolean> {
   const row = await db
     .select({ id: users.id })
     .from(users)
     .where(and(eq(users.id, candidateId), inArray(users.id, subtreeOf(userId))))
     .get();
   return row !== undefined;
-}
-
-/**
- * Moves a user under another manager, possibly in another agency: the user's whole
- * subtree moves with it. `user.hierarchy_changed` is scoped to the new owning agency.
- */
-export async function changeManager(
-  db: Db,
-  userId: string,
-  managerId: string | null,
-  alsoWrite: BatchItem<"sqlite">[] = [],
-): Promise<User> {
-  const user = await getUserById(db, userId);
-  if (user.managerId === managerId) return user;
-  const manager = managerId ? await activeManager(db, managerId) : undefined;
-  if (manager && (await inSubtree(db, userId, manager.id)))
-    throw new DomainError("hierarchy_cycle", { details: { manager_id: manager.id } });
-  const agencyId = manager?.agencyId ?? user.agencyId;
-  checkRoleFits(user.role as Role, await getAgency(db, agencyId), manager?.id ?? null);
-  const at = nowIso();
-  const moving = db.batch([
-    db
-      .update(users)
-      .set({ managerId: manager?.id ?? null, agencyId, updatedAt: at })
-      .where(eq(users.id, userId))
-      .returning(),
-    db
-      .update(users)
-      .set({ agencyId, updatedAt: at })
-      .where(and(inArray(users.id, subtreeOf(userId)), sql`${users.agencyId} <> ${agencyId}`)),
-    outboxInsert(db, agencyId, "user.hierarchy_changed", {
-      user_id: userId,
-      managerId: manager?.id ?? null,
-      previous_manager_id: user.managerId,
-      agency_changed: agencyId !== user.agencyId,
-    }),
-    ...alsoWrite,
-  ]);
-  // Emails are unique within an agency: a move into an agency that has one of the subtree's is refused whole.
-  const [[moved]] = await moving.catch((err: unknown) => {
-    if (isUniqueViolation(err, "email"))
-      throw new DomainError("user_email_taken", {
-        message: "A user of the subtree has an email that a user of the new agency already has.",
-      });
-    throw err;
-  });
-  return moved!;
-}
-
-/** Deactivates (or suspends) a user once; a repeat changes nothing and emits nothing. */
-export async function deactivateUser(
-  db: Db,
-  userId: string,
-  reason: "deactivated" | "suspended" = "deactivated",
-  alsoWrite: BatchItem<"sqlite">[] = [],
-): Promise<User> {
-  const user = await getUserById(db, userId);
-  if (!user.isActive) return user;
-  await db.batch([
-    db
-      .update(users)
-      .set({ isActive: false, updatedAt: nowIso() })
-      .where(and(eq(users.id, userId), eq(users.isActive, true))),
-    outboxInsertIfChanged(db, user.agencyId, "user.deactivated", { user_id: userId, reason }),
-    ...alsoWrite,
-  ]);
-  return getUserById(db, userId);
 }

@@ -1,7 +1,9 @@
-import { and, eq, inArray, sql } from "drizzle-orm";
+import { and, eq, inArray, type SQL, sql } from "drizzle-orm";
+import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../db/client";
-import { users } from "../db/schema";
+import { listings, users } from "../db/schema";
 import { DomainError } from "../lib/errors";
+import { outboxInsertPerRow } from "./outbox";
 
 type People = Record<string, string | null | undefined>;
 
@@ -38,4 +40,55 @@ export function agencyOfPeople(agencyId: string, people: People) {
   const ids = namedIds(people);
   const inAgency = sql`(SELECT count(*) FROM ${users} WHERE ${users.agencyId} = ${agencyId} AND ${users.id} IN ${ids})`;
   return sql`(CASE WHEN ${inAgency} = ${ids.length} THEN ${agencyId} END)`;
+}
+
+/**
+ * Hands an agency's listings over from people who left it (`leavers`, a subquery of user
+ * ids): the owner and the first agent pass to `successor` (a scalar subquery naming someone
+ * who stays; while it is NULL, as when nobody active is left, they stay as they were), and
+ * the optional second agent is cleared. Each listing that changes emits `listing.updated`
+ * to the agency, naming the fields that changed and only people of the agency. Two
+ * set-based statements for the caller's batch, the events first so they see the listings
+ * before the change, placed after the leavers left the agency.
+ */
+export function handOverListings(
+  db: Db,
+  agencyId: string,
+  leavers: SQL,
+  successor: SQL,
+  at: string,
+): BatchItem<"sqlite">[] {
+  const left = (column: string) => sql.raw(`l.${column} IN (SELECT id FROM leavers)`);
+  const handed = (column: string) =>
+    sql`CASE WHEN ${left(column)} THEN coalesce((SELECT id FROM successor), l.${sql.raw(column)})
+      ELSE l.${sql.raw(column)} END`;
+  // Each listing of the agency that names a leaver, with the people it names now (was_…) and will name.
+  const ctes = sql`leavers(id) AS (SELECT id FROM ${leavers}),
+    successor(id) AS (SELECT ${successor}),
+    handed AS (
+      SELECT l.id, l.listing_number, l.address,
+        l.owner_user_id AS was_owner, l.agent_one_id AS was_one, l.agent_two_id AS was_two,
+        ${handed("owner_user_id")} AS owner, ${handed("agent_one_id")} AS agent_one,
+        CASE WHEN ${left("agent_two_id")} THEN NULL ELSE l.agent_two_id END AS agent_two
+      FROM ${listings} l
+      WHERE l.agency_id = ${agencyId} AND (${left("owner_user_id")} OR ${left("agent_one_id")} OR ${left("agent_two_id")})),
+    changed AS (
+      SELECT * FROM handed WHERE owner IS NOT was_owner OR agent_one IS NOT was_one OR agent_two IS NOT was_two)`;
+  const changedFields = sql`json((SELECT json_group_array(field) FROM (
+      SELECT 'owner_user_id' AS field WHERE c.owner IS NOT c.was_owner
+      UNION ALL SELECT 'agent_one_id' WHERE c.agent_one IS NOT c.was_one
+      UNION ALL SELECT 'agent_two_id' WHERE c.agent_two IS NOT c.was_two)))`;
+  return [
+    outboxInsertPerRow(db, agencyId, "listing.updated", {
+      ctes,
+      data: sql`json_object('listing_number', c.listing_number, 'changed_fields', ${changedFields},
+        'address', c.address, 'owner_user_id', c.owner, 'agent_one_id', c.agent_one, 'agent_two_id', c.agent_two)`,
+      from: sql`FROM changed c`,
+    }),
+    db
+      .update(listings)
+      .set({ ownerUserId: sql`c.owner`, agentOneId: sql`c.agent_one`, agentTwoId: sql`c.agent_two`, updatedAt: at })
+      .from(sql`(WITH ${ctes} SELECT id, owner, agent_one, agent_two FROM changed) AS c`)
+      .where(sql`${listings}.id = c.id`),
+  ];
 }

@@ -1,4 +1,4 @@
-import { type SQL, sql } from "drizzle-orm";
+import { getTableColumns, type SQL, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { insertIfChanged } from "../db/insert-if-changed";
 import { events, webhookEndpoints } from "../db/schema";
@@ -65,4 +65,39 @@ export function outboxInsertIfChanged<T extends EventType>(
     attempts: 0,
     createdAt: new Date().toISOString(),
   });
+}
+
+/**
+ * One event per row a query selects, to be written in the same `db.batch` as a change to
+ * many rows at once, where a statement per row would not scale: the statement binds the
+ * same few parameters however many rows it writes. `ctes` (a WITH list, without `WITH`)
+ * and `from` (`FROM … WHERE …`) select the rows; `data` builds each one's payload as a
+ * JSON object in SQL, in the shape the type's schema documents (it cannot be parsed
+ * through it here: the callers' tests parse what they write).
+ */
+export function outboxInsertPerRow<T extends EventType>(
+  db: Db,
+  agencyId: string,
+  type: T,
+  rows: { ctes: SQL; data: SQL; from: SQL },
+) {
+  // Each row's id: the time part of this moment's ids, so they still sort by creation, and 12 random characters.
+  const timePart = newEventId().slice(0, -12);
+  const values: Partial<Record<keyof typeof events.$inferInsert, SQL | string | number>> = {
+    id: sql`${timePart} || lower(hex(randomblob(6)))`,
+    agencyId,
+    eventType: type,
+    apiVersion: EVENT_TYPES[type].apiVersion,
+    timestamp: Math.floor(Date.now() / 1000),
+    data: rows.data,
+    enqueuedAt: sentUnlessSubscribed(agencyId, type),
+    createdAt: nowIso(),
+    attempts: 0,
+  };
+  // INSERT … SELECT lists every column of the table, in table order.
+  const selected = sql.join(
+    Object.keys(getTableColumns(events)).map((name) => sql`${values[name as keyof typeof values] ?? null}`),
+    sql`, `,
+  );
+  return db.insert(events).select(sql`WITH ${rows.ctes} SELECT ${selected} ${rows.from}`);
 }

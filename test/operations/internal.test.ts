@@ -219,7 +219,7 @@ describe("agencies and users", () => {
     expectError(await call(`/api/v1/users/${a.teamLead.id}`, { key: a.key }), 404, "user_not_found");
     expectError(await call(`/api/v1/users/${a.agent.id}`, { key: a.key }), 404, "user_not_found");
     expect((await eventsOf(b.agencyId, "user.hierarchy_changed")).map((e) => e.data)).toEqual([
-      { user_id: a.teamLead.id, managerId: b.owner.id, previous_manager_id: a.owner.id, agency_changed: true },
+      { user_id: a.teamLead.id, managerId: b.owner.id, previous_manager_id: null, agency_changed: true },
     ]);
     expect(await eventsOf(a.agencyId, "user.hierarchy_changed")).toEqual([]);
   });

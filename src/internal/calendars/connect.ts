@@ -26,7 +26,8 @@ export const connectCalendarRoute = internalRoute(["user_not_found", "calendar_f
   description:
     "Google Calendar (OAuth tokens; refreshed with GOOGLE_CLIENT_SECRET when expired) or an ICS feed URL. " +
     "Credentials are stored sealed and never returned. " +
-    "The connection also answers for everyone below the user in the hierarchy who has none.",
+    "The connection also answers for everyone below the user in the hierarchy who has none. It belongs to the " +
+    "user's agency: it is removed when the user moves to another agency.",
   request: {
     params: userParam,
     body: {

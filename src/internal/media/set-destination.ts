@@ -15,7 +15,8 @@ export const setDeliveryDestinationRoute = internalRoute(["user_not_found", "inv
   summary: "Set an agent's cloud storage for media delivery (S3-compatible: AWS S3, R2, Backblaze B2, Wasabi, MinIO)",
   description:
     "Replaces any earlier destination of the user. The secret access key is encrypted at rest and never answered. " +
-    "Files land at `<path_prefix>/<listing_number>/<asset_type>/<filename>`.",
+    "Files land at `<path_prefix>/<listing_number>/<asset_type>/<filename>`. The destination belongs to the user's " +
+    "agency: it is removed when the user moves to another agency.",
   request: {
     params: userParams,
     body: {

@@ -1,6 +1,5 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { deactivateUser } from "../../domain/hierarchy";
-import { refreshKeysMintedBy } from "../../durable/key-changes";
+import { deactivateUser } from "../../durable/people";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
@@ -26,8 +25,6 @@ export const deactivateUserRoute = internalRoute(["user_not_found"], {
 });
 
 export const deactivateUserHandler: RouteHandler<typeof deactivateUserRoute, AppEnv> = async (c) => {
-  const user = await deactivateUser(c.var.db, c.req.valid("param").user_id, c.req.valid("json").reason);
-  // Told even when nothing changed, so repeating a call whose notice was cut short completes it.
-  await refreshKeysMintedBy(c.env, user.id, { subtree: false });
+  const user = await deactivateUser(c.env, c.var.db, c.req.valid("param").user_id, c.req.valid("json").reason);
   return c.json(presentInternalUser(user), 200);
 };

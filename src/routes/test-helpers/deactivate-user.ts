@@ -1,6 +1,6 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { deactivateUser } from "../../domain/hierarchy";
 import { userOfAgency } from "../../domain/users";
+import { deactivateUser } from "../../durable/people";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency-mark";
@@ -15,8 +15,10 @@ export const deactivateUserRoute = publicRoute(helperGuard("users:read", ["user_
   tags: [TEST_HELPERS_TAG],
   summary: "Deactivate or suspend a user (emits user.deactivated)",
   description:
-    "What the dashboard's user management does: `is_active` becomes false and `user.deactivated` is emitted, " +
-    "once; deactivating an inactive user changes nothing.",
+    "What the dashboard's user management does, through the same code: `is_active` becomes false and " +
+    "`user.deactivated` is emitted, once; deactivating an inactive user changes nothing. Every API key the user " +
+    "minted, the one calling included, is refused from the very next request with 401 `api_key_disabled` " +
+    "(`details.reason`: `minting_user_inactive`).",
   request: {
     params: userIdParam,
     body: {
@@ -37,6 +39,7 @@ export const deactivateUserHandler: RouteHandler<typeof deactivateUserRoute, App
   const db = c.var.db;
   const user = await userOfAgency(db, c.get("caller").agencyId, c.req.valid("param").user_id);
   const deactivated = await deactivateUser(
+    c.env,
     db,
     user.id,
     c.req.valid("json").reason,

@@ -1,6 +1,6 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { changeManager } from "../../domain/hierarchy";
 import { activeUserOfAgency, userOfAgency } from "../../domain/users";
+import { moveUser } from "../../durable/people";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency-mark";
@@ -17,8 +17,8 @@ export const moveUserRoute = publicRoute(
     tags: [TEST_HELPERS_TAG],
     summary: "Change a user's manager (emits user.hierarchy_changed)",
     description:
-      "What the dashboard does when a user gets another manager inside your agency; the user's subtree moves " +
-      "with them. The manager must be an active user of your agency (404 `user_not_found`) outside the user's own " +
+      "What the dashboard does when a user gets another manager inside your agency, through the same code; the " +
+      "user's subtree moves with them. The manager must be an active user of your agency (404 `user_not_found`) outside the user's own " +
       "subtree (422 `hierarchy_cycle`); `null` puts the user at the top, which only an agency owner role may be " +
       "(422 `invalid_role`). Moving a user to the manager they have changes nothing and emits nothing.",
     request: {
@@ -46,7 +46,8 @@ export const moveUserHandler: RouteHandler<typeof moveUserRoute, AppEnv> = async
   const user = await userOfAgency(db, agencyId, c.req.valid("param").user_id);
   // Held to your agency: the manager is yours too, never another agency's.
   const manager = managerId ? await activeUserOfAgency(db, agencyId, managerId) : null;
-  const moved = await changeManager(
+  const moved = await moveUser(
+    c.env,
     db,
     user.id,
     manager?.id ?? null,
