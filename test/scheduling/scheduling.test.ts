@@ -2,7 +2,7 @@ import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test"
 import { env } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { parseIcs } from "../../src/calendar/ics";
+import { feedBusy, feedEventStart, readFeed } from "../../src/calendar/ics-feed";
 import { calendarConnections, users } from "../../src/db/schema";
 import { createUser } from "../../src/domain/hierarchy";
 import worker from "../../src/index";
@@ -239,14 +239,23 @@ describe("availability", () => {
   });
 });
 
-describe("ICS parsing", () => {
-  it("unfolds lines and reads UTC, zoned and all-day times", () => {
-    const events = parseIcs(
+describe("ICS reading", () => {
+  it("unfolds lines and reads UTC, zoned and all-day times, and finds a stored event by UID", () => {
+    const feed = readFeed(
       "BEGIN:VEVENT\r\nUID:a\r\n " +
-        "long-uid\r\nDTSTART;VALUE=DATE:20261201\r\nEND:VEVENT\r\nBEGIN:VEVENT\r\nUID:b\r\nDTSTART;TZID=Europe/Berlin:20260701T120000\r\nSTATUS:CANCELLED\r\nEND:VEVENT",
+        "long-uid\r\nDTSTART;VALUE=DATE:20261201\r\nEND:VEVENT\r\nBEGIN:VEVENT\r\nUID:b\r\n" +
+        "DTSTART;TZID=Europe/Berlin:20260701T120000\r\nSTATUS:CANCELLED\r\nEND:VEVENT\r\nBEGIN:VEVENT\r\n" +
+        "UID:c\r\nDTSTART;TZID=Europe/Berlin:20260701T120000\r\nDTEND:20260701T110000Z\r\nEND:VEVENT",
     );
-    expect(events[0]).toMatchObject({ uid: "along-uid", start: Date.UTC(2026, 11, 1) });
-    expect(events[1]).toMatchObject({ uid: "b", start: Date.UTC(2026, 6, 1, 10), cancelled: true });
+    expect(feedEventStart(feed, "along-uid")).toEqual({ found: true, start: Date.UTC(2026, 11, 1) });
+    expect(feedEventStart(feed, "b")).toEqual({ found: false });
+    expect(feedEventStart(feed, "c")).toEqual({ found: true, start: Date.UTC(2026, 6, 1, 10) });
+    const busy = feedBusy(feed, Date.UTC(2026, 0, 1), Date.UTC(2027, 0, 1), "America/New_York");
+    expect(busy).toEqual([
+      // The all-day date is the whole day in the asked zone (the feed names none).
+      { start: Date.UTC(2026, 11, 1, 5), end: Date.UTC(2026, 11, 2, 5) },
+      { start: Date.UTC(2026, 6, 1, 10), end: Date.UTC(2026, 6, 1, 11) },
+    ]);
   });
 });
 
@@ -255,7 +264,8 @@ describe("the demo calendar", () => {
     const r = await call("/dev/demo-calendar.ics");
     expect(r.status, r.text).toBe(200);
     expect(r.headers.get("Content-Type")).toContain("text/calendar");
-    expect(parseIcs(r.text).filter((e) => e.start !== undefined && e.end! > e.start)).toHaveLength(5);
+    const week = feedBusy(readFeed(r.text), Date.now() - 86_400_000, Date.now() + 8 * 86_400_000, "UTC");
+    expect(week.filter((b) => b.end > b.start)).toHaveLength(5);
     const ctx = createExecutionContext();
     const res = await worker.fetch(
       new Request(`${BASE}/dev/demo-calendar.ics`),

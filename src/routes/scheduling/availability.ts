@@ -107,7 +107,7 @@ export const availabilityHandler: RouteHandler<typeof availabilityRoute, AppEnv>
   const source = await sourceFor(db, c.env, connection, timeoutMs);
   const from = new Date(q.from);
   const to = new Date(q.to);
-  const busy = await source.busy(from, to);
+  const busy = await source.busy(from, to, q.timezone);
   const slots = freeSlots(from.getTime(), to.getTime(), q.duration_minutes * 60_000, busy, q.timezone);
   return c.json(
     AvailabilitySchema.parse({
