@@ -56,9 +56,9 @@ describe("availability", () => {
     expect(r.json.calendar).toEqual({ provider: "ics", connected_user_id: t.owner.id });
     // 09–11 free, 11–13 busy, 13–15 and 15–17 free (the transparent event does not block).
     expect(r.json.slots.map((s: any) => s.start)).toEqual([
-      "2026-11-30T17:00:00.000Z",
-      "2026-11-30T21:00:00.000Z",
-      "2026-11-30T23:00:00.000Z",
+      "2026-11-30T09:00:00-08:00",
+      "2026-11-30T13:00:00-08:00",
+      "2026-11-30T15:00:00-08:00",
     ]);
     expect(calls[0]!.url).toBe("https://cal.example.com/feed.ics");
   });
@@ -162,7 +162,7 @@ describe("availability", () => {
     });
     const r = await call(query(), { key: t.key });
     expect(r.json.calendar, r.text).toEqual({ provider: "google", connected_user_id: t.owner.id });
-    expect(r.json.slots.map((s: any) => s.start)).toEqual(["2026-11-30T21:00:00.000Z", "2026-11-30T23:00:00.000Z"]);
+    expect(r.json.slots.map((s: any) => s.start)).toEqual(["2026-11-30T13:00:00-08:00", "2026-11-30T15:00:00-08:00"]);
     expect(calls.map((c) => c.url)).toEqual([
       "https://oauth2.googleapis.com/token",
       "https://www.googleapis.com/calendar/v3/freeBusy",
