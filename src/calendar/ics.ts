@@ -1,65 +1,7 @@
 import { DomainError } from "../lib/errors";
 import { checkOutboundUrl, type OutboundPolicy } from "../lib/outbound-url";
-import { type CalendarSource, type Interval, providerFetch, providerText } from "./outbound";
-import { isTimeZone, zonedToUtc } from "./zoned";
-
-interface VEvent {
-  uid?: string;
-  start?: number;
-  end?: number;
-  cancelled: boolean;
-  transparent: boolean;
-}
-
-/** Unfolded content lines (RFC 5545 §3.1). */
-const unfold = (text: string) => text.replace(/\r?\n[ \t]/g, "").split(/\r?\n/);
-
-/** DTSTART/DTEND value to epoch ms: UTC (`Z`), with TZID, floating (taken as UTC), or an all-day date. */
-function parseIcsTime(params: string, value: string): number | undefined {
-  const tzid = /TZID=([^;:]+)/i.exec(params)?.[1];
-  const m = /^(\d{4})(\d{2})(\d{2})(?:T(\d{2})(\d{2})(\d{2})(Z)?)?$/.exec(value.trim());
-  if (!m) return undefined;
-  const [, y, mo, d, h = "00", mi = "00", s = "00", z] = m;
-  const parts = [Number(y), Number(mo), Number(d), Number(h), Number(mi), Number(s)] as const;
-  if (z || !tzid || !isTimeZone(tzid)) return Date.UTC(parts[0], parts[1] - 1, parts[2], parts[3], parts[4], parts[5]);
-  return zonedToUtc(...parts, tzid);
-}
-
-export function parseIcs(text: string): VEvent[] {
-  const events: VEvent[] = [];
-  let current: VEvent | undefined;
-  for (const line of unfold(text)) {
-    if (line === "BEGIN:VEVENT") current = { cancelled: false, transparent: false };
-    else if (line === "END:VEVENT" && current) {
-      events.push(current);
-      current = undefined;
-    } else if (current) {
-      const colon = line.indexOf(":");
-      if (colon < 0) continue;
-      const [name, ...params] = line.slice(0, colon).split(";");
-      const value = line.slice(colon + 1);
-      const p = params.join(";");
-      switch (name?.toUpperCase()) {
-        case "UID":
-          current.uid = value.trim();
-          break;
-        case "DTSTART":
-          current.start = parseIcsTime(p, value);
-          break;
-        case "DTEND":
-          current.end = parseIcsTime(p, value);
-          break;
-        case "STATUS":
-          current.cancelled = value.trim().toUpperCase() === "CANCELLED";
-          break;
-        case "TRANSP":
-          current.transparent = value.trim().toUpperCase() === "TRANSPARENT";
-          break;
-      }
-    }
-  }
-  return events;
-}
+import { type Feed, feedBusy, feedEventStart, readFeed } from "./ics-feed";
+import { type CalendarSource, providerFetch, providerText } from "./outbound";
 
 /**
  * Whether a feed URL may be fetched: the outbound policy of webhook receivers (https to a
@@ -77,12 +19,13 @@ export function checkFeedUrl(feedUrl: string, policy: OutboundPolicy): string {
 }
 
 /**
- * A plain ICS feed: busy times are its opaque, confirmed events. Recurrence rules are not
- * expanded. A feed URL the policy refuses at fetch time is 502 `calendar_provider_error`;
- * the feed is read at most `PROVIDER_BODY_LIMIT` bytes.
+ * A plain ICS feed, read with ical.js: busy times are the occurrences of its opaque,
+ * confirmed events and its busy FREEBUSY periods (see ics-feed.ts). A feed URL the policy
+ * refuses at fetch time is 502 `calendar_provider_error`; the feed is read at most
+ * `PROVIDER_BODY_LIMIT` bytes.
  */
 export function icsSource(feedUrl: string, opts: { policy: OutboundPolicy; timeoutMs?: number }): CalendarSource {
-  let cached: Promise<VEvent[]> | undefined;
+  let cached: Promise<Feed> | undefined;
   const load = () =>
     (cached ??= (async () => {
       const verdict = checkOutboundUrl(feedUrl, opts.policy);
@@ -97,22 +40,16 @@ export function icsSource(feedUrl: string, opts: { policy: OutboundPolicy; timeo
         { headers: { Accept: "text/calendar" } },
         { timeoutMs: opts.timeoutMs },
       );
-      return parseIcs(await providerText("ics", res));
+      return readFeed(await providerText("ics", res));
     })());
   return {
-    async busy(from, to) {
-      const out: Interval[] = [];
-      for (const e of await load()) {
-        if (e.cancelled || e.transparent || e.start === undefined) continue;
-        const end = e.end ?? e.start;
-        if (end > from.getTime() && e.start < to.getTime()) out.push({ start: e.start, end });
-      }
-      return out;
+    async busy(from, to, timeZone) {
+      return feedBusy(await load(), from.getTime(), to.getTime(), timeZone ?? "UTC");
     },
     async event(uid) {
-      const e = (await load()).find((x) => x.uid === uid && !x.cancelled);
-      if (!e) return { found: false };
-      return { found: true, start: e.start === undefined ? null : new Date(e.start).toISOString() };
+      const e = feedEventStart(await load(), uid);
+      if (!e.found) return e;
+      return { found: true, start: e.start === null ? null : new Date(e.start).toISOString() };
     },
   };
 }

@@ -65,7 +65,8 @@ export interface Interval {
 export type CalendarEvent = { found: false } | { found: true; start: string | null };
 
 export interface CalendarSource {
-  busy(from: Date, to: Date): Promise<Interval[]>;
+  /** Busy time overlapping [from, to); `timeZone` is the zone asked for, which reads an ICS feed's floating times. */
+  busy(from: Date, to: Date, timeZone?: string): Promise<Interval[]>;
   event(eventId: string): Promise<CalendarEvent>;
 }
 

@@ -175,9 +175,9 @@ describe("sandbox calendar", () => {
     expect(own.status, own.text).toBe(200);
     expect(own.json.calendar).toEqual({ provider: "sandbox", connected_user_id: t.owner.id });
     expect(own.json.slots.map((s: any) => s.start)).toEqual([
-      "2026-11-30T09:00:00.000Z",
-      "2026-11-30T13:00:00.000Z",
-      "2026-11-30T15:00:00.000Z",
+      "2026-11-30T09:00:00+00:00",
+      "2026-11-30T13:00:00+00:00",
+      "2026-11-30T15:00:00+00:00",
     ]);
     const below = await call(`/api/v1/scheduling/availability?${DAY}&user_id=${t.agent.id}`, { key: t.key });
     expect(below.json.calendar.connected_user_id).toBe(t.owner.id);
@@ -199,7 +199,7 @@ describe("sandbox calendar", () => {
     const fetches = mockFetch();
     const r = await call(`/api/v1/scheduling/availability?${DAY}`, { key: t.key });
     expect(r.json.calendar.provider).toBe("sandbox");
-    expect(r.json.slots[0].start, "09:00–11:00 overlaps the block").toBe("2026-11-30T11:00:00.000Z");
+    expect(r.json.slots[0].start, "09:00–11:00 overlaps the block").toBe("2026-11-30T11:00:00+00:00");
     expect(fetches, "a sandbox calendar is read without any outbound call").not.toHaveBeenCalled();
   });
 

@@ -2,7 +2,7 @@ import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test"
 import { env } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { parseIcs } from "../../src/calendar/ics";
+import { feedBusy, feedEventStart, readFeed } from "../../src/calendar/ics-feed";
 import { calendarConnections, users } from "../../src/db/schema";
 import { createUser } from "../../src/domain/hierarchy";
 import worker from "../../src/index";
@@ -56,9 +56,9 @@ describe("availability", () => {
     expect(r.json.calendar).toEqual({ provider: "ics", connected_user_id: t.owner.id });
     // 09–11 free, 11–13 busy, 13–15 and 15–17 free (the transparent event does not block).
     expect(r.json.slots.map((s: any) => s.start)).toEqual([
-      "2026-11-30T17:00:00.000Z",
-      "2026-11-30T21:00:00.000Z",
-      "2026-11-30T23:00:00.000Z",
+      "2026-11-30T09:00:00-08:00",
+      "2026-11-30T13:00:00-08:00",
+      "2026-11-30T15:00:00-08:00",
     ]);
     expect(calls[0]!.url).toBe("https://cal.example.com/feed.ics");
   });
@@ -162,7 +162,7 @@ describe("availability", () => {
     });
     const r = await call(query(), { key: t.key });
     expect(r.json.calendar, r.text).toEqual({ provider: "google", connected_user_id: t.owner.id });
-    expect(r.json.slots.map((s: any) => s.start)).toEqual(["2026-11-30T21:00:00.000Z", "2026-11-30T23:00:00.000Z"]);
+    expect(r.json.slots.map((s: any) => s.start)).toEqual(["2026-11-30T13:00:00-08:00", "2026-11-30T15:00:00-08:00"]);
     expect(calls.map((c) => c.url)).toEqual([
       "https://oauth2.googleapis.com/token",
       "https://www.googleapis.com/calendar/v3/freeBusy",
@@ -239,14 +239,23 @@ describe("availability", () => {
   });
 });
 
-describe("ICS parsing", () => {
-  it("unfolds lines and reads UTC, zoned and all-day times", () => {
-    const events = parseIcs(
+describe("ICS reading", () => {
+  it("unfolds lines and reads UTC, zoned and all-day times, and finds a stored event by UID", () => {
+    const feed = readFeed(
       "BEGIN:VEVENT\r\nUID:a\r\n " +
-        "long-uid\r\nDTSTART;VALUE=DATE:20261201\r\nEND:VEVENT\r\nBEGIN:VEVENT\r\nUID:b\r\nDTSTART;TZID=Europe/Berlin:20260701T120000\r\nSTATUS:CANCELLED\r\nEND:VEVENT",
+        "long-uid\r\nDTSTART;VALUE=DATE:20261201\r\nEND:VEVENT\r\nBEGIN:VEVENT\r\nUID:b\r\n" +
+        "DTSTART;TZID=Europe/Berlin:20260701T120000\r\nSTATUS:CANCELLED\r\nEND:VEVENT\r\nBEGIN:VEVENT\r\n" +
+        "UID:c\r\nDTSTART;TZID=Europe/Berlin:20260701T120000\r\nDTEND:20260701T110000Z\r\nEND:VEVENT",
     );
-    expect(events[0]).toMatchObject({ uid: "along-uid", start: Date.UTC(2026, 11, 1) });
-    expect(events[1]).toMatchObject({ uid: "b", start: Date.UTC(2026, 6, 1, 10), cancelled: true });
+    expect(feedEventStart(feed, "along-uid")).toEqual({ found: true, start: Date.UTC(2026, 11, 1) });
+    expect(feedEventStart(feed, "b")).toEqual({ found: false });
+    expect(feedEventStart(feed, "c")).toEqual({ found: true, start: Date.UTC(2026, 6, 1, 10) });
+    const busy = feedBusy(feed, Date.UTC(2026, 0, 1), Date.UTC(2027, 0, 1), "America/New_York");
+    expect(busy).toEqual([
+      // The all-day date is the whole day in the asked zone (the feed names none).
+      { start: Date.UTC(2026, 11, 1, 5), end: Date.UTC(2026, 11, 2, 5) },
+      { start: Date.UTC(2026, 6, 1, 10), end: Date.UTC(2026, 6, 1, 11) },
+    ]);
   });
 });
 
@@ -255,7 +264,8 @@ describe("the demo calendar", () => {
     const r = await call("/dev/demo-calendar.ics");
     expect(r.status, r.text).toBe(200);
     expect(r.headers.get("Content-Type")).toContain("text/calendar");
-    expect(parseIcs(r.text).filter((e) => e.start !== undefined && e.end! > e.start)).toHaveLength(5);
+    const week = feedBusy(readFeed(r.text), Date.now() - 86_400_000, Date.now() + 8 * 86_400_000, "UTC");
+    expect(week.filter((b) => b.end > b.start)).toHaveLength(5);
     const ctx = createExecutionContext();
     const res = await worker.fetch(
       new Request(`${BASE}/dev/demo-calendar.ics`),

@@ -1,7 +1,7 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { resolveConnection, sourceFor } from "../../calendar/connections";
 import { freeSlots, WORKING_HOURS } from "../../calendar/slots";
-import { isTimeZone } from "../../calendar/zoned";
+import { isTimeZone, zonedIso } from "../../calendar/zoned";
 import { activeUserOfAgency } from "../../domain/users";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
@@ -22,17 +22,32 @@ const AvailabilitySchema = z
         example: "usr_0mhx3k2a1q8v2l0c9z7rj4",
       }),
     }),
-    timezone: z.string().openapi({ example: "America/Los_Angeles" }),
+    timezone: z.string().openapi({ description: "The zone asked for.", example: "America/Los_Angeles" }),
     duration_minutes: z.number().int().openapi({ example: 60 }),
     working_hours: z
       .object({ days: z.array(z.string()), start: z.string(), end: z.string() })
       .openapi({ example: { days: ["mon", "tue", "wed", "thu", "fri"], start: "09:00", end: "17:00" } }),
     from: z.string().openapi({ example: "2026-11-23T00:00:00.000Z" }),
     to: z.string().openapi({ example: "2026-11-30T00:00:00.000Z" }),
-    slots: z.array(z.object({ start: z.string(), end: z.string() })).openapi({
-      description: `Free slots, earliest first (at most 500).`,
-      example: [{ start: "2026-11-23T17:00:00.000Z", end: "2026-11-23T18:00:00.000Z" }],
-    }),
+    slots: z
+      .array(
+        z.object({
+          start: z.string().openapi({
+            description: "Start of the slot, ISO 8601 with the offset `timezone` has at that instant.",
+            example: "2026-11-23T09:00:00-08:00",
+          }),
+          end: z.string().openapi({
+            description: "End of the slot, ISO 8601 with the offset `timezone` has at that instant.",
+            example: "2026-11-23T10:00:00-08:00",
+          }),
+        }),
+      )
+      .openapi({
+        description:
+          "Free slots, earliest first (at most 500). Each time carries the offset of `timezone` at that " +
+          "instant (`+00:00` for `UTC`), so a slot reads as the local working time it is.",
+        example: [{ start: "2026-11-23T09:00:00-08:00", end: "2026-11-23T10:00:00-08:00" }],
+      }),
   })
   .openapi("Availability");
 
@@ -52,7 +67,9 @@ export const availabilityRoute = publicRoute(
     description:
       "Free slots of `duration_minutes` between `from` and `to` (at most 31 days), within working hours (Monday " +
       "to Friday, 09:00–17:00 in `timezone`), computed from the busy times of the connected external calendar " +
-      "(Google Calendar or an ICS feed). The connection is resolved up the manager chain from `user_id` " +
+      "(Google Calendar or an ICS feed; a feed's recurring events are expanded, with their exceptions, and its " +
+      "floating times are read in the calendar's own zone, else in `timezone`). Slot times carry the offset of " +
+      "`timezone`. The connection is resolved up the manager chain from `user_id` " +
       "(default: the user who minted your key): the user's own calendar, else the nearest manager's. None is 403 " +
       "`calendar_not_connected`; a provider that fails is 502, one that does not answer within 8 s is 504.",
     request: {
@@ -77,7 +94,12 @@ export const availabilityRoute = publicRoute(
             .string()
             .default("UTC")
             .refine(isTimeZone, { message: "Not an IANA time zone." })
-            .openapi({ description: "IANA time zone of the working hours.", example: "America/Los_Angeles" }),
+            .openapi({
+              description:
+                "IANA time zone of the working hours and of the slot times' offsets; an ICS feed's floating " +
+                "times are read in it when the feed names no zone of its own.",
+              example: "America/Los_Angeles",
+            }),
           user_id: z.string().optional().openapi({
             description: "Whose availability: a user of your agency.",
             example: "usr_0mhx3k2a1q8v2l0c9z7rj4",
@@ -107,7 +129,7 @@ export const availabilityHandler: RouteHandler<typeof availabilityRoute, AppEnv>
   const source = await sourceFor(db, c.env, connection, timeoutMs);
   const from = new Date(q.from);
   const to = new Date(q.to);
-  const busy = await source.busy(from, to);
+  const busy = await source.busy(from, to, q.timezone);
   const slots = freeSlots(from.getTime(), to.getTime(), q.duration_minutes * 60_000, busy, q.timezone);
   return c.json(
     AvailabilitySchema.parse({
@@ -117,7 +139,7 @@ export const availabilityHandler: RouteHandler<typeof availabilityRoute, AppEnv>
       working_hours: { days: WORKING_HOURS.days.map((d) => DAY_NAMES[d]!), start: "09:00", end: "17:00" },
       from: from.toISOString(),
       to: to.toISOString(),
-      slots: slots.map((s) => ({ start: new Date(s.start).toISOString(), end: new Date(s.end).toISOString() })),
+      slots: slots.map((s) => ({ start: zonedIso(s.start, q.timezone), end: zonedIso(s.end, q.timezone) })),
     }),
     200,
   );
