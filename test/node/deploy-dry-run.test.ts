@@ -1,0 +1,47 @@
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { gzipSync } from "node:zlib";
+import { afterAll, describe, expect, it } from "vitest";
+
+const root = join(__dirname, "..", "..");
+const wrangler = join(root, "node_modules", ".bin", "wrangler");
+const scratch = mkdtempSync(join(tmpdir(), "deploy-"));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+/** Workers' limit on a paid plan's Worker after compression; the free plan allows 3 MiB. */
+const COMPRESSED_LIMIT = 10 * 1024 * 1024;
+
+/**
+ * Builds the Worker as `wrangler deploy` would for an environment, without uploading it:
+ * the configuration of that environment must be valid and the bundle must build and fit.
+ */
+function dryRun(environment: "sandbox" | "live") {
+  const outdir = join(scratch, environment);
+  const report = execFileSync(wrangler, ["deploy", "--dry-run", "--env", environment, "--outdir", outdir], {
+    cwd: root,
+    encoding: "utf8",
+    stdio: "pipe",
+    env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true" },
+  });
+  const files = readdirSync(outdir).filter((f) => f.endsWith(".js"));
+  const bytes = files.reduce((n, f) => n + readFileSync(join(outdir, f)).length, 0);
+  const compressed = files.reduce((n, f) => n + gzipSync(readFileSync(join(outdir, f))).length, 0);
+  return { report, files, bytes, compressed };
+}
+
+describe("the deployed environments build", () => {
+  for (const environment of ["sandbox", "live"] as const)
+    it(`wrangler deploy --dry-run --env ${environment} builds a Worker within the size limit`, () => {
+      const built = dryRun(environment);
+      expect(built.report).toContain("--dry-run: exiting now.");
+      expect(built.report).toContain(`alms-${environment}`);
+      expect(built.files).toContain("index.js");
+      expect(built.compressed).toBeLessThan(COMPRESSED_LIMIT);
+      console.log(
+        `${environment}: ${(built.bytes / 1024 / 1024).toFixed(2)} MiB, ` +
+          `${(built.compressed / 1024 / 1024).toFixed(2)} MiB gzipped`,
+      );
+    }, 120_000);
+});
