@@ -6,6 +6,7 @@ import { DomainError } from "../lib/errors";
 import { newId, nowIso } from "../lib/ids";
 import { isUniqueViolation } from "./constraint";
 import { outboxInsert, outboxInsertIfChanged } from "./outbox";
+import { quotaRefusal } from "./quotas";
 import { AGENCY_OWNER_ROLES, AGENCY_ROLES, PLATFORM_ROLES, type Role } from "./roles";
 
 export async function createAgency(
@@ -118,7 +119,7 @@ export async function createUser(
   } catch (err) {
     if (isUniqueViolation(err, "email"))
       throw new DomainError("user_email_taken", { details: { email: input.email.toLowerCase() } });
-    throw err;
+    return quotaRefusal(db, agencyId, err);
   }
 }
 
