@@ -8,18 +8,33 @@ import { nowIso } from "../lib/ids";
  * What an agency's quotas bound: rows of a table, or bytes of the fields a client chooses
  * the size of. The triggers of the agency_quotas migration keep `agency_usage` exact and
  * refuse the write that would pass a quota; `quota_defaults` (seeded there) holds the
- * defaults. `rowBytes` is the documented average size of a row, for approximate reports.
+ * defaults.
  */
-export const QUOTA_RESOURCES = {
-  tours: { unit: "rows", rowBytes: 1_200 },
-  tour_bytes: { unit: "bytes", rowBytes: 0 },
-  listings: { unit: "rows", rowBytes: 600 },
-  listing_bytes: { unit: "bytes", rowBytes: 0 },
-  media_uploads: { unit: "rows", rowBytes: 400 },
-  api_keys: { unit: "rows", rowBytes: 500 },
-  users: { unit: "rows", rowBytes: 300 },
-  appointments: { unit: "rows", rowBytes: 250 },
-} as const satisfies Record<string, { unit: "rows" | "bytes"; rowBytes: number }>;
+const QUOTA_RESOURCES = {
+  tours: "rows",
+  tour_bytes: "bytes",
+  listings: "rows",
+  listing_bytes: "bytes",
+  media_uploads: "rows",
+  api_keys: "rows",
+  users: "rows",
+  appointments: "rows",
+} as const satisfies Record<string, "rows" | "bytes">;
+
+/**
+ * The tables the quotas count, for the usage report: the resource counting their rows, the
+ * one counting their client-sized bytes, and the average size of the rest of a row (ids,
+ * timestamps, fixed columns and index entries; for a tour, also its ~30 search gram rows).
+ * Approximate: D1 reports no size per row.
+ */
+export const STORED_TABLES = {
+  tours: { rows: "tours", bytes: "tour_bytes", rowBytes: 2_500 },
+  listings: { rows: "listings", bytes: "listing_bytes", rowBytes: 700 },
+  media_uploads: { rows: "media_uploads", rowBytes: 500 },
+  api_keys: { rows: "api_keys", rowBytes: 600 },
+  users: { rows: "users", rowBytes: 400 },
+  appointments: { rows: "appointments", rowBytes: 300 },
+} as const satisfies Record<string, { rows: QuotaResource; bytes?: QuotaResource; rowBytes: number }>;
 
 export type QuotaResource = keyof typeof QUOTA_RESOURCES;
 export const QUOTA_RESOURCE_NAMES = Object.keys(QUOTA_RESOURCES) as QuotaResource[];
@@ -84,7 +99,7 @@ export async function agencyQuotaStates(db: Db, agencyId: string): Promise<Quota
     return [
       {
         resource,
-        unit: QUOTA_RESOURCES[resource].unit,
+        unit: QUOTA_RESOURCES[resource],
         limit: row.override ?? row.byDefault,
         used: Math.max(0, row.used),
         overridden: row.override !== null,
@@ -116,4 +131,38 @@ export async function setAgencyQuotas(
           }),
   );
   if (first) await db.batch([first, ...rest]);
+}
+
+export interface TableUsage {
+  rows: number;
+  /** The client-sized bytes counted exactly, plus rows × the table's average fixed row size. */
+  approxBytes: number;
+}
+
+/** What each of these agencies stores, by table (from agency_usage: one indexed read for the page). */
+export async function usageOfAgencies(
+  db: Db,
+  agencyIds: string[],
+): Promise<Map<string, Record<keyof typeof STORED_TABLES, TableUsage>>> {
+  const rows = agencyIds.length
+    ? await db
+        .select()
+        .from(agencyUsage)
+        .where(sql`${agencyUsage.agencyId} IN (SELECT value FROM json_each(${JSON.stringify(agencyIds)}))`)
+    : [];
+  const used = new Map(rows.map((r) => [`${r.agencyId} ${r.resource}`, Math.max(0, r.used)]));
+  const of = (agencyId: string, resource: QuotaResource | undefined) =>
+    resource ? (used.get(`${agencyId} ${resource}`) ?? 0) : 0;
+  return new Map(
+    agencyIds.map((agencyId) => [
+      agencyId,
+      Object.fromEntries(
+        Object.entries(STORED_TABLES).map(([table, t]) => {
+          const n = of(agencyId, t.rows);
+          const bytes = "bytes" in t ? of(agencyId, t.bytes) : 0;
+          return [table, { rows: n, approxBytes: bytes + n * t.rowBytes }];
+        }),
+      ) as Record<keyof typeof STORED_TABLES, TableUsage>,
+    ]),
+  );
 }

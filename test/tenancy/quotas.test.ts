@@ -235,3 +235,30 @@ describe("quotas of uploads, users, keys and appointments", () => {
     ).toBe(0);
   });
 });
+
+describe("the usage report (npm run ops -- usage)", () => {
+  it("gives rows and approximate bytes per table from the usage counters", async () => {
+    const t = await makeTenant();
+    await makeListing(t);
+    const tour = await createTour(t, { description: "z".repeat(2_000) });
+    expect(tour.status, tour.text).toBe(201);
+    const r = await internal(`/internal/v1/usage?agency_id=${t.agencyId}`);
+    expect(r.status, r.text).toBe(200);
+    expect(r.json.next_cursor).toBe("");
+    const [item] = r.json.data;
+    expect(item.agency_id).toBe(t.agencyId);
+    expect(item.tables.tours.rows).toBe(1);
+    expect(item.tables.tours.approx_bytes).toBe((await usage(t.agencyId, "tour_bytes")) + 2_500);
+    expect(item.tables.listings.rows).toBe(1);
+    expect(item.tables.users.rows).toBe(4);
+    expect(item.tables.api_keys.rows).toBe(1);
+    expect(item.tables.media_uploads).toEqual({ rows: 0, approx_bytes: 0 });
+    const tables = Object.values(item.tables) as { approx_bytes: number }[];
+    expect(item.approx_bytes).toBe(tables.reduce((s, x) => s + x.approx_bytes, 0));
+
+    const page = await internal("/internal/v1/usage?limit=2");
+    expect(page.status, page.text).toBe(200);
+    expect(page.json.data.length).toBeLessThanOrEqual(2);
+    expectError(await internal("/internal/v1/usage?agency_id=agy_nope"), 404, "agency_not_found");
+  });
+});
