@@ -1,4 +1,4 @@
-import { and, count, eq } from "drizzle-orm";
+import { and, count, eq, sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import {
   agencyUsage,
@@ -260,5 +260,44 @@ describe("the usage report (npm run ops -- usage)", () => {
     expect(page.status, page.text).toBe(200);
     expect(page.json.data.length).toBeLessThanOrEqual(2);
     expectError(await internal("/internal/v1/usage?agency_id=agy_nope"), 404, "agency_not_found");
+  });
+});
+
+describe("the usage counters", () => {
+  it("stay equal to what the tables hold through creates, updates and deletes", async () => {
+    const t = await makeTenant();
+    const made = await Promise.all([createTour(t, { description: "é".repeat(50) }), createTour(t), createTour(t)]);
+    for (const r of made) expect(r.status, r.text).toBe(201);
+    const put = await call(`/api/v1/tours/${made[0]!.json.tour_number}`, {
+      method: "PUT",
+      key: t.key,
+      body: { description: null },
+    });
+    expect(put.status, put.text).toBe(200);
+    const del = await call(`/api/v1/tours/${made[1]!.json.tour_number}`, { method: "DELETE", key: t.key });
+    expect(del.status, del.text).toBe(204);
+    const l = await makeListing(t);
+    const fp = await call(`/api/v1/listings/${l.listing_number}/sections/floorplan`, {
+      method: "PATCH",
+      key: t.key,
+      body: { operation: "set", url: "https://cdn.example.com/plan.pdf" },
+    });
+    expect(fp.status, fp.text).toBe(200);
+
+    const [actual] = await db().all<{ tours: number; tour_bytes: number; listing_bytes: number }>(sql`
+      SELECT
+        (SELECT count(*) FROM tours WHERE agency_id = ${t.agencyId}) AS tours,
+        (SELECT sum(length(CAST(address AS BLOB)) + length(CAST(city AS BLOB)) + length(CAST(state AS BLOB))
+          + length(CAST(zipcode AS BLOB)) + coalesce(length(CAST(mls_number AS BLOB)), 0)
+          + coalesce(length(CAST(description AS BLOB)), 0) + length(CAST(images AS BLOB))
+          + coalesce(length(CAST(virtual_tour_url AS BLOB)), 0)) FROM tours WHERE agency_id = ${t.agencyId}) AS tour_bytes,
+        (SELECT sum(length(CAST(address AS BLOB)) + length(CAST(floorplan_urls AS BLOB))
+          + coalesce(length(CAST(matterport_url AS BLOB)), 0)) FROM listings WHERE agency_id = ${t.agencyId})
+          AS listing_bytes`);
+    expect(actual!.tours).toBe(2);
+    expect(await usage(t.agencyId, "tours")).toBe(actual!.tours);
+    expect(await usage(t.agencyId, "tour_bytes")).toBe(actual!.tour_bytes);
+    expect(await usage(t.agencyId, "listing_bytes")).toBe(actual!.listing_bytes);
+    expect(await usage(t.agencyId, "listings")).toBe(1);
   });
 });
