@@ -8,6 +8,7 @@ import { DEMO_CALENDAR_PATH, demoCalendar } from "./routes/dev/demo-calendar";
 import { errorDocsPath, errorsApi } from "./routes/errors";
 import { eventsApi } from "./routes/events";
 import { STRIPE_HOOK_PATH, stripeHook } from "./routes/hooks/stripe";
+import { limitsApi } from "./routes/limits";
 import { listingsApi, replayListing } from "./routes/listings";
 import { mediaApi, replayUpload, uploadPath } from "./routes/media";
 import { reservedApi } from "./routes/reserved";
@@ -28,6 +29,7 @@ const publicApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
   .route("/", schedulingApi)
   .route("/", reservedApi)
   .route("/", adminApi)
+  .route("/", limitsApi)
   .route("/", testHelpersApi)
   .route("/", errorsApi);
 

@@ -640,3 +640,38 @@ export const jobCursors = sqliteTable("job_cursors", {
   position: text("position"),
   updatedAt: updatedAt(),
 });
+
+/**
+ * What an agency stores, per resource (`tours`, `tour_bytes`, …): rows, or bytes of the
+ * fields a client chooses the size of. Kept exact by triggers on each resource table (the
+ * agency_quotas migration), so it changes in the same statement as the rows it counts.
+ */
+export const agencyUsage = sqliteTable(
+  "agency_usage",
+  {
+    agencyId: text("agency_id").notNull(),
+    resource: text("resource").notNull(),
+    used: integer("used").notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.agencyId, t.resource] })],
+);
+
+/** The quota of each resource for an agency without an override; the triggers read it. */
+export const quotaDefaults = sqliteTable("quota_defaults", {
+  resource: text("resource").primaryKey(),
+  quota: integer("quota").notNull(),
+});
+
+/** An agency's own quota for a resource, in place of the default (set by the platform). */
+export const agencyQuotas = sqliteTable(
+  "agency_quotas",
+  {
+    agencyId: text("agency_id")
+      .notNull()
+      .references(() => agencies.id),
+    resource: text("resource").notNull(),
+    quota: integer("quota").notNull(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [primaryKey({ columns: [t.agencyId, t.resource] })],
+);

@@ -5,6 +5,7 @@ import { DomainError } from "../lib/errors";
 import { newId, nowIso } from "../lib/ids";
 import { getAgency, getUserById } from "./hierarchy";
 import { hashSecret, type KeyMode, type KeyPrefix, mintSecret, ROTATION_GRACE_MS } from "./keys";
+import { quotaRefusal } from "./quotas";
 import { AGENCY_OWNER_ROLES, DEFAULT_SCOPES, isPlatformRole, type Scope } from "./roles";
 
 export interface MintInput {
@@ -39,22 +40,24 @@ export async function mintKey(db: Db, input: MintInput): Promise<{ key: ApiKey; 
     });
   const secret = mintSecret(input.mode, prefix);
   const id = newId("key");
-  const [[key]] = await db.batch([
-    db
-      .insert(apiKeys)
-      .values({
-        id,
-        agencyId: agency.id,
-        mintedByUserId: minter.id,
-        role: minter.role,
-        mode: input.mode,
-        name: input.name ?? "",
-        scopes,
-        expiresAt: input.expiresAt ?? null,
-      })
-      .returning(),
-    db.insert(apiKeySecrets).values({ hash: await hashSecret(secret), keyId: id, prefix, last4: secret.slice(-4) }),
-  ]);
+  const [[key]] = await db
+    .batch([
+      db
+        .insert(apiKeys)
+        .values({
+          id,
+          agencyId: agency.id,
+          mintedByUserId: minter.id,
+          role: minter.role,
+          mode: input.mode,
+          name: input.name ?? "",
+          scopes,
+          expiresAt: input.expiresAt ?? null,
+        })
+        .returning(),
+      db.insert(apiKeySecrets).values({ hash: await hashSecret(secret), keyId: id, prefix, last4: secret.slice(-4) }),
+    ])
+    .catch((err: unknown) => quotaRefusal(db, agency.id, err));
   return { key: key!, secret };
 }
 

@@ -6,6 +6,7 @@ import { DomainError } from "../lib/errors";
 import { newId, nowIso } from "../lib/ids";
 import { isNotNullViolation } from "./constraint";
 import { outboxInsert, outboxInsertIfChanged } from "./outbox";
+import { quotaRefusal } from "./quotas";
 
 function checkTimes(startsAt: string, endsAt: string) {
   if (Date.parse(endsAt) <= Date.parse(startsAt))
@@ -71,7 +72,7 @@ export async function scheduleAppointment(
     ])
     .catch((err: unknown) => {
       if (isNotNullViolation(err, "appointments.listing_id")) throw new DomainError("listing_already_cancelled");
-      throw err;
+      return quotaRefusal(db, listing.agencyId, err);
     });
   return appointment!;
 }

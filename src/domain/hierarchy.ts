@@ -6,6 +6,7 @@ import { DomainError } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { isUniqueViolation } from "./constraint";
 import { outboxInsert } from "./outbox";
+import { quotaRefusal } from "./quotas";
 import { AGENCY_OWNER_ROLES, AGENCY_ROLES, PLATFORM_ROLES, type Role } from "./roles";
 
 export async function createAgency(
@@ -122,7 +123,7 @@ export async function createUser(
         message: "A user of this agency already has this email.",
         details: { email: input.email.toLowerCase() },
       });
-    throw err;
+    return quotaRefusal(db, agencyId, err);
   }
 }
 

@@ -7,6 +7,7 @@ import { isNotNullViolation, isUniqueViolation } from "./constraint";
 import { agencyOfPeople, checkPeople } from "./listing-people";
 import { publicUrl } from "./listing-reads";
 import { outboxInsert } from "./outbox";
+import { quotaRefusal } from "./quotas";
 
 interface CreateListingInput {
   address: string;
@@ -71,7 +72,7 @@ export async function createListing(
         if (attempt >= 5) throw err;
         continue;
       }
-      if (!isUniqueViolation(err, "listings.")) throw err;
+      if (!isUniqueViolation(err, "listings.")) return quotaRefusal(db, agencyId, err);
       if (input.listingNumber)
         throw new DomainError("listing_number_taken", { details: { listing_number: input.listingNumber } });
       if (attempt >= 5) throw err;

@@ -5,6 +5,7 @@ import { type Listing, listings } from "../db/schema";
 import { nowIso } from "../lib/ids";
 import { checkPeople } from "./listing-people";
 import { outboxInsert } from "./outbox";
+import { quotaRefusal } from "./quotas";
 
 interface ListingEdit {
   address?: string;
@@ -36,21 +37,23 @@ export async function editListing(
   );
   if (!changed.length) return listing;
   const next = { ...listing, ...Object.fromEntries(changed.map((k) => [k, edit[k]])) } as Listing;
-  const [[updated]] = await db.batch([
-    db
-      .update(listings)
-      .set({ ...Object.fromEntries(changed.map((k) => [k, edit[k]])), updatedAt: nowIso() })
-      .where(eq(listings.id, listing.id))
-      .returning(),
-    outboxInsert(db, listing.agencyId, "listing.updated", {
-      listing_number: listing.listingNumber,
-      changed_fields: changed.map((k) => columns[k]),
-      address: next.address,
-      owner_user_id: next.ownerUserId,
-      agent_one_id: next.agentOneId,
-      agent_two_id: next.agentTwoId,
-    }),
-    ...alsoWrite,
-  ]);
+  const [[updated]] = await db
+    .batch([
+      db
+        .update(listings)
+        .set({ ...Object.fromEntries(changed.map((k) => [k, edit[k]])), updatedAt: nowIso() })
+        .where(eq(listings.id, listing.id))
+        .returning(),
+      outboxInsert(db, listing.agencyId, "listing.updated", {
+        listing_number: listing.listingNumber,
+        changed_fields: changed.map((k) => columns[k]),
+        address: next.address,
+        owner_user_id: next.ownerUserId,
+        agent_one_id: next.agentOneId,
+        agent_two_id: next.agentTwoId,
+      }),
+      ...alsoWrite,
+    ])
+    .catch((err: unknown) => quotaRefusal(db, listing.agencyId, err));
   return updated!;
 }

@@ -5,6 +5,7 @@ import { type Listing, listings } from "../db/schema";
 import { DomainError } from "../lib/errors";
 import { nowIso } from "../lib/ids";
 import { outboxInsertIfChanged } from "./outbox";
+import { quotaRefusal } from "./quotas";
 
 export const EXPOSED_SECTIONS = ["floorplan", "matterport"] as const;
 export const MAX_FLOORPLANS = 50;
@@ -96,19 +97,21 @@ export async function writeSection(
   alsoWrite: BatchItem<"sqlite">[] = [],
 ): Promise<Listing> {
   const { guard, ...set } = value;
-  const [[updated]] = await db.batch([
-    db
-      .update(listings)
-      .set({ ...set, updatedAt: nowIso() })
-      .where(and(eq(listings.id, listing.id), eq(listings.agencyId, listing.agencyId), guard?.holds))
-      .returning(),
-    outboxInsertIfChanged(db, listing.agencyId, "listing.section_modified", {
-      listing_number: listing.listingNumber,
-      section,
-      operation,
-    }),
-    ...alsoWrite,
-  ]);
+  const [[updated]] = await db
+    .batch([
+      db
+        .update(listings)
+        .set({ ...set, updatedAt: nowIso() })
+        .where(and(eq(listings.id, listing.id), eq(listings.agencyId, listing.agencyId), guard?.holds))
+        .returning(),
+      outboxInsertIfChanged(db, listing.agencyId, "listing.section_modified", {
+        listing_number: listing.listingNumber,
+        section,
+        operation,
+      }),
+      ...alsoWrite,
+    ])
+    .catch((err: unknown) => quotaRefusal(db, listing.agencyId, err));
   if (!updated) throw guard?.refusal ?? new DomainError("listing_not_found");
   return updated;
 }

@@ -5,6 +5,7 @@ import { type Tour, tourCounts, tourSearchGramCounts, tourSearchGrams, tours } f
 import { DomainError } from "../lib/errors";
 import { newId, nowIso, randomAlnum } from "../lib/ids";
 import { isUniqueViolation } from "./constraint";
+import { quotaRefusal } from "./quotas";
 
 export const TOUR_STATUSES = ["active", "inactive", "archived"] as const;
 export type TourStatus = (typeof TOUR_STATUSES)[number];
@@ -65,7 +66,8 @@ export async function createTour(
       ]);
       return tour!;
     } catch (err) {
-      if (!isUniqueViolation(err, "tours.") || attempt >= 5) throw err;
+      if (!isUniqueViolation(err, "tours.")) return quotaRefusal(db, agencyId, err);
+      if (attempt >= 5) throw err;
     }
   }
 }
@@ -80,14 +82,16 @@ export async function updateTour(
   patch: { status?: TourStatus; price?: number | null; description?: string | null },
   alsoWrite: BatchItem<"sqlite">[] = [],
 ): Promise<Tour> {
-  const [[updated]] = await db.batch([
-    db
-      .update(tours)
-      .set({ ...patch, updatedAt: nowIso() })
-      .where(and(eq(tours.id, tour.id), eq(tours.agencyId, tour.agencyId)))
-      .returning(),
-    ...alsoWrite,
-  ]);
+  const [[updated]] = await db
+    .batch([
+      db
+        .update(tours)
+        .set({ ...patch, updatedAt: nowIso() })
+        .where(and(eq(tours.id, tour.id), eq(tours.agencyId, tour.agencyId)))
+        .returning(),
+      ...alsoWrite,
+    ])
+    .catch((err: unknown) => quotaRefusal(db, tour.agencyId, err));
   if (!updated) throw new DomainError("tour_not_found");
   return updated;
 }

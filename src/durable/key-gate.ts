@@ -3,7 +3,7 @@ import { eq } from "drizzle-orm";
 import { database } from "../db/client";
 import { type ApiKey, type ApiKeySecret, apiKeySecrets, apiKeys, users } from "../db/schema";
 import { type KeyChange, revokeKey, rotateKey, updateKey } from "../domain/api-keys";
-import { budgetFor, type EndpointName, MAX_BUDGET, WINDOW_MS } from "../domain/budgets";
+import { budgetFor, ENDPOINT_NAMES, type EndpointName, MAX_BUDGET, WINDOW_MS } from "../domain/budgets";
 import { checkKeyState, type KeyMode, type KeyState } from "../domain/keys";
 import { DomainError, type ErrorCode } from "../lib/errors";
 import { SlidingLog } from "../lib/sliding-log";
@@ -226,6 +226,30 @@ export class KeyGate extends DurableObject<Env> {
         "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
       bookmark,
     );
+  }
+
+  /**
+   * Every budget of the key with what is left of its window now, counting nothing: the
+   * key's own report of its rate limits. Undefined when the key is unknown.
+   */
+  async windows(keyId: string, now = Date.now()): Promise<Record<EndpointName, RateDecision> | undefined> {
+    const loaded = await this.#load(keyId);
+    if (!loaded) return undefined;
+    const report = {} as Record<EndpointName, RateDecision>;
+    for (const endpoint of ENDPOINT_NAMES) {
+      const limit = budgetFor(endpoint, loaded.key.rateLimitOverrides);
+      if (limit === undefined) continue;
+      const window = this.#windows.get(endpoint);
+      window?.evict(now - WINDOW_MS);
+      const newest = window?.newest();
+      report[endpoint] = {
+        limit,
+        remaining: Math.max(0, limit - (window?.size ?? 0)),
+        // As on an admitted request: the window has fully refilled a window after its newest request.
+        reset: Math.ceil(((newest ?? now - WINDOW_MS) + WINDOW_MS) / 1000),
+      };
+    }
+    return report;
   }
 
   /** Counts a request of a caller that is not a key (a dashboard session) against its window. */

@@ -194,6 +194,12 @@ const TAGS = [
   },
   { name: "Administration", description: "Platform administrators only." },
   {
+    name: "Limits",
+    description:
+      "What the calling key may still send in each rate-limit window, and what its agency may still store under " +
+      "its quotas. A write that would pass a quota is refused with 409 `agency_quota_exceeded` and stores nothing.",
+  },
+  {
     name: TEST_HELPERS_TAG,
     description:
       "Sandbox only (`sk_test_` keys): drive what the dashboard, the payment provider, the agent's storage and " +

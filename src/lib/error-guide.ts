@@ -101,6 +101,10 @@ const ERROR_GUIDE = {
   stripe_signature_invalid: fix("Sign with the endpoint's secret and send within 5 minutes of the signature time."),
   webhook_url_not_allowed: fix("Use a public https URL; private, loopback and metadata addresses are refused."),
   webhook_event_type_not_allowed: fix("Subscribe to event types of the catalog (GET /api/v1/webhooks/events)."),
+  agency_quota_exceeded: later(
+    "The agency stores details.limit of details.resource already (GET /api/v1/limits shows every quota); delete " +
+      "some, or ask the platform for a higher quota.",
+  ),
   rate_limit_exceeded: wait("Wait Retry-After seconds (plus 0 to 5 s of jitter) before the next request."),
   rate_limit_misconfigured: later("The key's budget cannot be resolved; contact support with the request id."),
   rate_limit_unavailable: wait("Nothing was processed; retry after Retry-After."),

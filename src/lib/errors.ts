@@ -89,6 +89,11 @@ export const ERRORS = {
     409,
     "The agency has the maximum number of active webhook endpoints; delete one to register another.",
   ],
+  // Quotas
+  agency_quota_exceeded: [
+    409,
+    "The agency has reached its quota for this resource; nothing was stored. Delete some, or ask for a higher quota.",
+  ],
   // Rate limiting
   rate_limit_exceeded: [
     429,

@@ -2,6 +2,7 @@ import { and, eq, gt, ne } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../db/client";
 import { type Listing, listings, type MediaUpload, mediaUploads } from "../db/schema";
+import { quotaRefusal } from "../domain/quotas";
 import { newId, nowIso } from "../lib/ids";
 import { prepareDelivery } from "./delivery-records";
 import { sendJob } from "./jobs";
@@ -52,7 +53,9 @@ export async function createUpload(
     { kind: "upload.settle", upload_id: id },
     UPLOAD_URL_TTL_SECONDS + SETTLE_GRACE_SECONDS,
   );
-  const [[created]] = await db.batch([db.insert(mediaUploads).values(row).returning(), ...alsoWrite(id)]);
+  const [[created]] = await db
+    .batch([db.insert(mediaUploads).values(row).returning(), ...alsoWrite(id)])
+    .catch((err: unknown) => quotaRefusal(db, input.agencyId, err));
   return created!;
 }
 

@@ -8,7 +8,7 @@ import { internalRoute } from "../../http/route";
 import { isoInstant, mintedResponse, presentKey } from "./schema";
 
 export const mintApiKeyRoute = internalRoute(
-  ["agency_not_found", "user_not_found", "key_mint_forbidden", "scope_not_grantable"],
+  ["agency_not_found", "user_not_found", "key_mint_forbidden", "scope_not_grantable", "agency_quota_exceeded"],
   {
     method: "post",
     path: "/internal/v1/api-keys",

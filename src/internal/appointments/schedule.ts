@@ -8,7 +8,7 @@ import { instant, listingParams } from "../listings/schema";
 import { appointmentAnswer, presentAppointment } from "./schema";
 
 export const scheduleAppointmentRoute = internalRoute(
-  ["listing_not_found", "listing_already_cancelled", "invalid_appointment_time"],
+  ["listing_not_found", "listing_already_cancelled", "invalid_appointment_time", "agency_quota_exceeded"],
   {
     method: "post",
     path: "/internal/v1/agencies/{agency_id}/listings/{listing_number}/appointments",

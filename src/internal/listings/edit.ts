@@ -7,27 +7,30 @@ import { internalRoute } from "../../http/route";
 import { presentListing } from "../../schemas/listings";
 import { listingAnswer, listingParams } from "./schema";
 
-export const editListingRoute = internalRoute(["listing_not_found", "agent_not_in_hierarchy"], {
-  method: "patch",
-  path: "/internal/v1/agencies/{agency_id}/listings/{listing_number}",
-  operationId: "editListing",
-  tags: ["Listings"],
-  summary: "Edit a listing's address or agents (emits listing.updated)",
-  request: {
-    params: listingParams,
-    body: {
-      content: json(
-        z.strictObject({
-          address: z.string().trim().min(1).max(300).optional(),
-          owner_user_id: z.string().optional(),
-          agent_one_id: z.string().optional(),
-          agent_two_id: z.string().nullable().optional(),
-        }),
-      ),
+export const editListingRoute = internalRoute(
+  ["listing_not_found", "agent_not_in_hierarchy", "agency_quota_exceeded"],
+  {
+    method: "patch",
+    path: "/internal/v1/agencies/{agency_id}/listings/{listing_number}",
+    operationId: "editListing",
+    tags: ["Listings"],
+    summary: "Edit a listing's address or agents (emits listing.updated)",
+    request: {
+      params: listingParams,
+      body: {
+        content: json(
+          z.strictObject({
+            address: z.string().trim().min(1).max(300).optional(),
+            owner_user_id: z.string().optional(),
+            agent_one_id: z.string().optional(),
+            agent_two_id: z.string().nullable().optional(),
+          }),
+        ),
+      },
     },
+    responses: listingAnswer("The listing."),
   },
-  responses: listingAnswer("The listing."),
-});
+);
 
 export const editListingHandler: RouteHandler<typeof editListingRoute, AppEnv> = async (c) => {
   const db = c.var.db;

@@ -2,8 +2,8 @@ import { OpenAPIHono } from "@hono/zod-openapi";
 import type { AppEnv } from "../../http/env";
 import { validationHook } from "../../http/validation";
 import { resealHandler, resealRoute } from "./reseal";
+import { usageHandler, usageRoute } from "./usage";
 
-export const operationsInternal = new OpenAPIHono<AppEnv>({ defaultHook: validationHook }).openapi(
-  resealRoute,
-  resealHandler,
-);
+export const operationsInternal = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
+  .openapi(resealRoute, resealHandler)
+  .openapi(usageRoute, usageHandler);

@@ -8,7 +8,7 @@ import { withRenames } from "../../http/validation";
 import { InternalUserSchema, presentInternalUser } from "./schema";
 
 export const createUserRoute = internalRoute(
-  ["agency_not_found", "manager_not_found", "invalid_role", "user_email_taken"],
+  ["agency_not_found", "manager_not_found", "invalid_role", "user_email_taken", "agency_quota_exceeded"],
   {
     method: "post",
     path: "/internal/v1/users",

@@ -37,7 +37,7 @@ export const createListingRoute = publicRoute(
     endpoint: "create_listing",
     scope: "listings:write",
     roles: WRITER_ROLES,
-    errors: ["listing_number_taken", "agent_not_in_hierarchy"],
+    errors: ["listing_number_taken", "agent_not_in_hierarchy", "agency_quota_exceeded"],
   },
   {
     method: "post",

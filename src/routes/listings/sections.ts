@@ -14,7 +14,7 @@ const guard = {
   endpoint: "update_section",
   scope: "listings:write",
   roles: WRITER_ROLES,
-  errors: ["listing_not_found", "invalid_section_payload"],
+  errors: ["listing_not_found", "invalid_section_payload", "agency_quota_exceeded"],
 } as const;
 const url = (description: string) =>
   z.string().max(2048).openapi({ description, example: "https://cdn.example.com/plans/k3v9x2a-1.pdf" });

@@ -14,7 +14,13 @@ export const uploadMediaRoute = publicRoute(
     scope: "media:write",
     roles: UPLOADER_ROLES,
     session: true,
-    errors: ["unsupported_mime_type", "file_too_large", "listing_not_found", "queue_unavailable"],
+    errors: [
+      "unsupported_mime_type",
+      "file_too_large",
+      "listing_not_found",
+      "queue_unavailable",
+      "agency_quota_exceeded",
+    ],
   },
   {
     method: "post",

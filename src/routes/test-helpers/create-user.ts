@@ -10,45 +10,48 @@ import { randomAlnum } from "../../lib/ids";
 import { presentUser, UserSchema } from "../../schemas/users";
 import { helperGuard, TEST_HELPERS_TAG } from "./schema";
 
-export const createUserRoute = publicRoute(helperGuard("users:read", ["user_not_found", "user_email_taken"]), {
-  method: "post",
-  path: "/api/v1/test_helpers/users",
-  operationId: "testHelperCreateUser",
-  tags: [TEST_HELPERS_TAG],
-  summary: "Provision a user under a manager (emits user.signed_up)",
-  description:
-    "What the dashboard does when a user is provisioned (admin create or invite): the user joins your agency " +
-    "under `manager_id`, an active user of your agency (404 `user_not_found` otherwise), and `user.signed_up` " +
-    "is emitted. Emails are unique within your agency (409 `user_email_taken` when one of your users has it); " +
-    "whether another agency has the same email never changes the answer. One is minted when omitted.",
-  request: {
-    body: {
-      content: json(
-        z.strictObject({
-          manager_id: z
-            .string()
-            .max(64)
-            .openapi({ description: "The new user's manager.", example: "usr_0mhx3k2a1q8v2l0c9z7rj4" }),
-          role: z
-            .enum(AGENCY_ROLES)
-            .default("agent")
-            .openapi({ description: "Role in the hierarchy; `agent` when omitted.", example: "agent" }),
-          name: z.string().trim().min(1).max(200).default("Sandbox User").openapi({ example: "Priya Natarajan" }),
-          email: z
-            .email()
-            .max(254)
-            .optional()
-            .openapi({ description: "Minted (`…@sandbox.invalid`) when omitted.", example: "priya@example.com" }),
-          source: z
-            .enum(["admin_create", "invite"])
-            .default("admin_create")
-            .openapi({ description: "How the user was provisioned (`data.source`).", example: "invite" }),
-        }),
-      ),
+export const createUserRoute = publicRoute(
+  helperGuard("users:read", ["user_not_found", "user_email_taken", "agency_quota_exceeded"]),
+  {
+    method: "post",
+    path: "/api/v1/test_helpers/users",
+    operationId: "testHelperCreateUser",
+    tags: [TEST_HELPERS_TAG],
+    summary: "Provision a user under a manager (emits user.signed_up)",
+    description:
+      "What the dashboard does when a user is provisioned (admin create or invite): the user joins your agency " +
+      "under `manager_id`, an active user of your agency (404 `user_not_found` otherwise), and `user.signed_up` " +
+      "is emitted. Emails are unique within your agency (409 `user_email_taken` when one of your users has it); " +
+      "whether another agency has the same email never changes the answer. One is minted when omitted.",
+    request: {
+      body: {
+        content: json(
+          z.strictObject({
+            manager_id: z
+              .string()
+              .max(64)
+              .openapi({ description: "The new user's manager.", example: "usr_0mhx3k2a1q8v2l0c9z7rj4" }),
+            role: z
+              .enum(AGENCY_ROLES)
+              .default("agent")
+              .openapi({ description: "Role in the hierarchy; `agent` when omitted.", example: "agent" }),
+            name: z.string().trim().min(1).max(200).default("Sandbox User").openapi({ example: "Priya Natarajan" }),
+            email: z
+              .email()
+              .max(254)
+              .optional()
+              .openapi({ description: "Minted (`…@sandbox.invalid`) when omitted.", example: "priya@example.com" }),
+            source: z
+              .enum(["admin_create", "invite"])
+              .default("admin_create")
+              .openapi({ description: "How the user was provisioned (`data.source`).", example: "invite" }),
+          }),
+        ),
+      },
     },
+    responses: { 201: { description: "The user.", content: json(UserSchema) } },
   },
-  responses: { 201: { description: "The user.", content: json(UserSchema) } },
-});
+);
 
 export const createUserHandler: RouteHandler<typeof createUserRoute, AppEnv> = async (c) => {
   const db = c.var.db;

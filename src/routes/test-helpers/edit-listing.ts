@@ -12,7 +12,7 @@ const person = (description: string) =>
   z.string().max(64).optional().openapi({ description, example: "usr_0mhx3k2a1q8v2l0c9z7rj4" });
 
 export const editListingRoute = publicRoute(
-  helperGuard("listings:write", ["listing_not_found", "agent_not_in_hierarchy"]),
+  helperGuard("listings:write", ["listing_not_found", "agent_not_in_hierarchy", "agency_quota_exceeded"]),
   {
     method: "post",
     path: "/api/v1/test_helpers/listings/{listing_number}/edit",

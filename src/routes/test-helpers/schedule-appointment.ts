@@ -9,7 +9,12 @@ import { listingNumberParam } from "../../schemas/listings";
 import { AppointmentSchema, helperGuard, instant, presentAppointment, TEST_HELPERS_TAG } from "./schema";
 
 export const scheduleAppointmentRoute = publicRoute(
-  helperGuard("listings:write", ["listing_not_found", "listing_already_cancelled", "invalid_appointment_time"]),
+  helperGuard("listings:write", [
+    "listing_not_found",
+    "listing_already_cancelled",
+    "invalid_appointment_time",
+    "agency_quota_exceeded",
+  ]),
   {
     method: "post",
     path: "/api/v1/test_helpers/listings/{listing_number}/appointments",

@@ -14,7 +14,13 @@ const tourAnswer = (status: 200 | 201, description: string) =>
 const CREATE_TOUR_BODY_LIMIT = 256 * 1024;
 
 export const createTourRoute = publicRoute(
-  { endpoint: "create_tour", scope: "tours:write", roles: WRITER_ROLES, bodyLimit: CREATE_TOUR_BODY_LIMIT },
+  {
+    endpoint: "create_tour",
+    scope: "tours:write",
+    roles: WRITER_ROLES,
+    bodyLimit: CREATE_TOUR_BODY_LIMIT,
+    errors: ["agency_quota_exceeded"],
+  },
   {
     method: "post",
     path: "/api/v1/tours",

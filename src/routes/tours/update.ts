@@ -12,7 +12,12 @@ const tourAnswer = (status: 200 | 201, description: string) =>
   ({ [status]: { description, content: json(TourSchema) } }) as const;
 
 export const updateTourRoute = publicRoute(
-  { endpoint: "update_tour", scope: "tours:write", roles: WRITER_ROLES, errors: ["tour_not_found"] },
+  {
+    endpoint: "update_tour",
+    scope: "tours:write",
+    roles: WRITER_ROLES,
+    errors: ["tour_not_found", "agency_quota_exceeded"],
+  },
   {
     method: "put",
     path: "/api/v1/tours/{tourNumber}",
