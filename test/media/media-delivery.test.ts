@@ -537,7 +537,7 @@ describe("the internal surface", () => {
       addressing_style: "path",
     });
     const row = await db().select().from(deliveryDestinations).where(eq(deliveryDestinations.userId, t.agent.id)).get();
-    expect(row!.secretAccessKeySealed).toMatch(/^v1\./);
+    expect(row!.secretAccessKeySealed).toMatch(/^v2\./);
     expect(row!.secretAccessKeySealed).not.toContain(SECRET);
     const read = await internal(`/internal/v1/users/${t.agent.id}/delivery-destination`);
     expect(read.status, read.text).toBe(200);
