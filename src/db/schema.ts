@@ -359,6 +359,8 @@ export const mediaUploads = sqliteTable(
   (t) => [
     uniqueIndex("media_uploads_object_key").on(t.objectKey),
     index("media_uploads_listing").on(t.listingId, t.status, t.createdAt),
+    // A listing's uploads are read a cursor page at a time, in (created_at, id) order.
+    index("media_uploads_listing_page").on(t.listingId, t.createdAt, t.id),
   ],
 );
 

@@ -18,6 +18,8 @@ export const DEFAULT_BUDGETS = {
   update_listing_status: 200,
   update_section: 200,
   upload_media: 20,
+  read_media_single: 600,
+  read_media_list: 300,
   read_tours_list: 300,
   read_tour_single: 600,
   create_tour: 200,

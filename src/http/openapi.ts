@@ -180,7 +180,10 @@ const TAGS = [
       "through the API: a PATCH of any other section (`/api/v1/listings/{listing_number}/sections/{section}`) " +
       "answers 404 `section_not_exposed`.",
   },
-  { name: "Media", description: "Pre-signed uploads of photos, videos, floorplans and documents." },
+  {
+    name: "Media",
+    description: "Pre-signed uploads of photos, videos, floorplans and documents, and where each file stands.",
+  },
   { name: "Tours", description: "Property tours of your agency." },
   { name: "Users", description: "The users of your agency hierarchy (read-only)." },
   { name: "Webhooks", description: "The event catalog and your receivers." },

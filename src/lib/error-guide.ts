@@ -66,6 +66,7 @@ const ERROR_GUIDE = {
   upload_url_expired: fix("Upload URLs last 15 minutes; request a new one with POST /api/v1/media/upload."),
   upload_size_mismatch: fix("PUT exactly size_bytes bytes, as declared when the upload was requested."),
   upload_already_completed: fix("This upload already has its file; request a new upload for another file."),
+  upload_not_found: fix("Check the upload_id: the one POST /api/v1/media/upload answered to your agency."),
   delivery_destination_not_found: later("Configure the agent's cloud storage in the dashboard."),
   invalid_delivery_destination: fix("Correct the delivery destination's settings in the dashboard."),
   nothing_to_deliver: later("Upload files for the listing first."),

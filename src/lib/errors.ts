@@ -49,6 +49,7 @@ export const ERRORS = {
   upload_url_expired: [403, "The upload URL has expired; request a new one with POST /api/v1/media/upload."],
   upload_size_mismatch: [400, "The uploaded body does not have the size_bytes declared for this upload."],
   upload_already_completed: [409, "This upload already received its file."],
+  upload_not_found: [404, "No such upload."],
   delivery_destination_not_found: [404, "No delivery destination is configured for this agent or listing."],
   invalid_delivery_destination: [422, "The delivery destination is not usable."],
   nothing_to_deliver: [409, "The listing has no completed uploads to deliver."],

@@ -4,7 +4,7 @@ import type { Db } from "../db/client";
 import { listings, mediaDeliveries, mediaDeliveryFiles, mediaUploads } from "../db/schema";
 import { nowIso } from "../lib/ids";
 import { keyringOf } from "../lib/keyring";
-import { type Budget, take } from "./batch-budget";
+import { type Budget, COPY_SLOTS, take } from "./batch-budget";
 import { finish } from "./delivery-finish";
 import { MAX_DELIVERY_ATTEMPTS, retryDelaySeconds } from "./delivery-retry";
 import { openDestination } from "./destinations";
@@ -14,8 +14,8 @@ import { r2Call } from "./r2-call";
 import type { PutOutcome } from "./s3-put";
 import { deliverFile } from "./sandbox";
 
-/** Files of one delivery copied at the same time. */
-export const PARALLEL_PUTS = 4;
+/** Files of one delivery copied at the same time, at most: each also needs a copy slot of the batch. */
+export const PARALLEL_PUTS = COPY_SLOTS;
 /**
  * Files one run of a delivery job copies at most; the files still pending after it are
  * carried by a fresh job sent right away (a continuation, not an attempt).
@@ -30,7 +30,7 @@ const joinKey = (...parts: string[]) =>
 
 /**
  * One run of a delivery: files not yet delivered are copied from R2 to the agent's
- * bucket, PARALLEL_PUTS at a time, at most FILES_PER_RUN of them (pending files first,
+ * bucket, PARALLEL_PUTS at a time (each holding a copy slot of the batch), at most FILES_PER_RUN of them (pending files first,
  * then failed ones, longest-waiting first). While files are still pending after the run
  * it continues in a fresh job; otherwise the run was an attempt. Retryable failures are
  * retried with backoff; after the last attempt (or when nothing left is retryable) the
@@ -72,42 +72,51 @@ export async function deliver(db: Db, env: Env, deliveryId: string, young: boole
       });
   } else {
     const queue = open.slice(0, FILES_PER_RUN);
+    const copy = async ({ upload }: (typeof queue)[number]) => {
+      // Only the object the upload completed with is delivered, never one written over it since.
+      const object = await r2Call(
+        "get",
+        env.UPLOADS.get(
+          upload.objectKey,
+          upload.objectEtag ? { onlyIf: { etagMatches: upload.objectEtag } } : undefined,
+        ),
+      );
+      if (!object) {
+        outcomes.set(upload.id, { ok: false, permanent: true, error: "the uploaded file is missing from storage" });
+        return;
+      }
+      if (!("body" in object)) {
+        outcomes.set(upload.id, {
+          ok: false,
+          permanent: true,
+          error: "the uploaded file was replaced after its upload completed",
+        });
+        return;
+      }
+      const key = joinKey(destination.pathPrefix, listing.listingNumber, upload.assetType, fileNameOf(upload));
+      outcomes.set(
+        upload.id,
+        await deliverFile(
+          env,
+          delivery.agencyId,
+          destination,
+          key,
+          object.body,
+          { contentType: upload.contentType, size: object.size },
+          { allowLocalHttp: env.ALLOW_HTTP_RECEIVERS === "true" },
+        ),
+      );
+    };
+    // Each copy waits for one of the batch's copy slots, shared fairly with other agencies' deliveries.
     const worker = async () => {
-      for (let next = queue.shift(); next && take(budget, 2); next = queue.shift()) {
-        const { upload } = next;
-        // Only the object the upload completed with is delivered, never one written over it since.
-        const object = await r2Call(
-          "get",
-          env.UPLOADS.get(
-            upload.objectKey,
-            upload.objectEtag ? { onlyIf: { etagMatches: upload.objectEtag } } : undefined,
-          ),
-        );
-        if (!object) {
-          outcomes.set(upload.id, { ok: false, permanent: true, error: "the uploaded file is missing from storage" });
-          continue;
+      for (let next = queue.shift(); next; next = queue.shift()) {
+        await budget.copies.acquire(delivery.agencyId);
+        try {
+          if (!take(budget, 2)) return;
+          await copy(next);
+        } finally {
+          budget.copies.release(delivery.agencyId);
         }
-        if (!("body" in object)) {
-          outcomes.set(upload.id, {
-            ok: false,
-            permanent: true,
-            error: "the uploaded file was replaced after its upload completed",
-          });
-          continue;
-        }
-        const key = joinKey(destination.pathPrefix, listing.listingNumber, upload.assetType, fileNameOf(upload));
-        outcomes.set(
-          upload.id,
-          await deliverFile(
-            env,
-            delivery.agencyId,
-            destination,
-            key,
-            object.body,
-            { contentType: upload.contentType, size: object.size },
-            { allowLocalHttp: env.ALLOW_HTTP_RECEIVERS === "true" },
-          ),
-        );
       }
     };
     await Promise.all(Array.from({ length: PARALLEL_PUTS }, worker));

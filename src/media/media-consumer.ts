@@ -1,6 +1,7 @@
 import { type Db, database } from "../db/client";
 import { log } from "../lib/log";
 import { type Budget, batchBudget, take } from "./batch-budget";
+import { runLanes } from "./batch-lanes";
 import { deliver } from "./delivery-attempt";
 import type { MediaJob, Verdict } from "./jobs";
 import { isR2Event, objectCreated } from "./r2-notification";
@@ -11,14 +12,16 @@ const YOUNG_JOB_MS = 60_000;
 
 /**
  * The media queue's consumer: messages are settled one by one (ack, or retry with its
- * own delay), never the batch as a whole. A message the batch has no budget left for,
- * and a delivery with files still pending after its run, go back as a fresh message, so
- * they spend none of the queue's retries.
+ * own delay), never the batch as a whole. They run on lanes (see runLanes): settles and
+ * notifications beside the deliveries, deliveries side by side with a share per agency.
+ * A message the batch has no budget left for when its turn comes, and a delivery with
+ * files still pending after its run, go back as a fresh message, so they spend none of
+ * the queue's retries.
  */
 export async function consumeMedia(batch: MessageBatch, env: Env, _ctx: ExecutionContext): Promise<void> {
   const db = database(env.DB);
   const budget = batchBudget();
-  for (const msg of batch.messages) {
+  await runLanes(db, batch.messages, budget.copies, async (msg) => {
     try {
       const verdict = take(budget, 2) ? await handle(db, env, msg.body, msg.timestamp, budget) : "continue";
       if (verdict === "continue") await env.MEDIA_QUEUE.send(msg.body);
@@ -33,7 +36,7 @@ export async function consumeMedia(batch: MessageBatch, env: Env, _ctx: Executio
       });
       msg.retry({ delaySeconds: 30 });
     }
-  }
+  });
 }
 
 async function handle(db: Db, env: Env, body: unknown, sentAt: Date, budget: Budget): Promise<Verdict> {

@@ -4,13 +4,20 @@ const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
 
 /**
+ * The largest object R2 accepts in one PUT: 5 GiB less 5 MiB (5,363,466,240 bytes). S3's
+ * own single-PUT limit is a round 5 GiB, but R2 refuses a PUT above this, so a file
+ * between the two would get an upload URL that can never succeed.
+ */
+export const R2_SINGLE_PUT_MAX_BYTES = 5 * GiB - 5 * MiB;
+
+/**
  * What each asset type accepts. Types are compared lowercased and without parameters.
- * The video cap is 5 GiB because that is the largest object one S3 PUT can carry; SVG
- * is refused for floorplans because it can carry script.
+ * Every file arrives in one PUT, so no cap is above R2's single-PUT limit; SVG is refused
+ * for floorplans because it can carry script.
  */
 export const ASSET_POLICIES = {
   photo: { contentTypes: ["image/jpeg", "image/png", "image/webp", "image/heic"], maxBytes: 50 * MiB },
-  video: { contentTypes: ["video/mp4", "video/quicktime", "video/webm"], maxBytes: 5 * GiB },
+  video: { contentTypes: ["video/mp4", "video/quicktime", "video/webm"], maxBytes: R2_SINGLE_PUT_MAX_BYTES },
   floorplan: { contentTypes: ["image/jpeg", "image/png", "application/pdf"], maxBytes: 25 * MiB },
   document: { contentTypes: ["application/pdf"], maxBytes: 50 * MiB },
 } as const satisfies Record<string, { contentTypes: readonly string[]; maxBytes: number }>;

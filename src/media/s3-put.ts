@@ -25,7 +25,7 @@ function objectUrl(dest: Pick<S3Destination, "endpointUrl" | "bucket" | "address
   return `${endpoint.protocol}//${endpoint.host}${base}/${encodeURIComponent(dest.bucket)}/${encodeKey(key)}`;
 }
 
-/** A PUT may carry up to 5 GiB; past this it is abandoned and retried later. */
+/** A PUT may carry a video of nearly 5 GiB; past this it is abandoned and retried later. */
 const PUT_TIMEOUT_MS = 10 * 60_000;
 /** An error answer is read this far for its S3 error code; the rest is dropped. */
 const ERROR_BODY_LIMIT = 16 * 1024;

@@ -28,8 +28,9 @@ export const UploadRequestSchema = z
       .max(Number.MAX_SAFE_INTEGER)
       .openapi({
         description:
-          "The file's exact size in bytes, checked against the asset type's cap. The upload must carry exactly " +
-          "this many bytes.",
+          "The file's exact size in bytes, checked against the asset type's cap (above it, 422 `file_too_large`). " +
+          "The file goes in one PUT, so no cap is above the storage's single-PUT limit of 5,363,466,240 bytes " +
+          "(5 GiB less 5 MiB), the video cap. The upload must carry exactly this many bytes.",
         example: 4_718_592,
       }),
     listing_number: z

@@ -41,7 +41,7 @@ const statusOf = (code: ErrorCode) => ERRORS[code][0];
 const notFoundCodes = (op: RouteMeta) => op.codes.filter((c) => statusOf(c) === 404);
 
 /** Path parameters with a fixture of their own; any other is made through its collection. */
-const PARAM_FIXTURES = new Set(["agency_id", "user_id", "key_id", "listing_number"]);
+const PARAM_FIXTURES = new Set(["agency_id", "user_id", "key_id", "listing_number", "upload_id"]);
 
 /** A path parameter has a fixture when it is in the table or its collection is a registered route. */
 function hasFixture(op: RouteMeta, param: string) {
@@ -218,6 +218,7 @@ async function param(w: World, name: string, prefix: string, template = prefix):
   else if (name === "user_id") value = w.t.agent.id;
   else if (name === "key_id") value = w.t.keyId;
   else if (name === "listing_number") value = await activatedListing(w);
+  else if (name === "upload_id") value = await listingUpload(w);
   else value = await member(w, prefix, template, name);
   w.params.set(name, value);
   return value;
@@ -240,6 +241,15 @@ async function activatedListing(w: World) {
     expect(d.status, d.text).toBe(200);
   }
   return r.json.listing_number as string;
+}
+
+/** An upload announced for the world's listing. */
+async function listingUpload(w: World) {
+  const announce = find("post", "/api/v1/media/upload")!;
+  const body = { ...(await bodyFor(w, announce)), listing_number: await param(w, "listing_number", "") };
+  const r = await send(w, announce, announce.path, { body });
+  expect(r.status, r.text).toBe(201);
+  return r.json.upload_id as string;
 }
 
 /** A member of a collection: the one its POST makes, or the first its GET lists. */

@@ -6,7 +6,7 @@ import { mediaUploads } from "../../src/db/schema";
 import { mintKey } from "../../src/domain/api-keys";
 import { createAgency, createUser } from "../../src/domain/hierarchy";
 import worker from "../../src/index";
-import { ASSET_POLICIES } from "../../src/media/policy";
+import { ASSET_POLICIES, R2_SINGLE_PUT_MAX_BYTES } from "../../src/media/policy";
 import { presignR2 } from "../../src/media/presign";
 import {
   BASE,
@@ -92,6 +92,22 @@ describe("allowlists and caps per asset type", () => {
     });
     expectError(r, 422, "file_too_large");
     expect(r.json.error.details, r.text).toMatchObject({ asset_type: type, max_bytes: max, size_bytes: max + 1 });
+  });
+
+  it("a video is capped at R2's single-PUT limit, not S3's round 5 GiB", async () => {
+    const t = await makeTenant();
+    const limit = 5 * 1024 ** 3 - 5 * 1024 ** 2;
+    expect(R2_SINGLE_PUT_MAX_BYTES).toBe(5_363_466_240);
+    expect(ASSET_POLICIES.video.maxBytes).toBe(limit);
+    const video = { asset_type: "video", content_type: "video/mp4" };
+    const atLimit = await call(UPLOAD, { key: t.key, body: { ...video, size_bytes: limit } });
+    expect(atLimit.status, atLimit.text).toBe(201);
+    expect(atLimit.json.headers["Content-Length"], atLimit.text).toBe("5363466240");
+    for (const size_bytes of [limit + 1, 5_366_000_000, 5 * 1024 ** 3]) {
+      const r = await call(UPLOAD, { key: t.key, body: { ...video, size_bytes } });
+      expectError(r, 422, "file_too_large");
+      expect(r.json.error.details, r.text).toMatchObject({ asset_type: "video", max_bytes: limit, size_bytes });
+    }
   });
 
   it.each([

@@ -1,0 +1,1 @@
+CREATE INDEX `media_uploads_listing_page` ON `media_uploads` (`listing_id`,`created_at`,`id`);
