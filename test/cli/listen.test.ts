@@ -5,6 +5,7 @@ import { type AddressInfo, createServer as createNetServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { verify } from "@octokit/webhooks-methods";
+import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 /**
@@ -160,7 +161,7 @@ describe("ops listen and ops trigger against npm run dev", () => {
       ["scripts/ops.ts", "listen", "--forward-to", hook, "--key", key, "--interval", "0.5"],
       { ALMS_URL: origin },
     );
-    const secret = (await listener.waitFor(/signing secret is (whsec_[A-Za-z0-9_-]+)/, 30_000))[1]!;
+    const secret = (await listener.waitFor(/signing secret is (whsec_[A-Za-z0-9+/=]+)/, 30_000))[1]!;
 
     const triggered: Record<string, string> = {};
     for (const type of ["listing.created", "invoice.payment_made"]) {
@@ -185,9 +186,15 @@ describe("ops listen and ops trigger against npm run dev", () => {
       // GitHub's verifier: HMAC-SHA256 of the raw body, keyed with the whole secret.
       expect(await verify(secret, delivery!.body, signature), "signature of the raw body").toBe(true);
       expect(await verify(`${secret}x`, delivery!.body, signature), "another secret does not verify").toBe(false);
+      // The Standard Webhooks verifier: webhook-id, webhook-timestamp and webhook-signature, as a real delivery has.
+      const headers = delivery!.headers as Record<string, string>;
+      expect(headers["webhook-id"], "webhook-id is the event's id").toBe(eventId);
+      expect(new Webhook(secret).verify(delivery!.body, headers)).toMatchObject({ event_id: eventId });
+      expect(() => new Webhook(secret).verify(`${delivery!.body} `, headers)).toThrow(/No matching signature/);
       const envelope = JSON.parse(delivery!.body);
       expect(Object.keys(envelope)).toEqual(["event_id", "event_type", "api_version", "timestamp", "nonce", "data"]);
       expect(envelope).toMatchObject({ event_id: eventId, event_type: type });
+      expect(headers["webhook-timestamp"]).toBe(String(envelope.timestamp));
       expect(Math.abs(envelope.timestamp - Date.now() / 1000)).toBeLessThan(300);
       expect(delivery!.headers["x-webhook-event"]).toBe(type);
       expect(delivery!.headers["x-webhook-delivery"]).toMatch(/^whd_/);
