@@ -111,7 +111,10 @@ const ERROR_GUIDE = {
   validation_deprecated_field: fix("Send the field under its new name, details.errors[].migration.to."),
   validation_out_of_range: fix(`A value is outside its bounds (details.errors[].ctx). ${FIX_FIELD}`),
   validation_enum_not_allowed: fix("Send one of the values listed in details.errors[].ctx.expected."),
-  validation_string_pattern: fix(`A string does not match its format. ${FIX_FIELD}`),
+  validation_string_pattern: fix(
+    "A string does not match its format: details.errors[].ctx.expected names the shape in words and " +
+      `ctx.example shows one. ${FIX_FIELD}`,
+  ),
   validation_array_length: fix(`A list is too short or too long. ${FIX_FIELD}`),
   validation_nested_error: fix("Correct the nested fields listed under details.errors[].children."),
   request_query_invalid: fix("Correct the query parameter named in details.errors[]."),
