@@ -3,29 +3,64 @@
 //
 //   npm run dev                       # http://127.0.0.1:8787
 //   npm run dev -- --port 8790        # or PORT=8790 npm run dev
+//   npm run dev -- --new-key          # revoke the development key and print a new one
 //   npm run dev -- --test-scheduled   (other arguments go to wrangler dev)
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { type Api, seedDemo } from "./seed.ts";
 
-/** The port (`--port N`, `--port=N` or PORT), and the arguments left for wrangler dev. */
-function portAndArgs(argv: string[]): { port: number; rest: string[] } {
+/**
+ * The port (`--port N`, `--port=N` or PORT), whether a new key was asked for, where the local
+ * state lives (wrangler's own `--persist-to`, else its default), and the arguments left for
+ * wrangler dev.
+ */
+function parseArgs(argv: string[]): { port: number; newKey: boolean; state: string; rest: string[] } {
   let port = Number(process.env.PORT ?? 8787);
+  let newKey = false;
+  let state = join(".wrangler", "state");
   const rest: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     if (arg === "--port" && argv[i + 1] !== undefined) port = Number(argv[++i]);
     else if (arg.startsWith("--port=")) port = Number(arg.slice("--port=".length));
-    else rest.push(arg);
+    else if (arg === "--new-key") newKey = true;
+    else {
+      if (arg === "--persist-to" && argv[i + 1] !== undefined) state = argv[i + 1]!;
+      else if (arg.startsWith("--persist-to=")) state = arg.slice("--persist-to=".length);
+      rest.push(arg);
+    }
   }
   if (!Number.isInteger(port) || port < 1 || port > 65535) throw new Error(`Not a port: ${port}.`);
-  return { port, rest };
+  return { port, newKey, state, rest };
 }
 
-const { port, rest: wranglerArgs } = portAndArgs(process.argv.slice(2));
+const { port, newKey, state, rest: wranglerArgs } = parseArgs(process.argv.slice(2));
 const origin = `http://127.0.0.1:${port}`;
-const childEnv = { ...process.env, WRANGLER_SEND_METRICS: "false" };
+// Miniflare otherwise fetches a sample `Request.cf` from workers.cloudflare.com at each start,
+// and prints a stack trace when offline; the Worker reads nothing of `request.cf`.
+const childEnv = {
+  CLOUDFLARE_CF_FETCH_ENABLED: "false",
+  ...process.env,
+  WRANGLER_SEND_METRICS: "false",
+};
+
+/**
+ * The development key's secret, kept beside the local state it belongs to (a secret cannot be
+ * read back from its stored hash), so a restart prints the same key; deleting the state drops it.
+ */
+const keyFile = join(state, "dev-key");
+
+function keptKey(): string | undefined {
+  if (newKey || !existsSync(keyFile)) return undefined;
+  return readFileSync(keyFile, "utf8").trim() || undefined;
+}
+
+function keepKey(key: string) {
+  mkdirSync(state, { recursive: true });
+  writeFileSync(keyFile, `${key}\n`, { mode: 0o600 });
+}
 
 function ensureDevVars(): string {
   const file = ".dev.vars";
@@ -45,7 +80,7 @@ function ensureDevVars(): string {
 }
 
 function applyMigrations() {
-  const r = spawnSync("wrangler", ["d1", "migrations", "apply", "DB", "--local"], {
+  const r = spawnSync("wrangler", ["d1", "migrations", "apply", "DB", "--local", "--persist-to", state], {
     stdio: ["ignore", "pipe", "inherit"],
     env: childEnv,
     encoding: "utf8",
@@ -111,12 +146,14 @@ async function main() {
   wrangler.on("exit", (code) => process.exit(code ?? 0));
 
   await waitUntilReady();
-  const { key, agencyName, seeded } = await seedDemo(internalApi(token), origin);
+  const { key, agencyName, seeded, reused } = await seedDemo(internalApi(token), origin, keptKey());
+  if (!reused) keepKey(key);
   console.log(`
 ────────────────────────────────────────────────────────────────────────
  Agency Listing and Media Service: local sandbox on ${origin}
  ${seeded ? "Seeded the demo sandbox." : "Kept the existing local data."}
- Sandbox key for "${agencyName}" (shown once; a fresh one each start):
+ Sandbox key for "${agencyName}" (${reused ? "the same as last start" : "new"}; kept across restarts,
+ \`npm run dev -- --new-key\` revokes it and prints another):
 
    ${key}
 

@@ -1,7 +1,9 @@
 // `ops listen`: forwards a sandbox agency's events to a local receiver, as `stripe listen`
 // does. It polls the events API with the agency's key and POSTs each new event to
-// --forward-to, signed exactly like a webhook delivery: the same envelope and headers,
-// X-Webhook-Signature: sha256=<hex HMAC-SHA256 of the raw body, keyed with the secret>.
+// --forward-to, signed exactly like a webhook delivery (src/webhooks/signing.ts): the same
+// envelope and headers, X-Webhook-Signature: sha256=<hex HMAC-SHA256 of the raw body, keyed
+// with the whole secret>, and the Standard Webhooks `webhook-id`, `webhook-timestamp` and
+// `webhook-signature` whenever the secret is of the `whsec_<padded base64>` form.
 import { createHmac, randomBytes } from "node:crypto";
 import { type Answer, type Call, describeAnswer } from "./ops-api.ts";
 
@@ -41,10 +43,30 @@ export interface ListenOptions {
   print: (line: string) => void;
 }
 
-export const newSecret = () => `whsec_${randomBytes(32).toString("base64url")}`;
+/** A secret of the form endpoints are given: `whsec_` + padded standard base64 of 32 random bytes. */
+export const newSecret = () => `whsec_${randomBytes(32).toString("base64")}`;
 
-export const sign = (secret: string, body: string) =>
-  `sha256=${createHmac("sha256", secret).update(body, "utf8").digest("hex")}`;
+const PADDED_BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+/**
+ * The signature headers of a delivery, as the Worker signs them: `X-Webhook-Signature` always,
+ * and the whole Standard Webhooks set when the secret's tail decodes to its key; never half of it.
+ */
+export function signatureHeaders(secret: string, webhookId: string, timestamp: number, body: string) {
+  const headers: Record<string, string> = {
+    "X-Webhook-Signature": `sha256=${createHmac("sha256", secret).update(body, "utf8").digest("hex")}`,
+  };
+  const encoded = secret.startsWith("whsec_") ? secret.slice("whsec_".length) : "";
+  if (encoded && PADDED_BASE64.test(encoded)) {
+    const mac = createHmac("sha256", Buffer.from(encoded, "base64"))
+      .update(`${webhookId}.${timestamp}.${body}`, "utf8")
+      .digest("base64");
+    headers["webhook-id"] = webhookId;
+    headers["webhook-timestamp"] = String(timestamp);
+    headers["webhook-signature"] = `v1,${mac}`;
+  }
+  return headers;
+}
 
 interface ListedEvent {
   event_id: string;
@@ -56,11 +78,12 @@ interface ListedEvent {
 
 /** One signed POST, built as a webhook delivery attempt is: a new timestamp and nonce, the event's id. */
 async function forward(opts: ListenOptions, event: ListedEvent, signal: AbortSignal): Promise<string> {
+  const timestamp = Math.floor(Date.now() / 1000);
   const body = JSON.stringify({
     event_id: event.event_id,
     event_type: event.event_type,
     api_version: event.api_version,
-    timestamp: Math.floor(Date.now() / 1000),
+    timestamp,
     nonce: randomBytes(16).toString("base64url"),
     data: event.data,
   });
@@ -72,7 +95,7 @@ async function forward(opts: ListenOptions, event: ListedEvent, signal: AbortSig
       headers: {
         "Content-Type": "application/json",
         "User-Agent": "ALMS-Webhooks/1.0 (ops listen)",
-        "X-Webhook-Signature": sign(opts.secret, body),
+        ...signatureHeaders(opts.secret, event.event_id, timestamp, body),
         "X-Webhook-Event": event.event_type,
         "X-Webhook-Id": event.event_id,
         "X-Webhook-Delivery": `whd_listen_${randomBytes(9).toString("hex")}`,

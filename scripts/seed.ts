@@ -84,14 +84,23 @@ async function findDemo(api: Api): Promise<{ agencyId: string; ownerId: string }
   return owner ? { agencyId: harbour.id, ownerId: owner.id } : undefined;
 }
 
+/** Whether `key` is a sandbox key the local Worker still accepts. */
+async function keyWorks(origin: string, key: string): Promise<boolean> {
+  const res = await fetch(`${origin}/api/v1/users?limit=1`, { headers: { "X-API-Key": key } });
+  await res.body?.cancel();
+  return res.status === 200;
+}
+
 /**
- * Seeds an empty sandbox, then mints a fresh development key for the demo agency and
- * revokes the previous one, so each start prints a key that works.
+ * Seeds an empty sandbox, then answers a development key for the demo agency: `kept`, the
+ * key of the previous start, while the Worker still accepts it, so scripts holding it keep
+ * working; else a fresh one, minted after the previous ones are revoked.
  */
 export async function seedDemo(
   api: Api,
   origin: string,
-): Promise<{ key: string; agencyName: string; seeded: boolean }> {
+  kept?: string,
+): Promise<{ key: string; agencyName: string; seeded: boolean; reused: boolean }> {
   const empty = ((await api("GET", "/internal/v1/agencies?limit=1")).data as unknown[]).length === 0;
   const demo = empty ? await seed(api, origin) : await findDemo(api);
   if (!demo)
@@ -99,6 +108,8 @@ export async function seedDemo(
       `The local database has data but no "${DEMO_AGENCY}" agency with an active owner; ` +
         "delete .wrangler/state to start over.",
     );
+  if (!empty && kept && (await keyWorks(origin, kept)))
+    return { key: kept, agencyName: DEMO_AGENCY, seeded: false, reused: true };
   const keys = await api("GET", `/internal/v1/api-keys?agency_id=${demo.agencyId}`);
   for (const k of keys.data as { id: string; name: string; state: string }[]) {
     if (k.name === DEV_KEY_NAME && k.state !== "revoked") await api("POST", `/internal/v1/api-keys/${k.id}/revoke`);
@@ -110,7 +121,7 @@ export async function seedDemo(
   });
   const key = minted.secret as string;
   if (empty) await seedListing(api, origin, key, demo);
-  return { key, agencyName: DEMO_AGENCY, seeded: empty };
+  return { key, agencyName: DEMO_AGENCY, seeded: empty, reused: false };
 }
 
 /** An activated listing with a shoot booked in three days, created the way an integrator would. */

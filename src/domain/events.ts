@@ -4,7 +4,7 @@ const ts = (description: string) =>
   z.string().openapi({ description: `${description} ISO 8601 UTC.`, example: "2026-11-22T15:30:00.000Z" });
 const listingNumber = z
   .string()
-  .regex(/^[a-z0-9]{7}$/)
+  .regex(/^[a-z0-9]{7}$/, "7 lowercase letters or digits")
   .openapi({ description: "The listing's identifier.", example: "k3v9x2a" });
 const appointmentId = z.string().openapi({ example: "apt_0mhx3k2a1q8v2l0c9z7rj4" });
 const userId = z.string().openapi({ example: "usr_0mhx3k2a1q8v2l0c9z7rj4" });

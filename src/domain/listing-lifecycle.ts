@@ -15,8 +15,11 @@ export const SETTABLE_STATUSES = LISTING_STATUSES.filter((s) => s !== "Cancelled
 >[];
 
 /** The state table: only an activated listing moves, and only to a different status. */
-function checkTransition(listing: Pick<Listing, "isActivated" | "status">, next: ListingStatus) {
-  if (!listing.isActivated) throw new DomainError("listing_not_activated", { details: { status: listing.status } });
+function checkTransition(listing: Pick<Listing, "isActivated" | "status" | "listingNumber">, next: ListingStatus) {
+  if (!listing.isActivated)
+    throw new DomainError("listing_not_activated", {
+      details: { status: listing.status, listing_number: listing.listingNumber },
+    });
   if (listing.status === next) throw new DomainError("no_op_transition", { details: { status: listing.status } });
 }
 

@@ -1,5 +1,6 @@
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
+import { sandboxHelper, sandboxSentence } from "../lib/error-guide";
 import { DomainError, type ErrorCode, statusOf } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { log } from "../lib/log";
@@ -72,7 +73,14 @@ export const unexpectedFailure = (c: Context<AppEnv>): Error | undefined =>
 /** The envelope of `err`, with the status its code has in the one table. */
 export function errorResponse(c: Context<AppEnv>, err: DomainError): Response {
   const requestId = c.get("requestId") ?? newId("req");
-  const res = c.json(envelope(err, requestId, new URL(c.req.url).origin), statusOf(err.code));
+  const body = envelope(err, requestId, new URL(c.req.url).origin);
+  // In the sandbox, a step that waits on the dashboard names the test helper that takes it.
+  const helper = c.env?.API_MODE === "test" ? sandboxHelper(err.code, err.details) : undefined;
+  if (helper) {
+    body.error.message = `${err.message} ${sandboxSentence(helper)}`;
+    body.error.details = { ...err.details, test_helper: helper };
+  }
+  const res = c.json(body, statusOf(err.code));
   res.headers.set("X-Request-Id", requestId);
   if (err.retryAfter !== undefined) res.headers.set("Retry-After", String(err.retryAfter));
   if (err instanceof HttpError) for (const [k, v] of Object.entries(err.headers)) res.headers.set(k, v);

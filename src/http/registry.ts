@@ -45,7 +45,7 @@ export interface RouteMeta extends Guard {
   method: string;
   path: string;
   codes: ErrorCode[];
-  schemas: { json?: ZodType; query?: ZodType };
+  schemas: { json?: ZodType; query?: ZodType; param?: ZodType };
 }
 
 /** Where the route factory leaves an operation's meta on its route definition. */

@@ -61,6 +61,7 @@ function schemasOf(route: RouteConfig): RouteMeta["schemas"] {
   return {
     json: content?.["application/json"]?.schema as ZodType | undefined,
     query: route.request?.query as ZodType | undefined,
+    param: route.request?.params as ZodType | undefined,
   };
 }
 

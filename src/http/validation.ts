@@ -2,6 +2,7 @@ import type { Context } from "hono";
 import type { ZodError, ZodType } from "zod";
 import { DomainError, type ErrorCode } from "../lib/errors";
 import type { AppEnv } from "./env";
+import { expectedShape } from "./expected-shape";
 
 type Issue = ZodError["issues"][number];
 type PathKey = PropertyKey;
@@ -57,6 +58,16 @@ function schemaAt(schema: ZodType | undefined, path: readonly PathKey[]): ZodTyp
     } else return undefined;
   }
   return s;
+}
+
+/** The schema declared for the field at `path`, wrappers included: they carry its OpenAPI metadata. */
+function fieldSchemaAt(root: ZodType | undefined, path: readonly PathKey[]): ZodType | undefined {
+  if (path.length === 0) return root;
+  const parent = schemaAt(root, path.slice(0, -1));
+  if (!parent) return undefined;
+  const d = def(parent);
+  if (d.type === "object") return ownField(d.shape as Record<string, ZodType>, path.at(-1)!);
+  return d.type === "array" ? (d.element as ZodType) : undefined;
 }
 
 function valueAt(input: unknown, path: readonly PathKey[]): { present: boolean; value: unknown } {
@@ -186,13 +197,8 @@ function issueToErrors(issue: Issue, root: ZodType | undefined, input: unknown):
       });
     }
     case "invalid_format": {
-      const pattern = "pattern" in issue && issue.pattern ? String(issue.pattern) : undefined;
-      return one({
-        field,
-        code: "validation_string_pattern",
-        message: issue.message,
-        ctx: { format: issue.format, ...(pattern ? { pattern } : {}) },
-      });
+      const { message, ctx } = expectedShape(issue, fieldSchemaAt(root, issue.path));
+      return one({ field, code: "validation_string_pattern", message, ctx });
     }
     case "not_multiple_of":
       return one({
@@ -266,7 +272,7 @@ export function validationHook(
   if (result.success) return;
   // The route's declared schemas, so that an unknown field can be compared with the declared ones.
   const schemas = (c as Context<AppEnv>).var.routes?.operation(c.req.method, c.req.routePath)?.schemas;
-  const root = result.target === "query" ? schemas?.query : schemas?.json;
+  const root = result.target === "json" ? schemas?.json : result.target === "query" ? schemas?.query : schemas?.param;
   // The validator passes the raw input along as `data`; it tells a missing field from a mistyped one.
   const input = (result as { data?: unknown }).data;
   throw validationError(result.target, result.error, root, input);

@@ -116,7 +116,10 @@ const ERROR_GUIDE = {
   validation_deprecated_field: fix("Send the field under its new name, details.errors[].migration.to."),
   validation_out_of_range: fix(`A value is outside its bounds (details.errors[].ctx). ${FIX_FIELD}`),
   validation_enum_not_allowed: fix("Send one of the values listed in details.errors[].ctx.expected."),
-  validation_string_pattern: fix(`A string does not match its format. ${FIX_FIELD}`),
+  validation_string_pattern: fix(
+    "A string does not match its format: details.errors[].ctx.expected names the shape in words and " +
+      `ctx.example shows one. ${FIX_FIELD}`,
+  ),
   validation_array_length: fix(`A list is too short or too long. ${FIX_FIELD}`),
   validation_nested_error: fix("Correct the nested fields listed under details.errors[].children."),
   request_query_invalid: fix("Correct the query parameter named in details.errors[]."),
@@ -132,18 +135,45 @@ const ERROR_GUIDE = {
   internal_error: wait("Retry with the same idempotency key; if it persists, contact support with the request id."),
 } as const satisfies Record<ErrorCode, Guide>;
 
+/**
+ * Where the dashboard or the outside world takes the step a code waits for, the sandbox has a
+ * test helper that takes it. Named in the envelope and the catalog in test mode only: in live
+ * the helpers do not exist. `{name}` is filled from the error's details.
+ */
+const SANDBOX_HELPERS: Partial<Record<ErrorCode, string>> = {
+  listing_not_activated: "POST /api/v1/test_helpers/listings/{listing_number}/activate",
+};
+
+/** The sandbox's test helper for `code`, its path filled from `details` where they name the value. */
+export function sandboxHelper(code: ErrorCode, details: Record<string, unknown> = {}): string | undefined {
+  return SANDBOX_HELPERS[code]?.replaceAll(/\{(\w+)\}/g, (name, key: string) =>
+    typeof details[key] === "string" ? encodeURIComponent(details[key]) : name,
+  );
+}
+
+/** The sentence that names the sandbox's helper, added to a message or an action. */
+export const sandboxSentence = (helper: string) => `In the sandbox, do it yourself with ${helper}.`;
+
 export interface CatalogEntry extends Guide {
   code: ErrorCode;
   status: number;
   message: string;
 }
 
-/** Every code of the one table with its status, default message and guide, in table order. */
-export function errorCatalog(): CatalogEntry[] {
-  return (Object.keys(ERRORS) as ErrorCode[]).map((code) => ({
-    code,
-    status: ERRORS[code][0],
-    message: ERRORS[code][1],
-    ...ERROR_GUIDE[code],
-  }));
+/**
+ * Every code of the one table with its status, default message and guide, in table order; in
+ * test mode an action the sandbox can take itself names its test helper.
+ */
+export function errorCatalog(mode: "test" | "live"): CatalogEntry[] {
+  return (Object.keys(ERRORS) as ErrorCode[]).map((code) => {
+    const helper = mode === "test" ? sandboxHelper(code) : undefined;
+    const { retry, action } = ERROR_GUIDE[code];
+    return {
+      code,
+      status: ERRORS[code][0],
+      message: ERRORS[code][1],
+      retry,
+      action: helper ? `${action} ${sandboxSentence(helper)}` : action,
+    };
+  });
 }

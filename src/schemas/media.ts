@@ -35,7 +35,7 @@ export const UploadRequestSchema = z
       }),
     listing_number: z
       .string()
-      .regex(/^[a-z0-9]{7}$/)
+      .regex(/^[a-z0-9]{7}$/, "7 lowercase letters or digits")
       .optional()
       .openapi({
         description:
@@ -48,7 +48,7 @@ export const UploadRequestSchema = z
       .min(1)
       .max(200)
       // biome-ignore lint/suspicious/noControlCharactersInRegex: a file name must not hold control characters.
-      .regex(/^[^/\\\x00-\x1f\x7f]+$/)
+      .regex(/^[^/\\\x00-\x1f\x7f]+$/, "a file name without slashes, backslashes or control characters")
       .refine((n) => n !== "." && n !== "..", "must name a file")
       .optional()
       .openapi({

@@ -1,90 +1,22 @@
-import { type ChildProcess, execFile, spawn, spawnSync } from "node:child_process";
+import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
-import { type AddressInfo, createServer as createNetServer } from "node:net";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { verify } from "@octokit/webhooks-methods";
+import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { env, READY_MS, root, startDev, started, stop } from "./dev-server";
 
-/**
- * `ops listen` and `ops trigger` against a real `npm run dev`, on a port of their own and
- * with local state of their own (--persist-to a temporary directory), so a developer's
- * running sandbox and its printed key are left alone.
- */
-const root = join(__dirname, "..", "..");
-const env: NodeJS.ProcessEnv = {
-  ...process.env,
-  PATH: `${join(root, "node_modules", ".bin")}:${process.env.PATH}`,
-  WRANGLER_SEND_METRICS: "false",
-  DO_NOT_TRACK: "1",
-};
-// The key and secret come from this test alone.
-delete env.ALMS_API_KEY;
-delete env.ALMS_WEBHOOK_SECRET;
-const READY_MS = 150_000;
-
-async function freePort(): Promise<number> {
-  const server = createNetServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
-/** A child process with everything it printed so far; `waitFor` resolves on a match, bounded. */
-function started(command: string, args: string[], extraEnv: Record<string, string> = {}) {
-  const child = spawn(command, args, { cwd: root, env: { ...env, ...extraEnv }, detached: true });
-  let output = "";
-  child.stdout!.on("data", (chunk) => {
-    output += chunk;
-  });
-  child.stderr!.on("data", (chunk) => {
-    output += chunk;
-  });
-  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
-  const waitFor = async (pattern: RegExp, timeoutMs: number): Promise<RegExpMatchArray> => {
-    const deadline = Date.now() + timeoutMs;
-    while (Date.now() < deadline) {
-      const match = output.match(pattern);
-      if (match) return match;
-      if (child.exitCode !== null) break;
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
-    throw new Error(
-      `No ${pattern} from ${command} ${args.join(" ")} (exit ${child.exitCode}):\n${output.slice(-4000)}`,
-    );
-  };
-  return { child, exited, waitFor, output: () => output };
-}
-
-/** Stops a process group started above: SIGINT, then SIGKILL if it is still there after 10 s. */
-async function stop(child: ChildProcess | undefined) {
-  if (!child?.pid || child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((resolve) => child.once("exit", resolve));
-  try {
-    process.kill(-child.pid, "SIGINT");
-  } catch {
-    return;
-  }
-  const timer = setTimeout(() => {
-    try {
-      process.kill(-child.pid!, "SIGKILL");
-    } catch {
-      // already gone
-    }
-  }, 10_000);
-  await exited;
-  clearTimeout(timer);
-}
-
+/** `ops listen` and `ops trigger` against a real `npm run dev` (see dev-server.ts). */
 interface Received {
   headers: IncomingHttpHeaders;
   body: string;
 }
 
 let state: string;
-let dev: ReturnType<typeof started> | undefined;
+let dev: Awaited<ReturnType<typeof startDev>>["dev"] | undefined;
 let listener: ReturnType<typeof started> | undefined;
 let receiver: Server;
 const received: Received[] = [];
@@ -108,31 +40,10 @@ beforeAll(async () => {
   hook = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/webhooks`;
 
   state = mkdtempSync(join(tmpdir(), "alms-cli-"));
-  // npm run dev applies the migrations to the default state; this state gets them first.
-  const migrated = spawnSync("wrangler", ["d1", "migrations", "apply", "DB", "--local", "--persist-to", state], {
-    cwd: root,
-    env,
-    encoding: "utf8",
-    timeout: 90_000,
-  });
-  expect(migrated.status, `${migrated.stdout}\n${migrated.stderr}`).toBe(0);
-
-  const port = await freePort();
-  origin = `http://127.0.0.1:${port}`;
-  const inspector = String(await freePort());
-  dev = started("npm", [
-    "run",
-    "dev",
-    "--",
-    "--port",
-    String(port),
-    "--persist-to",
-    state,
-    "--inspector-port",
-    inspector,
-  ]);
-  await dev.waitFor(new RegExp(`local sandbox on ${origin.replaceAll(".", "\\.")}`), READY_MS);
-  key = (await dev.waitFor(/\b(sk_test_[A-Za-z0-9_-]{43})\b/, 5_000))[1]!;
+  const running = await startDev(state);
+  dev = running.dev;
+  origin = running.origin;
+  key = running.key;
 }, READY_MS + 100_000);
 
 afterAll(async () => {
@@ -160,7 +71,7 @@ describe("ops listen and ops trigger against npm run dev", () => {
       ["scripts/ops.ts", "listen", "--forward-to", hook, "--key", key, "--interval", "0.5"],
       { ALMS_URL: origin },
     );
-    const secret = (await listener.waitFor(/signing secret is (whsec_[A-Za-z0-9_-]+)/, 30_000))[1]!;
+    const secret = (await listener.waitFor(/signing secret is (whsec_[A-Za-z0-9+/=]+)/, 30_000))[1]!;
 
     const triggered: Record<string, string> = {};
     for (const type of ["listing.created", "invoice.payment_made"]) {
@@ -185,9 +96,15 @@ describe("ops listen and ops trigger against npm run dev", () => {
       // GitHub's verifier: HMAC-SHA256 of the raw body, keyed with the whole secret.
       expect(await verify(secret, delivery!.body, signature), "signature of the raw body").toBe(true);
       expect(await verify(`${secret}x`, delivery!.body, signature), "another secret does not verify").toBe(false);
+      // The Standard Webhooks verifier: webhook-id, webhook-timestamp and webhook-signature, as a real delivery has.
+      const headers = delivery!.headers as Record<string, string>;
+      expect(headers["webhook-id"], "webhook-id is the event's id").toBe(eventId);
+      expect(new Webhook(secret).verify(delivery!.body, headers)).toMatchObject({ event_id: eventId });
+      expect(() => new Webhook(secret).verify(`${delivery!.body} `, headers)).toThrow(/No matching signature/);
       const envelope = JSON.parse(delivery!.body);
       expect(Object.keys(envelope)).toEqual(["event_id", "event_type", "api_version", "timestamp", "nonce", "data"]);
       expect(envelope).toMatchObject({ event_id: eventId, event_type: type });
+      expect(headers["webhook-timestamp"]).toBe(String(envelope.timestamp));
       expect(Math.abs(envelope.timestamp - Date.now() / 1000)).toBeLessThan(300);
       expect(delivery!.headers["x-webhook-event"]).toBe(type);
       expect(delivery!.headers["x-webhook-delivery"]).toMatch(/^whd_/);

@@ -47,8 +47,12 @@ describe("body validation codes", () => {
   it("validation_string_pattern for a malformed format", async () => {
     const r = await createUser({ role: "agent", name: "A", email: "not-an-email" });
     expectError(r, 422, "validation_string_pattern");
-    expect(r.json.error.details.errors[0]).toMatchObject({ field: "email", ctx: { format: "email" } });
-    expect(r.json.error.details.errors[0].ctx.pattern).toBeTypeOf("string");
+    expect(r.json.error.details.errors[0]).toMatchObject({
+      field: "email",
+      message: "Expected an email address, like name@example.com.",
+      ctx: { format: "email", expected: "an email address", example: "name@example.com" },
+    });
+    expect(r.json.error.details.errors[0].ctx.pattern).toBeUndefined();
   });
 
   it("validation_out_of_range carries the bound", async () => {
@@ -117,11 +121,17 @@ describe("body validation codes", () => {
 
 describe("nested objects (mapping unit)", () => {
   const schema = z.strictObject({
-    address: z.strictObject({ street: z.string(), zip: z.string().regex(/^\d{5}$/) }),
+    address: z.strictObject({
+      street: z.string(),
+      zip: z
+        .string()
+        .regex(/^\d{5}$/, "five digits")
+        .openapi({ example: "94103" }),
+    }),
     tags: z.array(z.string()).max(2),
   });
 
-  it("reports each nested problem under its top-level field, with the pattern", () => {
+  it("reports each nested problem under its top-level field, with the shape expected", () => {
     const input = { address: { street: 1, zip: "abc", stret: "x" }, tags: ["a", "b", "c"] };
     const result = schema.safeParse(input);
     const err = validationError("json", result.error!, schema, input);
@@ -134,7 +144,8 @@ describe("nested objects (mapping unit)", () => {
         expect.objectContaining({
           field: "address.zip",
           code: "validation_string_pattern",
-          ctx: expect.objectContaining({ pattern: "/^\\d{5}$/" }),
+          message: "Expected five digits, like 94103.",
+          ctx: { format: "regex", expected: "five digits", example: "94103" },
         }),
         expect.objectContaining({ field: "address.stret", code: "validation_unknown_field", did_you_mean: ["street"] }),
       ]),
@@ -159,6 +170,64 @@ describe("nested objects (mapping unit)", () => {
         }),
       ]),
     );
+  });
+});
+
+/** A body that quotes a regex: the source of the datetime, email or any `.regex()` check. */
+const quotesRegex = (text: string) => /\\d|\[a-z|\(\?:|\{\d|\^\(|\$\//.test(text);
+
+describe("a malformed string is told in words with an example, never as a regex", () => {
+  it("a datetime without an offset names the shape with an offset", async () => {
+    const t = await makeTenant();
+    const r = await call("/api/v1/scheduling/availability?from=2026-03-09T09:00:00&to=2026-03-10T09:00:00Z", {
+      key: t.key,
+    });
+    expectError(r, 422, "request_query_invalid");
+    const shape = "an ISO 8601 date-time with an offset, like 2026-03-09T09:00:00Z or 2026-03-09T09:00:00-07:00";
+    expect(r.json.error.details.errors, r.text).toEqual([
+      {
+        field: "from",
+        code: "validation_string_pattern",
+        message: `Expected ${shape}.`,
+        ctx: {
+          format: "datetime",
+          expected: "an ISO 8601 date-time with an offset",
+          example: "2026-03-09T09:00:00Z or 2026-03-09T09:00:00-07:00",
+        },
+      },
+    ]);
+    expect(r.json.error.message).toContain(shape);
+    expect(quotesRegex(r.text), r.text).toBe(false);
+  });
+
+  it("a listing number of the wrong form names its shape and the documented example", async () => {
+    const t = await makeTenant();
+    const listing = {
+      address: "1 Example Road",
+      owner_user_id: t.owner.id,
+      agent_one_id: t.agent.id,
+      listing_number: "NOT-7",
+    };
+    const r = await call("/api/v1/listings", { key: t.key, body: listing });
+    expectError(r, 422, "validation_string_pattern");
+    expect(r.json.error.message, r.text).toBe("listing_number: Expected 7 lowercase letters or digits, like k3v9x2a.");
+    expect(r.json.error.details.errors[0].ctx, r.text).toEqual({
+      format: "regex",
+      expected: "7 lowercase letters or digits",
+      example: "k3v9x2a",
+    });
+    expect(quotesRegex(r.text), r.text).toBe(false);
+  });
+
+  it("a path parameter of the wrong form (a subscription id) names its shape too", async () => {
+    const t = await makeTenant();
+    const r = await call("/api/v1/test_helpers/billing/subscriptions/not-a-sub/cancel", { key: t.key, body: {} });
+    expectError(r, 422, "validation_string_pattern");
+    expect(r.json.error.details.errors[0], r.text).toMatchObject({
+      field: "subscription_id",
+      message: "Expected `sub_` followed by 1 to 64 letters or digits, like sub_3k2a1q8v2l0c9z7rj4mhx0ab.",
+    });
+    expect(quotesRegex(r.text), r.text).toBe(false);
   });
 });
 

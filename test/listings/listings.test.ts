@@ -3,10 +3,23 @@ import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { database } from "../../src/db/client";
 import { appointments } from "../../src/db/schema";
+import { mintKey } from "../../src/domain/api-keys";
 import { cancelListing } from "../../src/domain/listing-cancel";
 import { createListing } from "../../src/domain/listing-create";
 import { findListing } from "../../src/domain/listing-reads";
-import { call, db, expectError, internal, makeListing, makeTenant, outbox, unique } from "../support/harness";
+import {
+  BASE,
+  call,
+  db,
+  direct,
+  expectError,
+  internal,
+  keyed,
+  makeListing,
+  makeTenant,
+  outbox,
+  unique,
+} from "../support/harness";
 import { countD1 } from "../support/webhook-fixtures";
 
 const hours = (h: number) => new Date(Date.now() + h * 3600_000).toISOString();
@@ -185,6 +198,45 @@ describe("the status state table", () => {
       "listing_not_activated",
     );
     expect(await outbox(t.agencyId, "listing.status_changed")).toEqual([]);
+  });
+
+  it("in the sandbox, listing_not_activated names the test helper that activates; in live it does not", async () => {
+    const t = await makeTenant();
+    const l = await makeListing(t);
+    const helper = `POST /api/v1/test_helpers/listings/${l.listing_number}/activate`;
+    const patch = { method: "PATCH", body: JSON.stringify({ new_status: "Active" }) };
+    // A fresh idempotency key each: the live call must not replay the sandbox answer.
+    const init = () => ({
+      ...patch,
+      headers: { "Content-Type": "application/json", "X-Idempotency-Key": unique("i") },
+    });
+
+    const sandbox = await direct(keyed(`/api/v1/listings/${l.listing_number}/status`, t.key, init()));
+    expectError(sandbox, 409, "listing_not_activated");
+    expect(sandbox.json.error.message, sandbox.text).toContain(`In the sandbox, do it yourself with ${helper}.`);
+    expect(sandbox.json.error.details, sandbox.text).toEqual({
+      status: "Coming Soon",
+      listing_number: l.listing_number,
+      test_helper: helper,
+    });
+
+    const { secret } = await mintKey(db(), { agencyId: t.agencyId, mintedByUserId: t.owner.id, mode: "live" });
+    const live = await direct(keyed(`/api/v1/listings/${l.listing_number}/status`, secret, init()), {
+      API_MODE: "live",
+    });
+    expectError(live, 409, "listing_not_activated");
+    expect(live.text).not.toContain("test_helpers");
+    expect(live.json.error.details, live.text).toEqual({ status: "Coming Soon", listing_number: l.listing_number });
+  });
+
+  it("the error catalog's listing_not_activated entry names the helper in the sandbox only", async () => {
+    const entry = async (mode: "test" | "live") => {
+      const r = await direct(new Request(`${BASE}/api/v1/errors`), { API_MODE: mode });
+      expect(r.status, r.text).toBe(200);
+      return r.json.data.find((e: { code: string }) => e.code === "listing_not_activated").action as string;
+    };
+    expect(await entry("test")).toContain("POST /api/v1/test_helpers/listings/{listing_number}/activate");
+    expect(await entry("live")).toBe("Activate the listing in the dashboard first, then change its status.");
   });
 
   it("an activated listing moves to a different status and emits listing.status_changed", async () => {

@@ -20,7 +20,7 @@ export const recordOrderRoute = internalRoute(["listing_not_found", "order_alrea
         z.strictObject({
           type: z.enum(["invoice", "payment"]),
           amount_minor: z.number().int().min(0),
-          currency: z.string().regex(/^[A-Za-z]{3}$/),
+          currency: z.string().regex(/^[A-Za-z]{3}$/, "a three-letter ISO 4217 currency code"),
           status: z.string().min(1).max(40),
           provider_reference: z.string().max(200).optional(),
           invoice_id: z.string().optional(),

@@ -31,7 +31,10 @@ export const setDeliveryDestinationRoute = internalRoute(["user_not_found", "inv
             .string()
             .min(3)
             .max(63)
-            .regex(/^[a-z0-9][a-z0-9.-]+[a-z0-9]$/),
+            .regex(
+              /^[a-z0-9][a-z0-9.-]+[a-z0-9]$/,
+              "lowercase letters, digits, dots and hyphens, starting and ending with a letter or digit",
+            ),
           region: z.string().min(1).max(40).openapi({
             description: "The SigV4 region: `auto` for R2, the bucket's region elsewhere.",
             example: "auto",
@@ -46,7 +49,7 @@ export const setDeliveryDestinationRoute = internalRoute(["user_not_found", "inv
             .string()
             .max(200)
             // biome-ignore lint/suspicious/noControlCharactersInRegex: no control characters in a folder name.
-            .regex(/^[^\x00-\x1f\\]*$/)
+            .regex(/^[^\x00-\x1f\\]*$/, "text without backslashes or control characters")
             .default("")
             .openapi({ description: "Folder inside the bucket.", example: "listings" }),
         }),

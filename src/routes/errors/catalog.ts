@@ -51,7 +51,7 @@ export const errorCatalogRoute = publicRoute(
 
 export const errorCatalogHandler: RouteHandler<typeof errorCatalogRoute, AppEnv> = (c) => {
   const origin = new URL(c.req.url).origin;
-  const data = errorCatalog().map((e) => ({ ...e, doc_url: `${origin}${ERROR_DOCS_PATH}#${e.code}` }));
+  const data = errorCatalog(c.env.API_MODE).map((e) => ({ ...e, doc_url: `${origin}${ERROR_DOCS_PATH}#${e.code}` }));
   c.header("Cache-Control", "public, max-age=3600");
   return c.json(ErrorCatalogSchema.parse({ data }), 200);
 };

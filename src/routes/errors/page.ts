@@ -12,8 +12,8 @@ const RETRY_TEXT = {
   after_change: "Yes, once something outside the request changes.",
 } as const;
 
-function page(): string {
-  const rows = errorCatalog()
+function page(mode: "test" | "live"): string {
+  const rows = errorCatalog(mode)
     .map(
       (e) =>
         `<tr id="${escapeHtml(e.code)}">` +
@@ -43,5 +43,5 @@ ${rows}
 /** The human-readable error catalog; each envelope's `doc_url` points at an entry here. */
 export const errorPage = new Hono<AppEnv>().get(ERROR_DOCS_PATH, (c) => {
   c.header("Cache-Control", "public, max-age=3600");
-  return c.html(page());
+  return c.html(page(c.env.API_MODE));
 });

@@ -24,7 +24,7 @@ const CreateListingBody = withRenames(
       agent_two_id: userId("An optional second agent, inside your hierarchy.").optional(),
       listing_number: z
         .string()
-        .regex(/^[a-z0-9]{7}$/)
+        .regex(/^[a-z0-9]{7}$/, "7 lowercase letters or digits")
         .optional()
         .openapi({ description: "7 characters of [a-z0-9]. Minted by the server when omitted.", example: "k3v9x2a" }),
     })

@@ -29,7 +29,7 @@ export const cancelSubscriptionRoute = publicRoute(
       params: z.object({
         subscription_id: z
           .string()
-          .regex(STRIPE_SUBSCRIPTION_ID)
+          .regex(STRIPE_SUBSCRIPTION_ID, "`sub_` followed by 1 to 64 letters or digits")
           .openapi({ description: "The subscription's id (`sub_…`).", example: "sub_3k2a1q8v2l0c9z7rj4mhx0ab" }),
       }),
     },

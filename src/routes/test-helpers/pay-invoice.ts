@@ -45,7 +45,7 @@ export const payInvoiceRoute = publicRoute(helperGuard("orders:read", ["listing_
             .openapi({ description: "Amount in the currency's minor unit; 24900 when omitted.", example: 24900 }),
           currency: z
             .string()
-            .regex(/^[A-Za-z]{3}$/)
+            .regex(/^[A-Za-z]{3}$/, "a three-letter ISO 4217 currency code")
             .default("usd")
             .openapi({ description: "ISO 4217 code; `usd` when omitted.", example: "usd" }),
         }),

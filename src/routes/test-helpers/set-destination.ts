@@ -40,7 +40,7 @@ export const setDestinationRoute = publicRoute(helperGuard("media:write", ["user
             .string()
             .max(200)
             // biome-ignore lint/suspicious/noControlCharactersInRegex: a folder name must not hold control characters.
-            .regex(/^[^\x00-\x1f\\]*$/)
+            .regex(/^[^\x00-\x1f\\]*$/, "text without backslashes or control characters")
             .default("")
             .openapi({ description: "Folder inside the storage.", example: "listings" }),
         }),

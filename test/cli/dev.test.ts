@@ -1,0 +1,51 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { startDev, stop } from "./dev-server";
+
+/** `npm run dev` started three times over the same local state (see dev-server.ts). */
+const state = mkdtempSync(join(tmpdir(), "alms-dev-"));
+let running: Awaited<ReturnType<typeof startDev>> | undefined;
+
+afterAll(async () => {
+  await stop(running?.dev.child);
+  rmSync(state, { recursive: true, force: true });
+}, 60_000);
+
+const users = async (origin: string, key: string) => {
+  const res = await fetch(`${origin}/api/v1/users?limit=1`, { headers: { "X-API-Key": key } });
+  return { status: res.status, text: await res.text() };
+};
+
+/** A stack frame line, as Node prints them: what a clean start never shows. */
+const STACK_FRAME = /^\s+at \S.*(?:\(.*:\d+:\d+\)|:\d+:\d+)$/m;
+
+describe("npm run dev", () => {
+  it("keeps its key across restarts, mints a new one on --new-key, and starts without stack traces", async () => {
+    running = await startDev(state);
+    const first = running.key;
+    const firstOutput = running.dev.output();
+    expect(firstOutput).toContain("Seeded the demo sandbox.");
+    expect(firstOutput, firstOutput).not.toMatch(STACK_FRAME);
+    expect(firstOutput, firstOutput).not.toContain("ENOTFOUND");
+    expect((await users(running.origin, first)).status).toBe(200);
+    await stop(running.dev.child);
+
+    running = await startDev(state);
+    expect(running.key, running.dev.output()).toBe(first);
+    expect(running.dev.output()).toContain("the same as last start");
+    expect(running.dev.output(), running.dev.output()).not.toMatch(STACK_FRAME);
+    const again = await users(running.origin, first);
+    expect(again.status, again.text).toBe(200);
+    await stop(running.dev.child);
+
+    running = await startDev(state, ["--new-key"]);
+    const fresh = running.key;
+    expect(fresh).not.toBe(first);
+    const revoked = await users(running.origin, first);
+    expect(revoked.status, revoked.text).toBe(401);
+    expect(JSON.parse(revoked.text).error.code).toBe("api_key_revoked");
+    expect((await users(running.origin, fresh)).status).toBe(200);
+  }, 480_000);
+});
