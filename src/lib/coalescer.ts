@@ -5,6 +5,8 @@ export interface CoalescerOptions {
   maxRuns: number;
   /** Told of a run that failed; the chain stops there, and the next demand starts a new one. */
   onError: (err: unknown) => void;
+  /** Called when a chain stops at `maxRuns` while its last run still reported work left over. */
+  onBound?: () => Promise<void>;
 }
 
 /**
@@ -14,7 +16,8 @@ export interface CoalescerOptions {
  * (a request's `waitUntil`) keeps the work alive until it is done. A chain stops after
  * `maxRuns`; a demand that arrived during its last run is then served by a chain the
  * demand itself starts, never left for a later caller. The task answers whether work is
- * left over (a full page): the chain then runs again, within the same bound.
+ * left over (a full page): the chain then runs again, within the same bound, and past it
+ * `onBound` hands the rest on (to another invocation).
  */
 export class Coalescer {
   readonly #task: () => Promise<boolean>;
@@ -61,5 +64,6 @@ export class Coalescer {
         return;
       }
     } while ((more || this.#covered < this.#demanded) && ++runs < this.#options.maxRuns);
+    if (more && runs >= this.#options.maxRuns) await this.#options.onBound?.();
   }
 }

@@ -4,7 +4,13 @@ import { log } from "../lib/log";
 /** Messages of the media queue that this service sends itself. */
 export type MediaJob =
   /** Sent with each new upload, due shortly after its URL lapses: settles an upload nobody reported. */
-  { kind: "upload.settle"; upload_id: string } | { kind: "delivery"; delivery_id: string };
+  | { kind: "upload.settle"; upload_id: string }
+  | { kind: "delivery"; delivery_id: string }
+  /**
+   * Sent by an outbox drain that stopped at its bound with events still waiting: the batch
+   * that takes it drains the outbox afterwards (see runQueue), so a burst leaves without Cron.
+   */
+  | { kind: "outbox.drain" };
 
 /** What R2 sends to the same queue for an object-create event notification. */
 export interface R2EventNotification {

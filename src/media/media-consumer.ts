@@ -48,6 +48,9 @@ async function handle(db: Db, env: Env, body: unknown, sentAt: Date, budget: Bud
       return settleJob(db, env, job.upload_id, young);
     case "delivery":
       return deliver(db, env, job.delivery_id, young, budget);
+    case "outbox.drain":
+      // The drain itself runs once the batch is done (runQueue kicks the outbox after every media batch).
+      return "done";
     default:
       log.error("unknown media message", { job: "media", error: "unknown message", body });
       return "done";

@@ -1,5 +1,6 @@
 import { Coalescer } from "../lib/coalescer";
 import { errorText, log } from "../lib/log";
+import type { MediaJob } from "../media/jobs";
 import { drainOutbox } from "./outbox-drain";
 
 /**
@@ -23,6 +24,15 @@ const drains = new Coalescer(async () => (latestEnv ? (await drainOutbox(latestE
   spacingMs: DRAIN_SPACING_MS,
   maxRuns: KICK_MAX_DRAINS,
   onError: (err) => log.error("outbox drain failed", { job: "outbox_drain", error: errorText(err) }),
+  // A burst larger than one chain's drains continues in the media queue's next batch, which
+  // drains the outbox after its messages: no event waits for a later write or the sweep.
+  onBound: async () => {
+    try {
+      await latestEnv?.MEDIA_QUEUE.send({ kind: "outbox.drain" } satisfies MediaJob);
+    } catch (err) {
+      log.error("outbox drain hand-off failed", { job: "outbox_drain", error: errorText(err) });
+    }
+  },
 });
 
 /** Resolves once this isolate's background drain, if one is running or waiting, has finished. */

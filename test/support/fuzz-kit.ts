@@ -239,7 +239,16 @@ export async function backgroundSettled() {
         "SELECT (SELECT count(*) FROM events WHERE enqueued_at IS NULL AND set_aside_at IS NULL) AS events, " +
           "(SELECT count(*) FROM webhook_deliveries WHERE status = 'pending') AS deliveries",
       ).first<{ events: number; deliveries: number }>();
-      expect(left, "background work still under way").toEqual({ events: 0, deliveries: 0 });
+      const stuck = left?.events
+        ? await env.DB.prepare(
+            "SELECT event_type, attempts, claimed_until, last_error, created_at FROM events " +
+              "WHERE enqueued_at IS NULL AND set_aside_at IS NULL ORDER BY created_at LIMIT 3",
+          ).all()
+        : undefined;
+      expect(left, `background work still under way: ${JSON.stringify(stuck?.results ?? [])}`).toEqual({
+        events: 0,
+        deliveries: 0,
+      });
     },
     { timeout: 60_000, interval: 250 },
   );

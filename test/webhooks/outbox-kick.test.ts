@@ -1,7 +1,9 @@
+import { createExecutionContext, createMessageBatch, getQueueResult, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { inArray, sql } from "drizzle-orm";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { events } from "../../src/db/schema";
+import worker from "../../src/index";
 import { Coalescer } from "../../src/lib/coalescer";
 import { backgroundDrainDone, kickOutbox } from "../../src/webhooks/outbox-kick";
 import { db, makeTenant } from "../support/harness";
@@ -60,13 +62,27 @@ describe("the coalescer behind the outbox kick", () => {
     expect(served).toBe(true);
   });
 
-  it("runs again while a run reports a full page, within the bound", async () => {
+  it("runs again while a run reports a full page, within the bound, then hands the rest on", async () => {
     const t = steppedTask();
-    const c = new Coalescer(t.task, { spacingMs: 0, maxRuns: 3, onError: () => undefined });
+    let handedOn = 0;
+    const c = new Coalescer(t.task, {
+      spacingMs: 0,
+      maxRuns: 3,
+      onError: () => undefined,
+      onBound: async () => {
+        handedOn++;
+      },
+    });
     const done = c.demand();
     for (let i = 0; i < 3; i++) await t.finishRun(true);
     await done;
     expect(t.started()).toBe(3);
+    expect(handedOn).toBe(1);
+    // A chain whose last page was not full hands nothing on.
+    const again = c.demand();
+    await t.finishRun(false);
+    await again;
+    expect(handedOn).toBe(1);
   });
 
   it("tells onError of a failed run and stops the chain; the next demand starts another", async () => {
@@ -155,5 +171,48 @@ describe("no event left behind by the drain after writes", () => {
       .all();
     expect(rows.filter((e) => e.enqueuedAt === null)).toHaveLength(0);
     expect(queue.sent).toHaveLength(180);
+  });
+});
+
+describe("a burst larger than one chain of drains", () => {
+  it("continues in the media queue's next batch, without another write or the sweep", async () => {
+    const t = await makeTenant();
+    await registerEndpoints(t, 1, `w${Math.random().toString(36).slice(2, 8)}`);
+    await emptyOutbox();
+    await settle();
+    const queue = captureQueue();
+    const handedOn: unknown[] = [];
+    vi.spyOn(env.MEDIA_QUEUE, "send").mockImplementation(async (body) => {
+      handedOn.push(body);
+      return {} as QueueSendResponse;
+    });
+    // 12 pages of one agency's share (25): more than the 8 drains one kick runs.
+    const ids = await insertEvents(t.agencyId, 300, { firstCreatedAt: Date.now() - 1_000 });
+    const unsent = async () =>
+      (
+        await db()
+          .select({ enqueuedAt: events.enqueuedAt })
+          .from(events)
+          .where(inArray(events.id, among(ids)))
+          .all()
+      ).filter((e) => e.enqueuedAt === null).length;
+    const waiting: Promise<unknown>[] = [];
+    kickOutbox(env, { waitUntil: (p) => void waiting.push(p) });
+    await Promise.all(waiting);
+    await backgroundDrainDone();
+    expect(await unsent()).toBeGreaterThan(0);
+    expect(handedOn).toEqual([{ kind: "outbox.drain" }]);
+
+    // The media queue's batch that takes the hand-off drains the rest.
+    const batch = createMessageBatch("alms-media-local", [
+      { id: "m0", timestamp: new Date(), attempts: 1, body: handedOn[0] },
+    ]);
+    const ctx = createExecutionContext();
+    await worker.queue(batch, env, ctx);
+    await waitOnExecutionContext(ctx);
+    await backgroundDrainDone();
+    expect(await getQueueResult(batch, ctx)).toMatchObject({ explicitAcks: ["m0"] });
+    expect(await unsent()).toBe(0);
+    expect(queue.sent).toHaveLength(300);
   });
 });
