@@ -6,8 +6,12 @@ type FormatIssue = Extract<ZodError["issues"][number], { code: "invalid_format" 
 interface Shape {
   /** The shape in words, with an example, for the problem's message. */
   message: string;
-  /** What `ctx` carries instead of a regex: the format, the shape in words and an example. */
-  ctx: { format: string; expected: string; example?: string };
+  /**
+   * The format, the shape in words and an example; for a pattern the field declares (its
+   * OpenAPI `pattern`), that pattern too, as the spec promises (`ctx.pattern` when declared).
+   * A built-in format's regex is zod's, never declared, and never shown.
+   */
+  ctx: { format: string; expected: string; example?: string; pattern?: string };
 }
 
 /** Built-in string formats in words, each with an example a client can copy. */
@@ -17,6 +21,9 @@ const FORMATS: Record<string, { words: string; example: string }> = {
   url: { words: "an absolute URL", example: "https://example.com/webhooks" },
   uuid: { words: "a UUID", example: "3f1c2a9e-8d4b-4e7a-9c1f-5b2d6e8a0c47" },
 };
+
+/** A pattern as the OpenAPI document declares it: the regex's source, without slashes or flags. */
+const declared = (pattern: unknown) => String(pattern).replace(/^\/(.*)\/[a-z]*$/s, "$1");
 
 const DATETIME_EXAMPLE = "2026-03-09T09:00:00Z";
 
@@ -46,7 +53,7 @@ function datetimeWords(def: Record<string, unknown> | undefined): { words: strin
 }
 
 /**
- * A string that fails its format, told in words with an example, never as the regex behind it.
+ * A string that fails its format, told in words with an example; the message never quotes a regex.
  * Built-in formats come from the table above; a `.regex()` check is told by its own message
  * (`.regex(re, "7 lowercase letters or digits")`), and the field's OpenAPI example shows it.
  */
@@ -70,6 +77,11 @@ export function expectedShape(issue: FormatIssue, field: ZodType | undefined): S
   }
   return {
     message: `Expected ${words}${example ? `, like ${example}` : ""}.`,
-    ctx: { format: issue.format, expected: words, ...(example ? { example } : {}) },
+    ctx: {
+      format: issue.format,
+      expected: words,
+      ...(example ? { example } : {}),
+      ...(issue.format === "regex" && "pattern" in issue && issue.pattern ? { pattern: declared(issue.pattern) } : {}),
+    },
   };
 }

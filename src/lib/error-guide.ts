@@ -118,7 +118,7 @@ const ERROR_GUIDE = {
   validation_enum_not_allowed: fix("Send one of the values listed in details.errors[].ctx.expected."),
   validation_string_pattern: fix(
     "A string does not match its format: details.errors[].ctx.expected names the shape in words and " +
-      `ctx.example shows one. ${FIX_FIELD}`,
+      `ctx.example shows one; ctx.pattern is the declared pattern, where the field has one. ${FIX_FIELD}`,
   ),
   validation_array_length: fix(`A list is too short or too long. ${FIX_FIELD}`),
   validation_nested_error: fix("Correct the nested fields listed under details.errors[].children."),

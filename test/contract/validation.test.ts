@@ -145,7 +145,7 @@ describe("nested objects (mapping unit)", () => {
           field: "address.zip",
           code: "validation_string_pattern",
           message: "Expected five digits, like 94103.",
-          ctx: { format: "regex", expected: "five digits", example: "94103" },
+          ctx: { format: "regex", expected: "five digits", example: "94103", pattern: "^\\d{5}$" },
         }),
         expect.objectContaining({ field: "address.stret", code: "validation_unknown_field", did_you_mean: ["street"] }),
       ]),
@@ -176,7 +176,7 @@ describe("nested objects (mapping unit)", () => {
 /** A body that quotes a regex: the source of the datetime, email or any `.regex()` check. */
 const quotesRegex = (text: string) => /\\d|\[a-z|\(\?:|\{\d|\^\(|\$\//.test(text);
 
-describe("a malformed string is told in words with an example, never as a regex", () => {
+describe("a malformed string is told in words with an example, never as a regex in its message", () => {
   it("a datetime without an offset names the shape with an offset", async () => {
     const t = await makeTenant();
     const r = await call("/api/v1/scheduling/availability?from=2026-03-09T09:00:00&to=2026-03-10T09:00:00Z", {
@@ -211,12 +211,15 @@ describe("a malformed string is told in words with an example, never as a regex"
     const r = await call("/api/v1/listings", { key: t.key, body: listing });
     expectError(r, 422, "validation_string_pattern");
     expect(r.json.error.message, r.text).toBe("listing_number: Expected 7 lowercase letters or digits, like k3v9x2a.");
+    // The field declares its pattern, so ctx carries it too (the spec's `ctx.pattern` when declared); the words lead.
     expect(r.json.error.details.errors[0].ctx, r.text).toEqual({
       format: "regex",
       expected: "7 lowercase letters or digits",
       example: "k3v9x2a",
+      pattern: "^[a-z0-9]{7}$",
     });
-    expect(quotesRegex(r.text), r.text).toBe(false);
+    expect(quotesRegex(r.json.error.message), r.text).toBe(false);
+    expect(quotesRegex(r.json.error.details.errors[0].message), r.text).toBe(false);
   });
 
   it("a path parameter of the wrong form (a subscription id) names its shape too", async () => {
@@ -226,8 +229,9 @@ describe("a malformed string is told in words with an example, never as a regex"
     expect(r.json.error.details.errors[0], r.text).toMatchObject({
       field: "subscription_id",
       message: "Expected `sub_` followed by 1 to 64 letters or digits, like sub_3k2a1q8v2l0c9z7rj4mhx0ab.",
+      ctx: { pattern: "^sub_[A-Za-z0-9]{1,64}$" },
     });
-    expect(quotesRegex(r.text), r.text).toBe(false);
+    expect(quotesRegex(r.json.error.message), r.text).toBe(false);
   });
 });
 
