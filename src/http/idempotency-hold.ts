@@ -150,27 +150,19 @@ const responseBinding = (idem: IdempotencyContext) =>
  */
 const sealingScope = (idem: IdempotencyContext) => `agency:${idem.agencyId}`;
 
-async function seal(env: Env, idem: IdempotencyContext, response: CachedResponse): Promise<CachedResponse> {
-  const body = await encrypt(
-    keyringOf(env),
-    RESPONSE_PURPOSE,
-    response.body,
-    responseBinding(idem),
-    sealingScope(idem),
-  );
+/** The cached body sealed (or opened) under the agency's own key, bound to its record. */
+async function withBody(
+  env: Env,
+  idem: IdempotencyContext,
+  response: CachedResponse,
+  change: typeof encrypt | typeof decrypt,
+): Promise<CachedResponse> {
+  const body = await change(keyringOf(env), RESPONSE_PURPOSE, response.body, responseBinding(idem), sealingScope(idem));
   return { ...response, body };
 }
 
-async function unseal(env: Env, idem: IdempotencyContext, response: CachedResponse): Promise<CachedResponse> {
-  const body = await decrypt(
-    keyringOf(env),
-    RESPONSE_PURPOSE,
-    response.body,
-    responseBinding(idem),
-    sealingScope(idem),
-  );
-  return { ...response, body };
-}
+const seal = (env: Env, idem: IdempotencyContext, response: CachedResponse) => withBody(env, idem, response, encrypt);
+const unseal = (env: Env, idem: IdempotencyContext, response: CachedResponse) => withBody(env, idem, response, decrypt);
 
 /**
  * The cached answer, as this request's own: `X-Request-Id` (set when the request ends) and
