@@ -6,7 +6,8 @@ import { mediaUploads } from "../../src/db/schema";
 import worker from "../../src/index";
 import { COPY_SLOTS } from "../../src/media/batch-budget";
 import type { MediaJob } from "../../src/media/jobs";
-import { call, db, internal, makeListing, makeTenant, mockFetch, type Tenant } from "../support/harness";
+import { call, db, makeListing, makeTenant, mockFetch, type Tenant } from "../support/harness";
+import { configureDestination } from "../support/media-fixtures";
 
 const ENDPOINT = "https://s3.batch.test";
 
@@ -33,19 +34,7 @@ beforeEach(() => {
 });
 afterEach(() => vi.restoreAllMocks());
 
-async function configure(t: Tenant) {
-  const r = await internal(`/internal/v1/users/${t.agent.id}/delivery-destination`, {
-    method: "PUT",
-    body: {
-      endpoint_url: ENDPOINT,
-      bucket: "agent-bucket",
-      region: "us-east-1",
-      access_key_id: "AKIDAGENT",
-      secret_access_key: "agent-secret-access-key-0123456789",
-    },
-  });
-  expect(r.status, r.text).toBe(200);
-}
+const configure = (t: Tenant) => configureDestination(t, ENDPOINT);
 
 async function announce(t: Tenant, listingNumber: string, filename: string) {
   const r = await call("/api/v1/media/upload", {

@@ -5,7 +5,8 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { mediaUploads } from "../../src/db/schema";
 import worker from "../../src/index";
 import type { MediaJob } from "../../src/media/jobs";
-import { call, db, expectError, internal, makeListing, makeTenant, mockFetch, type Tenant } from "../support/harness";
+import { call, db, expectError, makeListing, makeTenant, mockFetch, type Tenant } from "../support/harness";
+import { configureDestination } from "../support/media-fixtures";
 
 const ENDPOINT = "https://s3.status.test";
 const uploadPath = (id: string) => `/api/v1/media/uploads/${id}`;
@@ -32,19 +33,7 @@ beforeEach(() => {
 });
 afterEach(() => vi.restoreAllMocks());
 
-async function configure(t: Tenant) {
-  const r = await internal(`/internal/v1/users/${t.agent.id}/delivery-destination`, {
-    method: "PUT",
-    body: {
-      endpoint_url: ENDPOINT,
-      bucket: "agent-bucket",
-      region: "us-east-1",
-      access_key_id: "AKIDAGENT",
-      secret_access_key: "agent-secret-access-key-0123456789",
-    },
-  });
-  expect(r.status, r.text).toBe(200);
-}
+const configure = (t: Tenant) => configureDestination(t, ENDPOINT);
 
 async function announce(t: Tenant, listingNumber: string | undefined, size = 1024, filename = "front.jpg") {
   const r = await call("/api/v1/media/upload", {
