@@ -69,13 +69,15 @@ function schemasOf(route: RouteConfig): RouteMeta["schemas"] {
 function routeCodes(route: RouteConfig, guard: Guard): ErrorCode[] {
   const { json, query } = schemasOf(route);
   const codes: ErrorCode[] = [
-    ...(guard.anonymous ? [] : AUTH_CODES),
+    // Any authenticated route: a client address throttled for failed authentications (429), and a key
+    // gate that cannot answer (503), whether or not the route has a budget of its own.
+    ...(guard.anonymous ? [] : [...AUTH_CODES, "rate_limit_exceeded" as const, "rate_limit_unavailable" as const]),
     "https_required",
     "service_unavailable",
     "internal_error",
   ];
   if (guard.session) codes.push("auth_required", "agency_resolution_failed");
-  if (guard.endpoint) codes.push("rate_limit_exceeded", "rate_limit_misconfigured", "rate_limit_unavailable");
+  if (guard.endpoint) codes.push("rate_limit_misconfigured");
   if (guard.scope) codes.push("auth.scope_denied");
   if (guard.roles) codes.push("role_forbidden");
   if (MUTATING.has(route.method)) {
