@@ -2,6 +2,7 @@ import { app } from "./app";
 import { runQueue } from "./queue";
 import { runScheduled } from "./scheduled";
 
+export { AgencyBudget } from "./durable/agency-budget";
 export { IdempotencyLedger } from "./durable/idempotency-ledger";
 export { IdempotencyLock } from "./durable/idempotency-lock";
 export { KeyGate } from "./durable/key-gate";

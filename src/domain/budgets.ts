@@ -62,3 +62,18 @@ export function effectiveBudgets(overrides: Record<string, unknown> | null | und
     ENDPOINT_NAMES.map((name) => [name, budgetFor(name, overrides) ?? DEFAULT_BUDGETS[name]]),
   ) as Record<EndpointName, number>;
 }
+
+/**
+ * An agency's keys together get this many times a key's default budget per endpoint:
+ * a handful of integrations (a CRM, a site, a feed) never meet it, and minting more keys
+ * never multiplies what an agency may send.
+ */
+export const AGENCY_BUDGET_FACTOR = 5;
+
+/**
+ * What the agency's keys may send together to `endpoint` in a window, as seen by a key
+ * whose own budget is `keyLimit`: a key an administrator raised above the agency's budget
+ * keeps its raised budget; every other key is held to the agency's.
+ */
+export const agencyBudgetFor = (endpoint: EndpointName, keyLimit: number): number =>
+  Math.max(DEFAULT_BUDGETS[endpoint] * AGENCY_BUDGET_FACTOR, keyLimit);

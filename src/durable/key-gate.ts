@@ -3,10 +3,18 @@ import { eq } from "drizzle-orm";
 import { database } from "../db/client";
 import { type ApiKey, type ApiKeySecret, apiKeySecrets, apiKeys, users } from "../db/schema";
 import { type KeyChange, revokeKey, rotateKey, updateKey } from "../domain/api-keys";
-import { budgetFor, ENDPOINT_NAMES, type EndpointName, MAX_BUDGET, WINDOW_MS } from "../domain/budgets";
+import {
+  agencyBudgetFor,
+  budgetFor,
+  ENDPOINT_NAMES,
+  type EndpointName,
+  MAX_BUDGET,
+  WINDOW_MS,
+} from "../domain/budgets";
 import { checkKeyState, type KeyMode, type KeyState } from "../domain/keys";
 import { DomainError, type ErrorCode } from "../lib/errors";
 import { SlidingLog } from "../lib/sliding-log";
+import { agencyBudget, type Returned } from "./agency-budget";
 
 export interface RateDecision {
   limit: number;
@@ -15,6 +23,8 @@ export interface RateDecision {
   reset: number;
   /** Seconds until a request fits again; set only when refused. */
   retryAfter?: number;
+  /** Set when the agency's budget, shared by all its keys, refused the request (the numbers are the agency's). */
+  scope?: "agency";
 }
 
 export interface Refusal {
@@ -55,6 +65,26 @@ const LOAD_ATTEMPTS = 3;
  * counted: a restart of the object forgets at most the requests of the last interval.
  */
 export const WINDOW_FLUSH_MS = 1_000;
+/**
+ * How long a lease of the agency's budget lasts: a gate asks for as many requests as its
+ * key sent in the last lease period, and gives back what is left when the lease ends.
+ */
+export const LEASE_MS = 5_000;
+/**
+ * Renewals one request may wait for before the gate gives up (503): each grants at least
+ * one request and asks for every request then waiting, so a request outrun this often
+ * means the agency's object is not keeping up.
+ */
+const LEASE_ATTEMPTS = 32;
+
+interface Lease {
+  id: string;
+  agencyId: string;
+  left: number;
+  /** In the clock of the requests that took it (epoch ms). */
+  expires: number;
+}
+
 /** Longer bookmarks are refused; D1's are far shorter. */
 const BOOKMARK_MAX_LENGTH = 1_024;
 
@@ -75,6 +105,12 @@ export class KeyGate extends DurableObject<Env> {
   #pending = new Map<string, Map<number, number>>();
   #flushing: ReturnType<typeof setTimeout> | undefined;
   #bookmark: string | undefined;
+  /** Requests leased from the agency's budget, per endpoint. */
+  #leases = new Map<string, Lease>();
+  #renewing = new Map<string, Promise<RateDecision | undefined>>();
+  /** Requests of the key waiting for a renewal, per endpoint: the renewal asks for them all. */
+  #waiting = new Map<string, number>();
+  #returning: ReturnType<typeof setTimeout> | undefined;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -210,7 +246,76 @@ export class KeyGate extends DurableObject<Env> {
     if (!endpoint) return { ok: true, key, bookmark };
     const limit = budgetFor(endpoint, loaded.key.rateLimitOverrides);
     if (limit === undefined) return refuse(new DomainError("rate_limit_misconfigured", { details: { endpoint } }));
-    return { ok: true, key, rate: this.#hit(endpoint, limit, now), bookmark };
+    return { ok: true, key, rate: await this.#admitCounted(agencyId, endpoint, limit, now), bookmark };
+  }
+
+  /**
+   * Counts the request in the key's window and in the agency's, through the key's lease
+   * of the agency's budget: the key's own budget first (a request it refuses costs the
+   * agency's nothing), then a request of the lease, renewed when it is spent or over.
+   * Concurrent requests of the key wait for one renewal, which asks for all of them.
+   */
+  async #admitCounted(agencyId: string, endpoint: EndpointName, limit: number, now: number): Promise<RateDecision> {
+    const window = this.#window(endpoint);
+    for (let attempt = 0; attempt < LEASE_ATTEMPTS; attempt++) {
+      window.evict(now - WINDOW_MS);
+      if (window.size >= limit) return this.#hit(endpoint, limit, now);
+      const lease = this.#leases.get(endpoint);
+      if (lease && lease.agencyId === agencyId && lease.left > 0 && now < lease.expires) {
+        lease.left--;
+        return this.#hit(endpoint, limit, now);
+      }
+      let renewal = this.#renewing.get(endpoint);
+      if (!renewal) {
+        renewal = this.#renew(agencyId, endpoint, limit, now).finally(() => this.#renewing.delete(endpoint));
+        this.#renewing.set(endpoint, renewal);
+      }
+      this.#waiting.set(endpoint, (this.#waiting.get(endpoint) ?? 0) + 1);
+      try {
+        const refusal = await renewal;
+        if (refusal) return refusal;
+      } finally {
+        this.#waiting.set(endpoint, (this.#waiting.get(endpoint) ?? 1) - 1);
+      }
+    }
+    throw new Error("the agency's budget could not be leased");
+  }
+
+  async #renew(agencyId: string, endpoint: EndpointName, keyLimit: number, now: number) {
+    const old = this.#leases.get(endpoint);
+    this.#leases.delete(endpoint);
+    const returning: Returned[] = old && old.left > 0 && old.agencyId === agencyId ? [leaseReturn(old)] : [];
+    const window = this.#window(endpoint);
+    // As many as the key sent in the last lease period, or has waiting now, never more than its own budget has left.
+    const demand = Math.max(window.countSince(now - LEASE_MS) + 1, this.#waiting.get(endpoint) ?? 0);
+    const want = Math.max(1, Math.min(demand, keyLimit - window.size));
+    const answer = await agencyBudget(this.env, agencyId).lease(
+      { endpoint, want, ceiling: agencyBudgetFor(endpoint, keyLimit), returning },
+      now,
+    );
+    if (!answer.ok) {
+      const { limit, remaining, reset, retryAfter } = answer;
+      return { limit, remaining, reset, retryAfter, scope: "agency" as const };
+    }
+    this.#leases.set(endpoint, { id: answer.id, agencyId, left: answer.granted, expires: now + LEASE_MS });
+    this.#returning ??= setTimeout(() => this.#returnUnused(), LEASE_MS);
+    return undefined;
+  }
+
+  /** Gives the agency back what ended leases left unused, so other keys may send it. */
+  #returnUnused(): void {
+    this.#returning = undefined;
+    const now = Date.now();
+    for (const [endpoint, lease] of this.#leases) {
+      if (now < lease.expires) continue;
+      this.#leases.delete(endpoint);
+      if (lease.left <= 0) continue;
+      // Best effort: what is not given back leaves the agency's window with the lease's minute.
+      void agencyBudget(this.env, lease.agencyId)
+        .giveBack(endpoint as EndpointName, [leaseReturn(lease)])
+        .catch(() => undefined);
+    }
+    if (this.#leases.size) this.#returning = setTimeout(() => this.#returnUnused(), LEASE_MS);
   }
 
   /**
@@ -318,6 +423,8 @@ export class KeyGate extends DurableObject<Env> {
     sql.exec("DELETE FROM window_counts WHERE second < ?", Math.floor((Date.now() - WINDOW_MS) / 1000));
   }
 }
+
+const leaseReturn = (lease: Lease): Returned => ({ id: lease.id, unused: lease.left });
 
 function refuse(err: DomainError): Refusal {
   return { ok: false, code: err.code, message: err.message, details: err.details };

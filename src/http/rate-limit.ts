@@ -27,11 +27,12 @@ export function applyRate(c: Context<AppEnv>, endpoint: EndpointName, rate: Rate
   }
   setRateHeaders(c, rate);
   if (rate.retryAfter !== undefined) {
+    const agency = rate.scope === "agency";
     throw new DomainError("rate_limit_exceeded", {
       message:
-        `The budget of ${rate.limit} requests per 60 s for ${endpoint} is exhausted; ` +
-        `retry after ${rate.retryAfter} s.`,
-      details: { endpoint, limit: rate.limit, window_seconds: 60 },
+        `The ${agency ? "agency's shared " : ""}budget of ${rate.limit} requests per 60 s for ${endpoint} ` +
+        `is exhausted${agency ? " by all its keys together" : ""}; retry after ${rate.retryAfter} s.`,
+      details: { endpoint, limit: rate.limit, window_seconds: 60, ...(agency ? { reason: "agency_budget" } : {}) },
       retryAfter: rate.retryAfter,
     });
   }

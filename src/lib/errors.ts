@@ -98,8 +98,8 @@ export const ERRORS = {
   // Rate limiting
   rate_limit_exceeded: [
     429,
-    "The per-key budget for this endpoint is exhausted (or the client address failed authentication too often); " +
-      "retry after Retry-After seconds.",
+    "The per-key budget for this endpoint is exhausted (or the agency's budget shared by all its keys, or the " +
+      "client address failed authentication too often); retry after Retry-After seconds.",
   ],
   rate_limit_misconfigured: [500, "The caller identity or the endpoint budget could not be resolved."],
   rate_limit_unavailable: [503, "The rate-limit backend is unreachable; the request was not processed."],

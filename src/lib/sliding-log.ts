@@ -37,6 +37,19 @@ export class SlidingLog {
     return index < 0 || index >= this.size ? undefined : this.#times[this.#head + index];
   }
 
+  /** Entries after `since` (a binary search: the log is in arrival order). */
+  countSince(since: number): number {
+    const times = this.#times;
+    let lo = this.#head;
+    let hi = times.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (times[mid]! <= since) lo = mid + 1;
+      else hi = mid;
+    }
+    return times.length - lo;
+  }
+
   newest(): number | undefined {
     return this.size ? this.#times[this.#times.length - 1] : undefined;
   }

@@ -31,7 +31,10 @@ describe("GET /api/v1/limits", () => {
     // Reading the limits again changes no window, and answers no rate-limit headers of its own.
     const again = await call("/api/v1/limits", { key: t.key });
     expect(again.headers.get("x-rate-limit-limit")).toBeNull();
-    expect(again.json.budgets).toEqual(after.budgets);
+    // (An empty window's reset is "now", so only what is counted is compared.)
+    const counted = (budgets: Record<string, { limit: number; remaining: number }>) =>
+      Object.fromEntries(Object.entries(budgets).map(([name, w]) => [name, [w.limit, w.remaining]]));
+    expect(counted(again.json.budgets)).toEqual(counted(after.budgets));
     const next = await call("/api/v1/listings", { key: t.key });
     expect(Number(next.headers.get("x-rate-limit-remaining"))).toBe(after.budgets.read_listings_list.remaining - 1);
   });

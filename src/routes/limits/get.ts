@@ -1,12 +1,13 @@
 import type { RouteHandler } from "@hono/zod-openapi";
 import { agencyQuotaStates } from "../../domain/quotas";
+import { agencyBudget } from "../../durable/agency-budget";
 import { keyGate } from "../../durable/key-changes";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
 import { DomainError } from "../../lib/errors";
 import { presentQuotas } from "../../schemas/quotas";
-import { LimitsSchema, presentBudgets } from "./schema";
+import { LimitsSchema, presentAgencyBudgets, presentBudgets } from "./schema";
 
 export const getLimitsRoute = publicRoute(
   {},
@@ -18,7 +19,8 @@ export const getLimitsRoute = publicRoute(
     summary: "Your key's rate-limit budgets and your agency's quotas",
     description:
       "Any valid key may read its own limits, whatever its scopes and role. It costs no budget of its own and " +
-      "counts against none: the windows are read as they stand. `quotas` are the agency's, shared by all its keys.",
+      "counts against none: the windows are read as they stand. `agency_budgets` and `quotas` are the agency's, " +
+      "shared by all its keys.",
     responses: { 200: { description: "The key's budgets and the agency's quotas.", content: json(LimitsSchema) } },
   },
 );
@@ -27,12 +29,18 @@ export const getLimits: RouteHandler<typeof getLimitsRoute, AppEnv> = async (c) 
   const caller = c.get("caller");
   const keyId = caller.keyId;
   if (!keyId) throw new DomainError("internal_error", { message: "The limits route needs a key." });
-  const [windows, quotas] = await Promise.all([
+  const [windows, agencyUsed, quotas] = await Promise.all([
     keyGate(c.env, keyId).windows(keyId),
+    agencyBudget(c.env, caller.agencyId).used(),
     agencyQuotaStates(c.var.db, caller.agencyId),
   ]);
   return c.json(
-    LimitsSchema.parse({ key_id: keyId, budgets: presentBudgets(windows ?? {}), quotas: presentQuotas(quotas) }),
+    LimitsSchema.parse({
+      key_id: keyId,
+      budgets: presentBudgets(windows ?? {}),
+      agency_budgets: presentAgencyBudgets(windows ?? {}, agencyUsed),
+      quotas: presentQuotas(quotas),
+    }),
     200,
   );
 };

@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { DEFAULT_BUDGETS, ENDPOINT_NAMES, type EndpointName } from "../../domain/budgets";
+import { agencyBudgetFor, DEFAULT_BUDGETS, ENDPOINT_NAMES, type EndpointName, WINDOW_MS } from "../../domain/budgets";
 import type { RateDecision } from "../../durable/key-gate";
 import { QuotasSchema } from "../../schemas/quotas";
 
@@ -29,6 +29,16 @@ export const LimitsSchema = z
         "window: the same numbers as the X-Rate-Limit-* headers of a request to that endpoint.",
       example: { create_listing: budgetExample("create_listing"), upload_media: budgetExample("upload_media") },
     }),
+    agency_budgets: z.partialRecord(z.enum(ENDPOINT_NAMES), BudgetWindowSchema).openapi({
+      description:
+        "The agency's budgets, shared by all its keys, by endpoint name: a request fits only when both the key's " +
+        "budget and the agency's have room. An agency's budget is five times a key's default; a key an " +
+        "administrator raised above it is held to its own budget instead. `remaining` counts requests that the " +
+        "agency's keys hold leased for the next few seconds as used.",
+      example: {
+        create_listing: { limit: DEFAULT_BUDGETS.create_listing * 5, remaining: 996, reset: 1_767_225_660 },
+      },
+    }),
     quotas: QuotasSchema,
   })
   .openapi("Limits");
@@ -37,3 +47,25 @@ export const presentBudgets = (windows: Partial<Record<EndpointName, RateDecisio
   Object.fromEntries(
     Object.entries(windows).map(([name, w]) => [name, { limit: w.limit, remaining: w.remaining, reset: w.reset }]),
   );
+
+/** The agency's windows as the calling key sees them: its budgets' ceilings, less what the agency used. */
+export function presentAgencyBudgets(
+  keyWindows: Partial<Record<EndpointName, RateDecision>>,
+  used: Partial<Record<EndpointName, { used: number; newest: number }>>,
+  now = Date.now(),
+) {
+  return Object.fromEntries(
+    (Object.keys(keyWindows) as EndpointName[]).map((name) => {
+      const limit = agencyBudgetFor(name, keyWindows[name]!.limit);
+      const window = Object.hasOwn(used, name) ? used[name] : undefined;
+      return [
+        name,
+        {
+          limit,
+          remaining: Math.max(0, limit - (window?.used ?? 0)),
+          reset: Math.ceil(((window?.newest ?? now - WINDOW_MS) + WINDOW_MS) / 1000),
+        },
+      ];
+    }),
+  );
+}
