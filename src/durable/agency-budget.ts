@@ -1,34 +1,12 @@
 import { DurableObject } from "cloudflare:workers";
 import { ENDPOINT_NAMES, type EndpointName, MAX_BUDGET, WINDOW_MS } from "../domain/budgets";
-
-/** What a key's gate asks of its agency's budget when its lease for an endpoint runs out. */
-export interface LeaseAsk {
-  endpoint: EndpointName;
-  /** Requests the gate expects to admit before the lease ends. */
-  want: number;
-  /** The agency's budget for this endpoint, as the asking key sees it (see agencyBudgetFor). */
-  ceiling: number;
-  /** Leases of this gate that ended with requests unused: they leave the window now. */
-  returning?: Returned[];
-}
-
-export interface Returned {
-  id: string;
-  unused: number;
-}
-
-export type LeaseAnswer =
-  | { ok: true; id: string; granted: number }
-  | { ok: false; limit: number; remaining: 0; reset: number; retryAfter: number };
+import type { LeaseAnswer, LeaseAsk, Returned } from "./budget-lease";
 
 interface Grant {
   id: string;
   at: number;
   n: number;
 }
-
-/** The agency's budget of a key's gate. */
-export const agencyBudget = (env: Env, agencyId: string) => env.AGENCY_BUDGET.getByName(agencyId);
 
 /** No lease is larger than this share of the agency's budget, so a few keys cannot hold all of it. */
 const LEASE_SHARE = 16;

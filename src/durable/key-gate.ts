@@ -14,7 +14,7 @@ import {
 import { checkKeyState, type KeyMode, type KeyState } from "../domain/keys";
 import { DomainError, type ErrorCode } from "../lib/errors";
 import { SlidingLog } from "../lib/sliding-log";
-import { agencyBudget, type Returned } from "./agency-budget";
+import { agencyBudget, type Returned } from "./budget-lease";
 
 export interface RateDecision {
   limit: number;

@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { mintKey } from "../../src/domain/api-keys";
 import { AGENCY_BUDGET_FACTOR, DEFAULT_BUDGETS } from "../../src/domain/budgets";
-import { agencyBudget } from "../../src/durable/agency-budget";
+import { agencyBudget } from "../../src/durable/budget-lease";
 import { LEASE_MS } from "../../src/durable/key-gate";
 import { call, db, expectError, makePlatformKey, makeTenant, type Tenant } from "../support/harness";
 

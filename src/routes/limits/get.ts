@@ -1,6 +1,6 @@
 import type { RouteHandler } from "@hono/zod-openapi";
 import { agencyQuotaStates } from "../../domain/quotas";
-import { agencyBudget } from "../../durable/agency-budget";
+import { agencyBudget } from "../../durable/budget-lease";
 import { keyGate } from "../../durable/key-changes";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
