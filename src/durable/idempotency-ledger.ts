@@ -43,6 +43,9 @@ export type LedgerEntry = {
 const LEASE_MATCH = "agency_id = ? AND idem_key = ? AND lease_token = ?";
 const leaseOf = (lease: Lease) => [lease.agencyId, lease.key, lease.token] as const;
 
+/** How long a duplicate waits for the request holding its key before it is answered 409 in progress. */
+const IN_PROGRESS_WAIT_MS = 250;
+
 // Each D1 statement that forgets commit marks binds the agency and at most this many keys (≤ 100 parameters).
 const MARKS_PER_STATEMENT = 90;
 
@@ -57,6 +60,8 @@ const MARKS_PER_STATEMENT = 90;
 export class IdempotencyLedger extends DurableObject<Env> {
   /** Keys whose D1 commit marks are being forgotten: not to be taken until that is done. */
   readonly #forgetting = new Set<string>();
+  /** Duplicates waiting for a key's lease to settle, by key. */
+  readonly #waiting = new Map<string, (() => void)[]>();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -83,7 +88,11 @@ export class IdempotencyLedger extends DurableObject<Env> {
           }
         : { state: "conflict" };
     if (entry && entry.request_hash !== requestHash) return { state: "conflict" };
-    if (entry?.lease_until != null && entry.lease_until > now) return { state: "in_progress" };
+    if (entry?.lease_until != null && entry.lease_until > now) {
+      // The holder may have answered already, its `complete` still on its way: wait for it a moment.
+      if (await this.#settled(agencyId, key)) return this.begin(agencyId, key, requestHash, now);
+      return { state: "in_progress" };
+    }
     const token = crypto.randomUUID();
     const expiresAt = entry?.expires_at ?? now + IDEMPOTENCY_TTL_MS;
     this.ctx.storage.sql.exec(
@@ -104,8 +113,50 @@ export class IdempotencyLedger extends DurableObject<Env> {
     return { state: "acquired", token, recovering: entry !== undefined };
   }
 
+  /**
+   * Resolves true once the key's lease is settled (completed, released or discarded), or
+   * false after IN_PROGRESS_WAIT_MS: a duplicate of a request still running is 409.
+   */
+  #settled(agencyId: string, key: string): Promise<boolean> {
+    const name = forgetKey(agencyId, key);
+    let waiters = this.#waiting.get(name);
+    if (!waiters) {
+      waiters = [];
+      this.#waiting.set(name, waiters);
+    }
+    const list = waiters;
+    return new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => {
+        const i = list.indexOf(done);
+        if (i >= 0) list.splice(i, 1);
+        if (!list.length && this.#waiting.get(name) === list) this.#waiting.delete(name);
+        resolve(false);
+      }, IN_PROGRESS_WAIT_MS);
+      const done = () => {
+        clearTimeout(timer);
+        resolve(true);
+      };
+      list.push(done);
+    });
+  }
+
+  /** Wakes the waiting duplicates once this call's write is done (it is synchronous, so on the next turn). */
+  #wakeAfter(lease: Lease): void {
+    queueMicrotask(() => this.#wake(lease));
+  }
+
+  /** Wakes the duplicates waiting for the key's lease to settle. */
+  #wake(lease: Lease): void {
+    const name = forgetKey(lease.agencyId, lease.key);
+    const waiters = this.#waiting.get(name);
+    if (!waiters) return;
+    this.#waiting.delete(name);
+    for (const done of waiters) done();
+  }
+
   /** Caches the answer of the request holding the lease and frees the key. */
   async complete(lease: Lease, response: CachedResponse): Promise<boolean> {
+    this.#wakeAfter(lease);
     const cursor = this.ctx.storage.sql.exec(
       "UPDATE entries SET lease_token = NULL, lease_until = NULL, status = ?, headers = ?, body = ? " +
         `WHERE ${LEASE_MATCH}`,
@@ -119,6 +170,7 @@ export class IdempotencyLedger extends DurableObject<Env> {
 
   /** Frees the key without caching (a 5xx): the same request may be retried. */
   async release(lease: Lease): Promise<void> {
+    this.#wakeAfter(lease);
     this.ctx.storage.sql.exec(
       `UPDATE entries SET lease_token = NULL, lease_until = NULL WHERE ${LEASE_MATCH}`,
       ...leaseOf(lease),
@@ -131,6 +183,7 @@ export class IdempotencyLedger extends DurableObject<Env> {
    * and the next call (the owner's) must start afresh and be answered from the mark.
    */
   async discard(lease: Lease): Promise<void> {
+    this.#wakeAfter(lease);
     this.ctx.storage.sql.exec(`DELETE FROM entries WHERE ${LEASE_MATCH}`, ...leaseOf(lease));
   }
 

@@ -266,8 +266,25 @@ export async function settle(c: Context<AppEnv>, held: Hold, alongside: () => Pr
   const res = c.res.clone();
   const headers: [string, string][] = [...res.headers].filter(([name]) => REPLAYED_HEADERS.has(name.toLowerCase()));
   headers.push(["x-request-id", c.var.requestId]);
-  const cached = seal(c.env, idem, { status: res.status, headers, body: await res.text() });
-  await Promise.all([alongside(), cached.then((sealed) => ledger.complete(lease, sealed))]);
+  const sealed = await seal(c.env, idem, { status: res.status, headers, body: await res.text() });
+  // The answer is sent to the ledger before the response leaves, but not waited for: the
+  // change and its commit mark are already in D1, so the answer no longer depends on it. A
+  // duplicate reaching the ledger first waits for it there; were the call lost, the lease
+  // lapses and the duplicate is answered from the commit mark.
+  const cached = ledger.complete(lease, sealed).catch((err: unknown) => {
+    log.warn("idempotency answer not cached", { agency_id: idem.agencyId, error: String(err) });
+  });
+  afterResponse(c, cached);
+  await alongside();
+}
+
+/** Keeps the invocation alive for `work` after the response, where the runtime allows it. */
+function afterResponse(c: Context<AppEnv>, work: Promise<unknown>): void {
+  try {
+    c.executionCtx.waitUntil(work);
+  } catch {
+    // No execution context (a request handed to the app directly): the work still runs.
+  }
 }
 
 /** Frees the key when the handler failed past the error handler (nothing was answered). */
