@@ -3,6 +3,7 @@ import { DEFAULT_BUDGETS } from "../domain/budgets";
 import { EVENT_TYPE_NAMES, EVENT_TYPES } from "../domain/events";
 import { envelopeSchema } from "../schemas/events";
 import type { AppEnv } from "./env";
+import { withExamples } from "./openapi-examples";
 import { RATE_LIMIT_HEADERS } from "./rate-limit";
 import type { RouteRegistry } from "./registry";
 import { MAX_JSON_DEPTH } from "./wire";
@@ -162,7 +163,7 @@ export function publicDocument(app: OpenAPIHono<AppEnv>, routes: RouteRegistry, 
     servers: [{ url: origin, description: "This environment" }],
     security: [{ ApiKey: [] }],
   });
-  return withWebhooks(decorate(doc, routes));
+  return withExamples(withWebhooks(decorate(doc, routes)));
 }
 
 /** An OpenAPI 3.1 license object (its `identifier` is SPDX; the generator's types predate it). */
