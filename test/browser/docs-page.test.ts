@@ -12,6 +12,22 @@ const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const SCREENSHOT = ".vitest/docs-page.png";
 const READY_TIMEOUT_MS = 90_000;
 const STOP_TIMEOUT_MS = 10_000;
+/** What the page check reads in the browser (the tests are typed without the DOM library). */
+interface PageElement {
+  tagName: string;
+  type?: string;
+  value?: string;
+  placeholder?: string;
+  textContent: string | null;
+  childElementCount: number;
+  scrollWidth: number;
+  clientWidth: number;
+}
+interface PageGlobals {
+  document: { querySelectorAll(selector: string): ArrayLike<PageElement>; documentElement: { outerHTML: string } };
+  getComputedStyle(element: PageElement): { display: string; visibility: string };
+}
+
 /** The longest path of the sandbox description: the page must show it whole. */
 const LONG_PATH = "/api/v1/test_helpers/listings/{listing_number}/appointments/{appointment_id}/reschedule";
 
@@ -200,10 +216,11 @@ describe("the API reference page in a browser", () => {
     await page.getByText(LONG_PATH, { exact: true }).first().waitFor({ state: "attached", timeout: 30_000 });
 
     const seen = await page.evaluate((longPath) => {
-      const all = [...document.querySelectorAll<HTMLElement>("body *")];
+      const { document, getComputedStyle } = globalThis as unknown as PageGlobals;
+      const all = Array.from(document.querySelectorAll("body *"));
       const keyFields = all
-        .filter((e): e is HTMLInputElement => e instanceof HTMLInputElement && e.type !== "checkbox")
-        .map((e) => ({ value: e.value, placeholder: e.placeholder }));
+        .filter((e) => e.tagName === "INPUT" && e.type !== "checkbox")
+        .map((e) => ({ value: e.value ?? "", placeholder: e.placeholder ?? "" }));
       const license = all
         .filter((e) => !e.childElementCount && e.textContent?.trim() === "Proprietary")
         .map((e) => ({ display: getComputedStyle(e).display, cut: e.scrollWidth > e.clientWidth + 1 }));
