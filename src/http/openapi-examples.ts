@@ -9,6 +9,7 @@ type Operation = {
 };
 type Document = {
   paths?: Record<string, unknown>;
+  webhooks?: Record<string, unknown>;
   components?: { schemas?: Record<string, unknown>; parameters?: Record<string, unknown> };
 };
 
@@ -17,7 +18,8 @@ const METHODS = ["get", "put", "post", "delete", "options", "head", "patch", "tr
 /**
  * Gives every operation whole examples, composed from the examples its schemas' fields
  * declare: each parameter, the request body, and every success response's body. An
- * example a route states itself is kept; shared parameters get theirs once.
+ * example a route states itself is kept; shared parameters get theirs once. Each event
+ * under `webhooks` gets an example of its delivery body too.
  */
 export function withExamples<D extends Document>(doc: D): D {
   const schemas = doc.components?.schemas ?? {};
@@ -28,8 +30,10 @@ export function withExamples<D extends Document>(doc: D): D {
       if (example !== undefined) media.example = example;
     }
   };
-  const operations = Object.values(doc.paths ?? {}).flatMap((item) =>
-    METHODS.map((m) => (item as Record<string, Operation | undefined>)[m]).filter((op) => op !== undefined),
+  const operations = [doc.paths, doc.webhooks].flatMap((items) =>
+    Object.values(items ?? {}).flatMap((item) =>
+      METHODS.map((m) => (item as Record<string, Operation | undefined>)[m]).filter((op) => op !== undefined),
+    ),
   );
   const shared = Object.values(doc.components?.parameters ?? {}) as Parameter[];
   for (const op of [{ parameters: shared }, ...operations]) {

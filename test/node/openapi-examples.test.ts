@@ -63,6 +63,18 @@ describe("examples in the public OpenAPI description", () => {
     expect(exampleProblems(await document(live))).toEqual([]);
   });
 
+  it("every webhook event's delivery body has a valid example", async () => {
+    const doc = await document(env);
+    const problems = Object.entries<Doc>(doc.webhooks).flatMap(([type, item]) => {
+      const media = item.post.requestBody.content["application/json"];
+      if (media.example === undefined) return [`${type}: no example`];
+      const wrongType = media.example.event_type === type ? [] : [`${type}: event_type ${media.example.event_type}`];
+      return [...wrongType, ...validate(doc, media.schema, media.example).map((p) => `${type}: ${p}`)];
+    });
+    expect(Object.keys(doc.webhooks).length).toBe(17);
+    expect(problems).toEqual([]);
+  });
+
   it("the check reports a missing example and one that its schema refuses", async () => {
     const doc = await document(env);
     const create = doc.paths["/api/v1/listings"].post;
