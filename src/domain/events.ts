@@ -8,6 +8,7 @@ const listingNumber = z
   .openapi({ description: "The listing's identifier.", example: "k3v9x2a" });
 const appointmentId = z.string().openapi({ example: "apt_0mhx3k2a1q8v2l0c9z7rj4" });
 const userId = z.string().openapi({ example: "usr_0mhx3k2a1q8v2l0c9z7rj4" });
+const deliveryId = z.string().openapi({ example: "dlv_0mhx3k2a1q8v2l0c9z7rj4" });
 
 /**
  * The 17 public event types. Each schema builds the event's `data` (payloads are parsed
@@ -58,8 +59,8 @@ export const EVENT_TYPES = {
       "A tour's stored calendar event cannot be reconciled with the agency's calendar (missing, moved or malformed).",
     data: z.object({
       subject_type: z.enum(["appointment", "tour"]),
-      subject_id: z.string(),
-      calendar_event_id: z.string(),
+      subject_id: z.string().openapi({ example: "apt_0mhx3k2a1q8v2l0c9z7rj4" }),
+      calendar_event_id: z.string().openapi({ example: "shoot-0mhx3k2a1q8v2l0c9z7rj4" }),
       discrepancy: z.enum(["missing", "moved", "malformed"]),
       expected_starts_at: ts("Start the service holds.").nullable(),
       calendar_starts_at: ts("Start the calendar holds.").nullable(),
@@ -70,7 +71,7 @@ export const EVENT_TYPES = {
     apiVersion: "2026-11-01",
     description: "An invoice at the payment provider became paid.",
     data: z.object({
-      invoice_id: z.string(),
+      invoice_id: z.string().openapi({ example: "in_1QxYz2" }),
       listing_number: listingNumber.nullable(),
       amount_minor: z.number().int().openapi({ description: "Amount in the currency's minor unit.", example: 24900 }),
       currency: z.string().openapi({ example: "usd" }),
@@ -83,9 +84,9 @@ export const EVENT_TYPES = {
     apiVersion: "2026-11-01",
     description: "An agency started a platform subscription.",
     data: z.object({
-      subscription_id: z.string(),
-      plan: z.string().nullable(),
-      status: z.string(),
+      subscription_id: z.string().openapi({ example: "sub_1QxYz2" }),
+      plan: z.string().nullable().openapi({ example: "Pro monthly" }),
+      status: z.string().openapi({ example: "active" }),
       started_at: ts("Start of the subscription."),
     }),
   },
@@ -93,7 +94,10 @@ export const EVENT_TYPES = {
     category: "Billing",
     apiVersion: "2026-11-01",
     description: "An agency cancelled its subscription.",
-    data: z.object({ subscription_id: z.string(), cancelled_at: ts("When the subscription ended.") }),
+    data: z.object({
+      subscription_id: z.string().openapi({ example: "sub_1QxYz2" }),
+      cancelled_at: ts("When the subscription ended."),
+    }),
   },
   "listing.created": {
     category: "Listing",
@@ -101,9 +105,9 @@ export const EVENT_TYPES = {
     description: "A listing was created via API or dashboard.",
     data: z.object({
       listing_number: listingNumber,
-      status: z.string(),
-      address: z.string(),
-      public_url: z.string(),
+      status: z.string().openapi({ example: "Coming Soon" }),
+      address: z.string().openapi({ example: "12 Harbour Street, Portside" }),
+      public_url: z.string().openapi({ example: "https://listings.example.com/property/k3v9x2a" }),
       created_at: ts("Creation time."),
     }),
   },
@@ -114,10 +118,10 @@ export const EVENT_TYPES = {
     data: z.object({
       listing_number: listingNumber,
       changed_fields: z.array(z.string()).openapi({ example: ["address"] }),
-      address: z.string(),
-      owner_user_id: z.string(),
-      agent_one_id: z.string(),
-      agent_two_id: z.string().nullable(),
+      address: z.string().openapi({ example: "14 Harbour Street, Portside" }),
+      owner_user_id: userId,
+      agent_one_id: userId,
+      agent_two_id: userId.nullable(),
     }),
   },
   "listing.status_changed": {
@@ -137,8 +141,8 @@ export const EVENT_TYPES = {
     data: z.object({
       listing_number: listingNumber,
       status: z.literal("Cancelled"),
-      previous_status: z.string(),
-      reason: z.string().nullable(),
+      previous_status: z.string().openapi({ example: "Coming Soon" }),
+      reason: z.string().nullable().openapi({ example: "Seller withdrew" }),
       source: z.enum(["api", "dashboard"]),
       cancelled_at: ts("When the listing was cancelled."),
     }),
@@ -160,13 +164,19 @@ export const EVENT_TYPES = {
       "Delivery of listing media to the agent's cloud storage finished. A partial success (summary.files_failed " +
       "greater than 0) still counts as completed.",
     data: z.object({
-      delivery_id: z.string(),
+      delivery_id: deliveryId,
       listing_number: listingNumber,
       summary: z.object({
-        files_total: z.number().int(),
-        files_delivered: z.number().int(),
-        files_failed: z.number().int(),
-        failed: z.array(z.object({ upload_id: z.string(), filename: z.string().nullable(), error: z.string() })),
+        files_total: z.number().int().openapi({ example: 3 }),
+        files_delivered: z.number().int().openapi({ example: 2 }),
+        files_failed: z.number().int().openapi({ example: 1 }),
+        failed: z.array(
+          z.object({
+            upload_id: z.string().openapi({ example: "upl_0mhx3k2a1q8v2l0c9z7rj4" }),
+            filename: z.string().nullable().openapi({ example: "front-elevation.jpg" }),
+            error: z.string().openapi({ example: "destination answered 403" }),
+          }),
+        ),
       }),
     }),
   },
@@ -175,10 +185,10 @@ export const EVENT_TYPES = {
     apiVersion: "2026-11-01",
     description: "Delivery failed after all retries; no files were uploaded.",
     data: z.object({
-      delivery_id: z.string(),
+      delivery_id: deliveryId,
       listing_number: listingNumber,
-      attempts: z.number().int(),
-      error: z.string(),
+      attempts: z.number().int().openapi({ example: 5 }),
+      error: z.string().openapi({ example: "destination answered 403" }),
     }),
   },
   "user.signed_up": {
@@ -187,8 +197,8 @@ export const EVENT_TYPES = {
     description: "A user was provisioned under an agency hierarchy (admin create or invite).",
     data: z.object({
       user_id: userId,
-      role: z.string(),
-      managerId: z.string().nullable(),
+      role: z.string().openapi({ example: "agent" }),
+      managerId: userId.nullable(),
       source: z.enum(["admin_create", "invite"]),
     }),
   },
@@ -199,16 +209,19 @@ export const EVENT_TYPES = {
       "A user's managerId changed, inside an agency or across agencies. Emitted scoped to the new owning agency.",
     data: z.object({
       user_id: userId,
-      managerId: z.string().nullable(),
+      managerId: userId.nullable(),
       previous_manager_id: z
         .string()
         .nullable()
         .openapi({
+          example: "usr_0mhx3k2a1q8v2l0c9z7rj3",
           description:
             "The manager before the change, null at the top. Null too when the user came from another agency " +
             "(`agency_changed` true): an event never names the users of an agency other than its receiver.",
         }),
-      agency_changed: z.boolean().openapi({ description: "True when the user moved to another agency (this one)." }),
+      agency_changed: z
+        .boolean()
+        .openapi({ description: "True when the user moved to another agency (this one).", example: false }),
     }),
   },
   "user.deactivated": {

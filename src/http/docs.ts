@@ -25,10 +25,31 @@ interface ReferenceScript {
 
 let script: Promise<ReferenceScript> | undefined;
 
+/**
+ * The library shows a demo token of its own as the placeholder of the key field; ours
+ * shows the shape of a sandbox key instead, so nobody takes the demo token for a value.
+ */
+const DEMO_TOKEN_PLACEHOLDER = "`QUxMIFlPVVIgQkFTRSBBUkUgQkVMT05HIFRPIFVT`";
+const KEY_PLACEHOLDER = "`sk_test_…`";
+
+/**
+ * Long paths wrap instead of being cut off, in the operation lists and the example
+ * cards' titles alike.
+ */
+const CUSTOM_CSS = `
+.scalar-app .endpoint, .scalar-app .endpoint-path { white-space: normal; overflow-wrap: anywhere; height: auto; }
+.scalar-app .scalar-card-header-title {
+  white-space: normal !important;
+  overflow-wrap: anywhere;
+  text-overflow: clip !important;
+}
+`;
+
 /** Encoded and hashed once per isolate, on first use. */
 function loadScript(): Promise<ReferenceScript> {
   script ??= (async () => {
-    const body = new Blob([referenceScript], { type: "text/javascript; charset=utf-8" });
+    const text = referenceScript.replaceAll(DEMO_TOKEN_PLACEHOLDER, KEY_PLACEHOLDER);
+    const body = new Blob([text], { type: "text/javascript; charset=utf-8" });
     const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", await body.arrayBuffer()));
     const version = hex(digest.subarray(0, 8));
     return { body, version, etag: `"${version}"` };
@@ -65,6 +86,10 @@ export function apiReference(opts: ApiReferenceOptions): Hono<AppEnv> {
         telemetry: false,
         showDeveloperTools: "never",
         agent: { disabled: true },
+        customCss: CUSTOM_CSS,
+        // The key field starts empty (no value is stored in the page) and is not kept across visits.
+        persistAuth: false,
+        authentication: { preferredSecurityScheme: "ApiKey" },
         mcp: { disabled: true },
       })),
     )

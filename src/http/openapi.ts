@@ -3,6 +3,7 @@ import { DEFAULT_BUDGETS } from "../domain/budgets";
 import { EVENT_TYPE_NAMES, EVENT_TYPES } from "../domain/events";
 import { envelopeSchema } from "../schemas/events";
 import type { AppEnv } from "./env";
+import { withExamples } from "./openapi-examples";
 import { RATE_LIMIT_HEADERS } from "./rate-limit";
 import type { RouteRegistry } from "./registry";
 import { MAX_JSON_DEPTH } from "./wire";
@@ -154,20 +155,23 @@ export function publicDocument(app: OpenAPIHono<AppEnv>, routes: RouteRegistry, 
         "`request_id`, `details`); branch on `error.code`. Each operation's `x-body-limit` is the largest request " +
         "body it accepts, in bytes: a body above it is 413 `request_body_too_large` with `details.limit_bytes`, " +
         "refused while it streams in, whether or not it declares a Content-Length. JSON bodies are UTF-8 and nest " +
-        `at most ${MAX_JSON_DEPTH} levels (400 \`request_body_too_deep\` beyond).`,
-      license: proprietary("use is governed by your agency's service agreement"),
+        `at most ${MAX_JSON_DEPTH} levels (400 \`request_body_too_deep\` beyond). Use of the API is governed by ` +
+        "your agency's service agreement.",
+      license: PROPRIETARY,
     },
     tags: TAGS,
     // The origin alone: every path already starts with /api/v1, as the spec writes its paths.
     servers: [{ url: origin, description: "This environment" }],
     security: [{ ApiKey: [] }],
   });
-  return withWebhooks(decorate(doc, routes));
+  return withExamples(withWebhooks(decorate(doc, routes)));
 }
 
-/** An OpenAPI 3.1 license object (its `identifier` is SPDX; the generator's types predate it). */
-const proprietary = (terms: string) =>
-  ({ name: `Proprietary: ${terms}`, identifier: "LicenseRef-Proprietary" }) as { name: string; url?: string };
+/**
+ * An OpenAPI 3.1 license object (its `identifier` is SPDX; the generator's types predate it). The name
+ * stays short, so the reference page shows it whole; the terms are said in each description.
+ */
+const PROPRIETARY = { name: "Proprietary", identifier: "LicenseRef-Proprietary" } as { name: string; url?: string };
 
 export const TEST_HELPERS_TAG = "Test helpers";
 
@@ -300,8 +304,10 @@ export function internalDocument(app: OpenAPIHono<AppEnv>, routes: RouteRegistry
     info: {
       title: "Agency Listing and Media Service: internal (dashboard) API",
       version: "1.0.0",
-      description: "Operations the dashboard performs on the shared data. Not part of the public contract.",
-      license: proprietary("internal to the platform's operators"),
+      description:
+        "Operations the dashboard performs on the shared data. Not part of the public contract; internal to the " +
+        "platform's operators.",
+      license: PROPRIETARY,
     },
     servers: [{ url: origin }],
     security: [{ OperatorToken: [] }],

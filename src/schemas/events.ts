@@ -37,14 +37,24 @@ export function envelopeSchema(type: EventType): Record<string, unknown> {
     type: "object",
     required: ["event_id", "event_type", "api_version", "timestamp", "nonce", "data"],
     properties: {
-      event_id: { type: "string", pattern: "^evt_", description: "Stable across retries; deduplicate on it." },
+      event_id: {
+        type: "string",
+        pattern: "^evt_",
+        description: "Stable across retries; deduplicate on it.",
+        examples: ["evt_0mhx3k2a1q8v2l0c9z7rj4"],
+      },
       event_type: { type: "string", const: type },
       api_version: { type: "string", const: EVENT_TYPES[type].apiVersion },
       timestamp: {
         type: "integer",
         description: "Unix epoch seconds of this delivery attempt; refuse it when more than 5 minutes from your clock.",
+        examples: [1795870800],
       },
-      nonce: { type: "string", description: "Unique per delivery attempt; refuse one seen in the last 10 minutes." },
+      nonce: {
+        type: "string",
+        description: "Unique per delivery attempt; refuse one seen in the last 10 minutes.",
+        examples: ["n_4f9c2a7e1b3d"],
+      },
       data,
     },
   };

@@ -95,9 +95,12 @@ export const UploadTargetSchema = z
       .string()
       .openapi({ description: "When the URL stops working. ISO 8601 UTC.", example: "2026-11-22T15:45:00.000Z" }),
     expires_in: z.number().int().openapi({ description: "Seconds from now until `expires_at`.", example: 900 }),
-    asset_type: z.enum(ASSET_TYPES),
+    asset_type: z.enum(ASSET_TYPES).openapi({ description: "What the file is, as requested.", example: "photo" }),
     content_type: z.string().openapi({ description: "The normalized media type.", example: "image/jpeg" }),
-    size_bytes: z.number().int(),
+    size_bytes: z
+      .number()
+      .int()
+      .openapi({ description: "The exact size in bytes the upload must carry.", example: 4_718_592 }),
     listing_number: z.string().nullable().openapi({ example: "k3v9x2a" }),
     filename: z.string().nullable().openapi({ example: "front-elevation.jpg" }),
   })

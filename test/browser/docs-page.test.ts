@@ -12,6 +12,24 @@ const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const SCREENSHOT = ".vitest/docs-page.png";
 const READY_TIMEOUT_MS = 90_000;
 const STOP_TIMEOUT_MS = 10_000;
+/** What the page check reads in the browser (the tests are typed without the DOM library). */
+interface PageElement {
+  tagName: string;
+  type?: string;
+  value?: string;
+  placeholder?: string;
+  textContent: string | null;
+  childElementCount: number;
+  scrollWidth: number;
+  clientWidth: number;
+}
+interface PageGlobals {
+  document: { querySelectorAll(selector: string): ArrayLike<PageElement>; documentElement: { outerHTML: string } };
+  getComputedStyle(element: PageElement): { display: string; visibility: string };
+}
+
+/** The longest path of the sandbox description: the page must show it whole. */
+const LONG_PATH = "/api/v1/test_helpers/listings/{listing_number}/appointments/{appointment_id}/reschedule";
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -179,5 +197,64 @@ describe("the API reference page in a browser", () => {
     const paths = requested.map((url) => new URL(url).pathname);
     expect(paths, seen).toContain("/api/v1/docs/reference.js");
     expect(paths, seen).toContain("/api/v1/openapi.json");
+  });
+
+  it("leaves the key field empty, shows the license whole and wraps long paths", async () => {
+    expect(server && browser, "the first test starts the server and the browser").toBeTruthy();
+    const context = await browser!.newContext({ viewport: { width: 1280, height: 900 }, serviceWorkers: "block" });
+    const sentKeys: (string | undefined)[] = [];
+    await context.route("**/*", (route) => {
+      const req = route.request();
+      if (!isLocal(req.url())) return route.abort("internetdisconnected");
+      if (new URL(req.url()).pathname === "/api/v1/listings") sentKeys.push(req.headers()["x-api-key"]);
+      return route.continue();
+    });
+    const page = await context.newPage();
+    await page.goto(`${server!.origin}/api/v1/docs`, { waitUntil: "load", timeout: 30_000 });
+    await page.getByText("Create a listing", { exact: true }).first().waitFor({ state: "visible", timeout: 60_000 });
+    await page.getByText("Test helpers", { exact: true }).first().click();
+    await page.getByText(LONG_PATH, { exact: true }).first().waitFor({ state: "attached", timeout: 30_000 });
+
+    const seen = await page.evaluate((longPath) => {
+      const { document, getComputedStyle } = globalThis as unknown as PageGlobals;
+      const all = Array.from(document.querySelectorAll("body *"));
+      const keyFields = all
+        .filter((e) => e.tagName === "INPUT" && e.type !== "checkbox")
+        .map((e) => ({ value: e.value ?? "", placeholder: e.placeholder ?? "" }));
+      const license = all
+        .filter((e) => !e.childElementCount && e.textContent?.trim() === "Proprietary")
+        .map((e) => ({ display: getComputedStyle(e).display, cut: e.scrollWidth > e.clientWidth + 1 }));
+      const cutPaths = all
+        .filter((e) => /^(Request Example for )?(get|put|post|patch|delete)?\s*\/api\/v1\//.test(e.textContent ?? ""))
+        .filter((e) => (e.textContent ?? "").length < 200 && getComputedStyle(e).visibility !== "hidden")
+        .filter((e) => e.clientWidth > 1 && e.scrollWidth > e.clientWidth + 1)
+        .map((e) => e.textContent);
+      const longPathShown = all.some((e) => !e.childElementCount && e.textContent?.trim() === longPath);
+      const demoToken = document.documentElement.outerHTML.includes("QUxMIFlPVVIgQkFTRSBBUkUgQkVMT05HIFRPIFVT");
+      return { keyFields, license, cutPaths, longPathShown, demoToken };
+    }, LONG_PATH);
+    const report = JSON.stringify(seen, null, 2);
+    expect(
+      seen.keyFields.filter((f) => f.placeholder.startsWith("sk_test_")),
+      report,
+    ).toEqual([{ value: "", placeholder: "sk_test_…" }]);
+    expect(seen.demoToken, report).toBe(false);
+    expect(seen.license, report).toEqual([{ display: expect.not.stringMatching(/^none$/), cut: false }]);
+    expect(seen.longPathShown, report).toBe(true);
+    expect(seen.cutPaths, report).toEqual([]);
+
+    // "Test Request" with the field left empty sends no key at all, never a demo token.
+    await page.getByText("Listings", { exact: true }).first().click();
+    await page
+      .getByRole("button", { name: /Test Request/ })
+      .first()
+      .click();
+    await page.getByRole("button", { name: /^Send/ }).first().click();
+    await expect.poll(() => sentKeys.length, { timeout: 15_000 }).toBeGreaterThan(0);
+    expect(
+      sentKeys.every((key) => !key),
+      JSON.stringify(sentKeys),
+    ).toBe(true);
+    await context.close();
   });
 });

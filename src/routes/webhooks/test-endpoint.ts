@@ -8,7 +8,9 @@ import { sendTestEvent } from "../../webhooks/test-event";
 
 const TestResultSchema = z
   .object({
-    delivered: z.boolean().openapi({ description: "True when the receiver answered 2xx within 10 seconds." }),
+    delivered: z
+      .boolean()
+      .openapi({ description: "True when the receiver answered 2xx within 10 seconds.", example: true }),
     event_id: z.string().openapi({ example: "evt_test_0mhx3k2a1q8v2l0c9z7rj4" }),
     response_status: z.number().int().nullable().openapi({ example: 200 }),
     latency_ms: z.number().int().openapi({ example: 84 }),
