@@ -1,4 +1,5 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { execFile } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -12,13 +13,15 @@ import {
   verifyWebhook,
   WebhookVerificationError,
 } from "../../clients/typescript/dist/index.js";
-import { READY_MS, startDev, stop } from "./dev-server";
+import { env, READY_MS, root, startDev, stop } from "./dev-server";
 
 /** The official client against a real `npm run dev` (see dev-server.ts). */
 let state: string;
+let project: string | undefined;
 let dev: Awaited<ReturnType<typeof startDev>>["dev"] | undefined;
 let client: Client;
 let origin: string;
+let apiKey: string;
 let receiver: Server;
 let hookUrl: string;
 const received: { headers: IncomingHttpHeaders; body: string }[] = [];
@@ -41,14 +44,32 @@ beforeAll(async () => {
   const running = await startDev(state);
   dev = running.dev;
   origin = running.origin;
-  client = createClient({ baseUrl: origin, apiKey: running.key });
+  apiKey = running.key;
+  client = createClient({ baseUrl: origin, apiKey });
 }, READY_MS + 60_000);
 
 afterAll(async () => {
   await stop(dev?.child);
   await new Promise((resolve) => receiver?.close(resolve));
   if (state) rmSync(state, { recursive: true, force: true });
+  if (project) rmSync(project, { recursive: true, force: true });
 }, 60_000);
+
+const run = (command: string, args: string[], cwd: string, extraEnv: Record<string, string> = {}) =>
+  new Promise<{ code: number | null; output: string }>((resolve) => {
+    execFile(command, args, { cwd, env: { ...env, ...extraEnv }, timeout: 90_000 }, (err, stdout, stderr) =>
+      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, output: `${stdout}${stderr}` }),
+    );
+  });
+
+/** The code block of docs/client.md under "The first five calls". */
+function firstFiveCalls(): string {
+  const guide = readFileSync(join(root, "docs", "client.md"), "utf8");
+  const section = guide.slice(guide.indexOf("## The first five calls"));
+  const block = /```ts\n([\s\S]*?)```/.exec(section);
+  if (!block) throw new Error("docs/client.md has no ts block under its first five calls");
+  return block[1]!;
+}
 
 async function rejection(promise: Promise<unknown>) {
   const error = await promise.then(
@@ -159,4 +180,24 @@ describe("the official TypeScript client against npm run dev", () => {
       seen.push(tour.tour_number);
     expect(seen.sort()).toEqual(made.sort());
   }, 60_000);
+
+  it("runs the guide's first five calls in a project that installed the folder", async () => {
+    project = mkdtempSync(join(tmpdir(), "alms-integration-"));
+    writeFileSync(
+      join(project, "package.json"),
+      JSON.stringify({ name: "integration", private: true, type: "module" }),
+    );
+    const install = await run(
+      "npm",
+      ["install", "--offline", "--no-audit", "--no-fund", join(root, "clients", "typescript")],
+      project,
+    );
+    expect(install.code, install.output).toBe(0);
+    // The guide's base URL is the default port; this server has its own.
+    writeFileSync(join(project, "first-calls.ts"), firstFiveCalls().replace("http://127.0.0.1:8787", origin));
+    const ran = await run(process.execPath, ["first-calls.ts"], project, { ALMS_API_KEY: apiKey });
+    expect(ran.code, ran.output).toBe(0);
+    // Step 5 catches the documented error and prints its message, doc_url and request_id.
+    expect(ran.output).toMatch(/\/api\/v1\/docs\/errors#listing_not_activated \S+/);
+  }, 120_000);
 });

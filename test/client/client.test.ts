@@ -119,6 +119,18 @@ describe("the official client's retries", () => {
     expect(new Set(sent.map((r) => r.headers.get("X-Idempotency-Key"))).size).toBe(1);
   });
 
+  it("retries the calendar's 502 and 504 after a backoff", async () => {
+    const { client, sent, waits } = fakeApi([
+      envelope(502, "calendar_provider_error"),
+      envelope(504, "calendar_provider_timeout"),
+      json(200, { slots: [] }),
+    ]);
+    const query = { from: "2026-11-30T00:00:00Z", to: "2026-12-01T00:00:00Z" };
+    expect((await client.send("get", "/api/v1/scheduling/availability", { query })).attempts).toBe(3);
+    expect(waits).toEqual([500, 1000]);
+    expect(sent.every((r) => r.headers.get("X-Idempotency-Key") === null)).toBe(true);
+  });
+
   it("gives up after maxAttempts and throws the last error with its attempt count", async () => {
     const { client, sent } = fakeApi([
       envelope(503, "service_unavailable", { "Retry-After": "1" }),
@@ -191,11 +203,11 @@ describe("the official client's errors", () => {
 
   it("names an answer without the envelope unexpected_response, with the X-Request-Id", async () => {
     const { client } = fakeApi([
-      new Response("<h1>Bad gateway</h1>", { status: 502, headers: { "X-Request-Id": "r9" } }),
+      new Response("<h1>Forbidden by the proxy</h1>", { status: 403, headers: { "X-Request-Id": "r9" } }),
     ]);
     const error = await failure(client.get("/api/v1/users"));
-    expect(error).toMatchObject({ status: 502, code: "unexpected_response", request_id: "r9", doc_url: "" });
-    expect(error.message).toContain("Bad gateway");
+    expect(error).toMatchObject({ status: 403, code: "unexpected_response", request_id: "r9", doc_url: "" });
+    expect(error.message).toContain("Forbidden by the proxy");
   });
 
   it("refuses a call missing a path parameter before sending it", async () => {

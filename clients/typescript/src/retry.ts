@@ -19,7 +19,8 @@ export const DEFAULT_RETRY: RetryPolicy = { maxAttempts: 3, maxRetryAfterSeconds
  * - 429 (rate limit) and 503 (the queue, the rate-limit or idempotency store, or the service
  *   briefly unavailable): after Retry-After, plus jitter;
  * - 409 `idempotency_key_in_progress`: the first call with this key still runs; after its Retry-After;
- * - 500 `internal_error`: nothing was kept under the key, so it may be sent again, after a backoff.
+ * - 500 `internal_error`: nothing was kept under the key, so it may be sent again, after a backoff;
+ * - 502 and 504 (the connected calendar failed or was slow): after a backoff, or Retry-After when named.
  * Anything else (a 4xx is an answer) is not retried.
  */
 export function retryDelayMs(error: AlmsError, attempt: number, policy: RetryPolicy, random: () => number) {
@@ -31,6 +32,8 @@ export function retryDelayMs(error: AlmsError, attempt: number, policy: RetryPol
   if (error.status === 429 || error.status === 503) return afterRetryAfter(1);
   if (error.status === 409 && error.code === "idempotency_key_in_progress") return afterRetryAfter(5);
   if (error.status === 500 && error.code === "internal_error") return backoffMs(attempt, policy);
+  if (error.status === 502 || error.status === 504)
+    return error.retryAfter === null ? backoffMs(attempt, policy) : afterRetryAfter(0);
   return null;
 }
 
