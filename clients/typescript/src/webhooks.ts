@@ -1,4 +1,4 @@
-// Verifying a webhook delivery with WebCrypto (Node 20+, browsers, Workers, Deno, Bun). Every
+// Verifying a webhook delivery with WebCrypto (Node 20.3+, browsers, Workers, Deno, Bun). Every
 // delivery carries two signatures of the same raw body:
 // - X-Webhook-Signature: `sha256=<hex HMAC-SHA256 of the raw body>`, keyed with the whole
 //   signing secret (UTF-8, `whsec_` included), GitHub's scheme;
