@@ -1,7 +1,9 @@
 // Generates the typed client's types from the public OpenAPI document the app serves: the app is
 // loaded through Vite (as the node tests load it), asked for /api/v1/openapi.json with the local
-// vars of wrangler.jsonc, and the answer is turned into TypeScript by openapi-typescript. It runs
-// before `tsc` in `npm run typecheck`; the output is git-ignored and never edited by hand.
+// vars of wrangler.jsonc, and the answer is turned into TypeScript by openapi-typescript, for the
+// tests (test/generated/) and for the official client (clients/typescript/src/openapi.ts, which
+// `npm run types:client` then builds). It runs before `tsc` in `npm run typecheck`; the output is
+// git-ignored and never edited by hand.
 //
 //   node scripts/openapi-types.ts
 import { mkdirSync, writeFileSync } from "node:fs";
@@ -30,3 +32,4 @@ mkdirSync(out, { recursive: true });
 // The document itself too, so the scenario test can prove the types match what the Worker serves.
 writeFileSync(join(out, "public-openapi.json"), source);
 writeFileSync(join(out, "public-openapi.d.ts"), types);
+writeFileSync(join(root, "clients", "typescript", "src", "openapi.ts"), types);

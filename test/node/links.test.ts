@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 
 /**
  * The docs and the OpenAPI description are the reference, in the project's own words: nothing in
- * README.md, docs/, examples/ or src/ points outside the repository. A relative link resolves to a
+ * README.md, docs/, examples/, src/ or the TypeScript client points outside the repository. A relative link resolves to a
  * file of the repository; an http(s) URL names an example domain or this machine, or is a value
  * the service works with (below), never a page to go and read.
  */
@@ -35,6 +35,8 @@ const files = [
   "README.md",
   ...filesUnder("docs", /\.md$/),
   ...filesUnder("examples", /\.(m?js|ts|md)$/),
+  "clients/typescript/README.md",
+  ...filesUnder("clients/typescript/src", /\.ts$/),
   ...filesUnder("src", /\.ts$/),
 ];
 
