@@ -20,7 +20,7 @@ import {
 } from "./reconcile-subjects";
 
 export const RECONCILE_CRON = "*/15 * * * *";
-export const RECONCILE_JOB = "calendar_reconciliation";
+const RECONCILE_JOB = "calendar_reconciliation";
 /**
  * Stored events checked per run. Each costs at most two outbound fetches (its event, and
  * the token refresh or feed download of its connection, made once per run), so a run
@@ -28,7 +28,7 @@ export const RECONCILE_JOB = "calendar_reconciliation";
  */
 export const SUBJECTS_PER_RUN = 50;
 /** Agencies that take a turn in one run; the next run goes on with the agencies after them. */
-export const AGENCIES_PER_RUN = 10;
+const AGENCIES_PER_RUN = 10;
 /** Each agency of a turn checks at least this many of its events (10 × 5 = SUBJECTS_PER_RUN). */
 const MIN_SHARE = 5;
 /** Agencies checked side by side: one agency's slow calendar holds only its own lane. */

@@ -16,16 +16,16 @@ const DAY_MS = 24 * 3600_000;
 export const SWEEP_PAGE = 500;
 
 /** A shoot is closed once it ended this long ago; until then reconciliation still checks it. */
-export const CLOSE_AFTER_MS = DAY_MS;
+const CLOSE_AFTER_MS = DAY_MS;
 /** Resolved discrepancies, and open ones of subjects no longer checked, are kept this long after detection. */
-export const DISCREPANCY_RETENTION_MS = 90 * DAY_MS;
+const DISCREPANCY_RETENTION_MS = 90 * DAY_MS;
 /**
  * Applied payment-provider events are remembered this long: far past the provider's
  * automatic redelivery (three days) and the month its events can be sent again by hand.
  */
-export const PROVIDER_EVENT_RETENTION_MS = 90 * DAY_MS;
+const PROVIDER_EVENT_RETENTION_MS = 90 * DAY_MS;
 /** A secret that stopped authenticating is kept this long, then its hash is forgotten. */
-export const ENDED_SECRET_RETENTION_MS = 90 * DAY_MS;
+const ENDED_SECRET_RETENTION_MS = 90 * DAY_MS;
 
 export interface SweepResult {
   rows: number;
