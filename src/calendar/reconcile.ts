@@ -1,14 +1,7 @@
-import { and, eq, inArray } from "drizzle-orm";
-import { type Db, database } from "../db/client";
-import { type CalendarConnection, calendarConnections, jobCursors } from "../db/schema";
-import { withDeadline } from "../lib/deadline";
-import { DomainError } from "../lib/errors";
+import { eq, inArray } from "drizzle-orm";
+import { jobCursors } from "../db/schema";
 import { nowIso } from "../lib/ids";
-import { log } from "../lib/log";
-import type { CalendarEvent } from "./outbound";
-import { metered } from "./query-meter";
-import { reconcileCaches } from "./reconcile-caches";
-import { settleSubject } from "./reconcile-settle";
+import { checkSubject, outOfBudget, RECONCILE_JOB, type Run, runState } from "./reconcile-check";
 import {
   agenciesInTurn,
   decodePosition,
@@ -20,7 +13,6 @@ import {
 } from "./reconcile-subjects";
 
 export const RECONCILE_CRON = "*/15 * * * *";
-const RECONCILE_JOB = "calendar_reconciliation";
 /**
  * Stored events checked per run. Each costs at most two outbound fetches (its event, and
  * the token refresh or feed download of its connection, made once per run), so a run
@@ -33,17 +25,6 @@ const AGENCIES_PER_RUN = 10;
 const MIN_SHARE = 5;
 /** Agencies checked side by side: one agency's slow calendar holds only its own lane. */
 const LANES = 3;
-/**
- * D1 queries a run may spend before it starts no further subject: under the 1,000 per
- * invocation, with room for the subjects in progress and the outbox drain that follows.
- */
-const QUERY_BUDGET = 600;
-/** A run starts no further subject after this long, well inside a cron's 15 minutes. */
-const RUN_DEADLINE_MS = 5 * 60_000;
-/** One call to a calendar, unless CALENDAR_TIMEOUT_MS says otherwise. */
-const CALL_TIMEOUT_MS = 8_000;
-/** What one calendar may take of a run, its calls together; past it, it is not asked again that run. */
-const CONNECTION_BUDGET_MS = 30_000;
 /** Shoots that ended up to this long ago are still checked (the nightly sweep closes older ones)… */
 const WINDOW_BEHIND_MS = 24 * 3600_000;
 /** …and shoots starting up to this far ahead. */
@@ -51,9 +32,6 @@ const WINDOW_AHEAD_MS = 90 * 24 * 3600_000;
 
 /** Where one agency's walk resumes, in `job_cursors`. */
 export const agencyCursorName = (agencyId: string) => `${RECONCILE_JOB}:${agencyId}`;
-
-const describeFailure = (err: unknown) =>
-  err instanceof DomainError ? `${err.code}: ${err.message}` : `unexpected: ${String(err)}`.slice(0, 500);
 
 /** One agency's stored events only (at most `limit`), from the start and without moving any cursor. */
 interface ReconcileScope {
@@ -66,100 +44,6 @@ interface Plan {
   after: Position;
   subjects: Subject[];
   ended: boolean;
-}
-
-/** What one run shares across its lanes. */
-function runState(env: Env, now: number) {
-  const meter = metered(env.DB);
-  const db = database(meter.d1);
-  const timeout = Number(env.CALENDAR_TIMEOUT_MS);
-  return {
-    meter,
-    db,
-    now,
-    callTimeoutMs: Number.isFinite(timeout) && timeout > 0 ? timeout : CALL_TIMEOUT_MS,
-    caches: reconcileCaches(db, env),
-    counts: { checked: 0, detected: 0, resolved: 0, skipped: 0, errors: 0 },
-    /** Connections that failed (or used their time) this run: their subjects are skipped. */
-    failed: new Set<string>(),
-    answered: new Set<string>(),
-    /** Milliseconds each connection has taken so far. */
-    spent: new Map<string, number>(),
-  };
-}
-type Run = ReturnType<typeof runState>;
-
-const outOfBudget = (run: Run) => run.meter.queries() >= QUERY_BUDGET || Date.now() - run.now >= RUN_DEADLINE_MS;
-
-const recordCheck = (db: Db, conn: CalendarConnection, error: string | null) =>
-  db
-    .update(calendarConnections)
-    .set({ lastError: error, lastCheckedAt: nowIso() })
-    .where(and(eq(calendarConnections.id, conn.id), eq(calendarConnections.agencyId, conn.agencyId)));
-
-/** The subject's event as its calendar holds it, within what the connection has left of its time. */
-async function fetchEvent(run: Run, conn: CalendarConnection, subject: Subject): Promise<CalendarEvent> {
-  const left = Math.min(run.callTimeoutMs, CONNECTION_BUDGET_MS - (run.spent.get(conn.id) ?? 0));
-  const timedOut = () =>
-    new DomainError("calendar_provider_timeout", {
-      message: `The calendar did not answer within ${left} ms; its other events wait for a later run.`,
-      details: { provider: conn.provider, timeout_ms: left },
-    });
-  if (left <= 0) throw timedOut();
-  const started = Date.now();
-  try {
-    return await withDeadline(
-      run.caches.sourceOf(conn).then((source) => source.event(subject.calendarEventId)),
-      left,
-      timedOut,
-    );
-  } finally {
-    run.spent.set(conn.id, (run.spent.get(conn.id) ?? 0) + Date.now() - started);
-  }
-}
-
-/**
- * Checks one subject. A connection that fails has its error recorded on its row and is not
- * asked again this run; a subject that fails unexpectedly is logged and passed.
- */
-async function checkSubject(run: Run, subject: Subject) {
-  const { db, counts } = run;
-  try {
-    const conn = subject.userId ? await run.caches.connectionOf(subject.agencyId, subject.userId) : null;
-    if (!conn || run.failed.has(conn.id)) {
-      counts.skipped++;
-      return;
-    }
-    let event: CalendarEvent;
-    try {
-      event = await fetchEvent(run, conn, subject);
-    } catch (err) {
-      run.failed.add(conn.id);
-      counts.skipped++;
-      // An unexpected failure is the operator's to see, once when it starts rather than every run.
-      if (!(err instanceof DomainError) && conn.lastError !== describeFailure(err))
-        log.error("calendar connection failed", { job: RECONCILE_JOB, connection_id: conn.id, error: String(err) });
-      await recordCheck(db, conn, describeFailure(err));
-      return;
-    }
-    if (!run.answered.has(conn.id)) {
-      run.answered.add(conn.id);
-      await recordCheck(db, conn, null);
-    }
-    counts.checked++;
-    const outcome = await settleSubject(db, subject, event);
-    counts.resolved += outcome.resolved;
-    if (outcome.detected) counts.detected++;
-  } catch (err) {
-    counts.errors++;
-    log.error("calendar subject check failed", {
-      job: RECONCILE_JOB,
-      subject_type: subject.type,
-      subject_id: subject.id,
-      error: String(err),
-      stack: err instanceof Error ? err.stack : undefined,
-    });
-  }
 }
 
 /** Checks a plan's subjects in order; answers where the agency's next turn resumes (null: from the start). */
