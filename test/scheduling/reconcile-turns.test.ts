@@ -74,6 +74,11 @@ describe("reconciliation over time", () => {
     const recent = await shoot(t, "ev-recent", at(-5 * HOUR), at(-3 * HOUR));
     const soon = await shoot(t, "ev-soon", at(48 * HOUR), at(50 * HOUR));
     const farAway = await shoot(t, "ev-far", at(200 * 24 * HOUR), at(200 * 24 * HOUR + HOUR));
+    // Before the nightly job closes it, the window alone leaves the past shoot out.
+    const beforeClosing = calendars();
+    await reconcile();
+    expect(beforeClosing).toContain("ev-recent");
+    expect(beforeClosing).not.toContain("ev-past");
     await nightly();
     const closedAt = async (id: string) =>
       (await db().select().from(appointments).where(eq(appointments.id, id)).get())!.closedAt;
