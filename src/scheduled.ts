@@ -1,7 +1,15 @@
 import { RECONCILE_CRON, reconcileCalendars } from "./calendar/reconcile";
-import { database } from "./db/client";
+import { type Db, database } from "./db/client";
 import { sweepRotatedSecrets } from "./domain/api-keys";
 import { reseal } from "./domain/reseal";
+import {
+  closePastAppointments,
+  type SweepResult,
+  sweepDiscrepancies,
+  sweepEndedSecrets,
+  sweepIdempotencyMarks,
+  sweepProviderEvents,
+} from "./domain/retention";
 import { purgeSessions } from "./domain/sessions";
 import { keyGate } from "./durable/key-changes";
 import { keyringOf } from "./lib/keyring";
@@ -44,6 +52,12 @@ async function sweepRotation(env: Env, at: number) {
   return { secrets, keys, reload_failures: reloadFailures };
 }
 
+/** A paged sweep of the one database, held to `maxStatements` statements a night. */
+const nightlyPages =
+  (sweep: (db: Db, at: number, maxStatements: number) => Promise<SweepResult>, maxStatements: number) =>
+  (env: Env, at: number) =>
+    sweep(database(env.DB), at, maxStatements);
+
 /** The nightly jobs, each run on its own: one that fails is logged and the others still run. */
 const NIGHTLY_JOBS: [job: string, message: string, run: (env: Env, at: number) => Promise<object>][] = [
   ["rotation_sweep", "rotated secrets swept", sweepRotation],
@@ -54,6 +68,11 @@ const NIGHTLY_JOBS: [job: string, message: string, run: (env: Env, at: number) =
   ],
   ["event_retention", "event retention swept", (env, at) => sweepRetention(env, at)],
   ["session_purge", "expired sessions purged", (env, at) => purgeSessions(database(env.DB), at)],
+  ["appointment_close", "past appointments closed", nightlyPages(closePastAppointments, 20)],
+  ["discrepancy_retention", "discrepancy history swept", nightlyPages(sweepDiscrepancies, 10)],
+  ["provider_event_retention", "provider events swept", nightlyPages(sweepProviderEvents, 10)],
+  ["secret_retention", "ended secrets forgotten", nightlyPages(sweepEndedSecrets, 10)],
+  ["idempotency_mark_purge", "expired idempotency marks purged", nightlyPages(sweepIdempotencyMarks, 100)],
   // After a master key rotation: what the older keys sealed, sealed again under SECRET_KEY.
   ["reseal", "sealed secrets re-sealed", (env) => reseal(database(env.DB), keyringOf(env))],
 ];

@@ -86,7 +86,7 @@ export const apiKeySecrets = sqliteTable(
     supersededAt: text("superseded_at"),
     deactivatedAt: text("deactivated_at"),
   },
-  (t) => [index("api_key_secrets_key").on(t.keyId)],
+  (t) => [index("api_key_secrets_key").on(t.keyId), index("api_key_secrets_deactivated").on(t.deactivatedAt)],
 );
 
 export const sessions = sqliteTable(
@@ -153,10 +153,23 @@ export const appointments = sqliteTable(
     startsAt: text("starts_at").notNull(),
     endsAt: text("ends_at").notNull(),
     calendarEventId: text("calendar_event_id"),
+    /**
+     * Set by the nightly sweep once the shoot ended more than a day ago: a closed
+     * appointment is history, no longer reconciled. Rescheduling clears it.
+     */
+    closedAt: text("closed_at"),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
-  (t) => [index("appointments_listing").on(t.listingId, t.status, t.startsAt)],
+  (t) => [
+    index("appointments_listing").on(t.listingId, t.status, t.startsAt),
+    // What reconciliation walks: an agency's open shoots on a calendar, by id.
+    index("appointments_reconcile")
+      .on(t.agencyId, t.id)
+      .where(sql`${t.status} = 'scheduled' AND ${t.closedAt} IS NULL AND ${t.calendarEventId} IS NOT NULL`),
+    // What the closing sweep walks: open shoots by their end.
+    index("appointments_open_end").on(t.endsAt).where(sql`${t.status} = 'scheduled' AND ${t.closedAt} IS NULL`),
+  ],
 );
 
 /** Invoices and payments tied to a listing (the listing's orders). */
@@ -531,12 +544,16 @@ export type WebhookDelivery = typeof webhookDeliveries.$inferSelect;
 export type WebhookDeliveryAttempt = typeof webhookDeliveryAttempts.$inferSelect;
 
 /** Payment-provider events already applied (by the provider's event id): a redelivery changes nothing. */
-export const providerEvents = sqliteTable("provider_events", {
-  id: text("id").primaryKey(),
-  provider: text("provider").notNull(),
-  type: text("type").notNull(),
-  receivedAt: text("received_at").notNull().default(now),
-});
+export const providerEvents = sqliteTable(
+  "provider_events",
+  {
+    id: text("id").primaryKey(),
+    provider: text("provider").notNull(),
+    type: text("type").notNull(),
+    receivedAt: text("received_at").notNull().default(now),
+  },
+  (t) => [index("provider_events_received").on(t.receivedAt)],
+);
 
 /**
  * An agency's platform subscription at the payment provider, as its verified events (or the
@@ -632,6 +649,7 @@ export const calendarDiscrepancies = sqliteTable(
     uniqueIndex("calendar_discrepancies_open")
       .on(t.subjectType, t.subjectId, t.kind)
       .where(sql`${t.resolvedAt} IS NULL`),
+    index("calendar_discrepancies_detected").on(t.detectedAt),
   ],
 );
 

@@ -91,7 +91,8 @@ export async function rescheduleAppointment(
   const [[updated]] = await db.batch([
     db
       .update(appointments)
-      .set({ startsAt, endsAt, updatedAt: nowIso() })
+      // A new time reopens a closed shoot; the nightly sweep closes it again if that time is past too.
+      .set({ startsAt, endsAt, closedAt: null, updatedAt: nowIso() })
       .where(and(eq(appointments.id, appointment.id), eq(appointments.status, "scheduled")))
       .returning(),
     outboxInsertIfChanged(db, listing.agencyId, "appointment.rescheduled", {

@@ -29,7 +29,8 @@ export const reconcileRoute = publicRoute(helperGuard("scheduling:read"), {
   summary: "Run calendar reconciliation for your agency (emits appointment.orphan.detected)",
   description:
     "What the service does every 15 minutes, now and for your agency only: each scheduled shoot (and tour) with a " +
-    "`calendar_event_id` is compared with the calendar that answers for its agent. An event that is missing, " +
+    "`calendar_event_id` is compared with the calendar that answers for its agent; a shoot that ended more than a " +
+    "day ago is closed and no longer checked. An event that is missing, " +
     "moved (by more than a minute) or unreadable emits `appointment.orphan.detected` once while it lasts. A " +
     "sandbox calendar (`POST /api/v1/test_helpers/users/{user_id}/calendar/busy_blocks`) makes each case easy to " +
     "set up: a shoot whose event id no block has is `missing`, one whose block starts elsewhere is `moved`. At most " +
