@@ -1,11 +1,11 @@
-import { createExecutionContext, createMessageBatch, waitOnExecutionContext } from "cloudflare:test";
+import { createExecutionContext, createMessageBatch, getQueueResult, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { eq, inArray } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { webhookDeliveries, webhookEndpoints } from "../../src/db/schema";
+import worker from "../../src/index";
 import {
   BATCH_DEADLINE_MS,
-  CONNECTIONS_PER_BATCH,
   type ConsumerLimits,
   DELIVERY_TIMEOUT_MS,
   LEASE_MS,
@@ -19,6 +19,7 @@ import {
   captureQueue,
   consumeBatch,
   emptyOutbox,
+  insertEvents,
   registerEndpoints,
   WEBHOOK_QUEUE,
 } from "../support/webhook-fixtures";
@@ -196,7 +197,6 @@ describe("fair delivery: another agency's hanging receivers do not hold B's even
     expect(attempted.length).toBe(net.calls.filter((c) => c.url.includes("/a/")).length);
     for (const d of attempted) expect(d.lastError).toBe(`no answer within ${limits.timeoutMs / 1000} s`);
     expect(net.calls.filter((c) => c.url.includes("/a/")).length).toBeLessThanOrEqual(16);
-    expect(CONNECTIONS_PER_BATCH).toBe(6);
   });
 });
 
@@ -242,5 +242,24 @@ describe("a batch past its deadline", () => {
     const again = await consumeBatch([id], { attempts: 2 });
     expect(again.acked).toEqual([id]);
     expect(net.calls, "the redelivery made no request").toHaveLength(1);
+  });
+});
+
+describe("a media batch that drains the outbox", () => {
+  it("returns only once the drain it kicked has sent the events: its messages are settled after it", async () => {
+    const t = await makeTenant();
+    await registerEndpoints(t, 2, "m");
+    await emptyOutbox();
+    await settle();
+    queue.sent.length = 0;
+    await insertEvents(t.agencyId, 3, { firstCreatedAt: Date.now() - 1_000 });
+    const batch = createMessageBatch("alms-media-local", [
+      { id: "m0", timestamp: new Date(), attempts: 1, body: { kind: "outbox.drain" } },
+    ]);
+    const ctx = createExecutionContext();
+    await worker.queue(batch, env, ctx);
+    expect(queue.sent, "the drain had sent every delivery when the handler returned").toHaveLength(3 * 2);
+    await waitOnExecutionContext(ctx);
+    expect(await getQueueResult(batch, ctx)).toMatchObject({ explicitAcks: ["m0"] });
   });
 });
