@@ -22,7 +22,7 @@ export async function runQueue(batch: MessageBatch, env: Env, ctx: ExecutionCont
       await consumeDeadMedia(batch, env);
       return kickOutbox(env, ctx);
     case "alms-webhooks":
-      return consumeWebhooks(batch as MessageBatch<{ delivery_id: string }>, env);
+      return consumeWebhooks(batch as MessageBatch<{ delivery_id: string }>, env, ctx);
     case "alms-webhooks-dlq":
       return consumeDeadWebhooks(batch as MessageBatch<{ delivery_id: string }>, env);
     default:

@@ -1,7 +1,9 @@
 import { database } from "../db/client";
+import { errorText, log } from "../lib/log";
 import { CONNECTIONS_PER_BATCH, type ConsumerLimits, ENDPOINT_IN_FLIGHT, LIMITS } from "./consumer-limits";
 import { attemptDelivery, batchSigners } from "./delivery-attempt";
 import { type Claim, claimBatch } from "./delivery-claim";
+import { holdStatement } from "./endpoint-holds";
 import { type Lane, lanesOf, slots } from "./endpoint-lanes";
 import { logDeliveryFailure, messageSettler, retryLater } from "./message-settling";
 import { type AttemptOutcome, outcomeWriter } from "./outcome-writer";
@@ -18,21 +20,25 @@ import { type AttemptOutcome, outcomeWriter } from "./outcome-writer";
  * - an endpoint whose attempt fails in this batch gets no further attempt in it, and one
  *   whose breaker is open (BREAKER_FAILURES failures in a row, or one timeout) gets none
  *   until its pause ends: those messages are retried later without a request;
- * - no attempt starts after START_WINDOW_MS, so a batch lasts at most about the window
- *   plus the 10 s timeout.
+ * - no attempt starts after START_WINDOW_MS, so a batch's work lasts at most about the
+ *   window plus the 10 s timeout;
+ * - the batch holds the queue for BATCH_DEADLINE_MS at most (see handOver): the work still
+ *   running then goes on in the background, so another agency's batch behind it never
+ *   waits for a hanging receiver's timeout.
  * A message that is not attempted is retried as if it had failed (never sooner than the
  * schedule, and not before the endpoint's pause ends), so a delivery still gets its ~3 days
  * before the dead-letter queue; the lease of a delivery leased but not attempted is freed.
  * A failure of our own (D1, a sealed secret that does not open) retries that message
  * alone on the same schedule. A crash after a request and before its outcome is written
- * leaves the message unsettled: it is delivered again (at least once).
+ * leaves the message unsettled (or retried): it is delivered again (at least once).
  */
 export async function consumeWebhooks(
   batch: MessageBatch<{ delivery_id: string }>,
   env: Env,
+  ctx: Pick<ExecutionContext, "waitUntil">,
   limits: Partial<ConsumerLimits> = {},
 ): Promise<void> {
-  const { timeoutMs, startWindowMs } = { ...LIMITS, ...limits };
+  const { timeoutMs, startWindowMs, deadlineMs } = { ...LIMITS, ...limits };
   const db = database(env.DB);
   const started = Date.now();
 
@@ -48,7 +54,9 @@ export async function consumeWebhooks(
   }
 
   const ordered = lanesOf(batch.messages, claim);
-  const settler = messageSettler(outcomeWriter(env.DB, claim.lease));
+  const endpointOf = new Map(ordered.flatMap((lane) => lane.pending.map((p) => [p.message, lane.endpointId])));
+  const writer = outcomeWriter(env.DB, claim.lease);
+  const settler = messageSettler(writer, [...endpointOf.keys()]);
   const signerOf = batchSigners(env);
   const connections = slots(CONNECTIONS_PER_BATCH);
   const work = async (lane: Lane) => {
@@ -85,9 +93,39 @@ export async function consumeWebhooks(
       settler.record(message, outcome, failed);
     }
   };
-  const workers: Promise<void>[] = [];
+  const workers = new Map<Lane, Promise<void>[]>(ordered.map((lane) => [lane, []]));
   for (let i = 0; i < ENDPOINT_IN_FLIGHT; i++)
-    for (const lane of ordered) if (i === 0 || !lane.failing) workers.push(work(lane));
-  await Promise.all(workers);
-  await settler.settled();
+    for (const lane of ordered) if (i === 0 || !lane.failing) workers.get(lane)!.push(work(lane));
+  const lanesDone = ordered.map((lane) => Promise.all(workers.get(lane)!).then(() => lane));
+  const done = Promise.all(lanesDone).then(() => settler.settled());
+  if (await within(done, started + deadlineMs - Date.now())) return;
+
+  // Past the deadline: the queue moves on. The messages still open are retried past the
+  // lease (a redelivery finds its delivery settled and is acked, or tries again if this
+  // invocation died), and their endpoints are held until their attempts here have ended.
+  const held = new Set(settler.handOver(Date.parse(claim.lease)).map((m) => endpointOf.get(m)!));
+  if (held.size)
+    await holdStatement(env.DB, [...held], claim.lease, Date.now())
+      .run()
+      .catch((err: unknown) =>
+        log.error("webhook endpoint hold failed", { job: "webhook_delivery", error: errorText(err) }),
+      );
+  const freed = lanesDone.map(async (laneDone) => {
+    const lane = await laneDone;
+    if (held.has(lane.endpointId)) await writer.free(lane.endpointId);
+  });
+  ctx.waitUntil(Promise.allSettled([...freed, settler.settled()]));
+}
+
+/** Whether `work` finished within `ms`. */
+async function within(work: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const deadline = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), Math.max(0, ms));
+  });
+  try {
+    return await Promise.race([work.then(() => true), deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
 }

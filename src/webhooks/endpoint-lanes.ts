@@ -19,6 +19,7 @@ export function slots(n: number) {
 }
 
 export interface Lane {
+  endpointId: string;
   agencyId: string;
   /** The endpoint failed before this batch: it is tried after the healthy ones, one attempt at a time. */
   failing: boolean;
@@ -73,7 +74,7 @@ export function lanesOf(messages: readonly DeliveryMessage[], claim: Claim): Lan
     let lane = byEndpoint.get(key);
     if (!lane) {
       const failing = (target.endpoint?.consecutiveFailures ?? 0) > 0;
-      lane = { agencyId: target.delivery.agencyId, failing, failedHere: false, pending: [] };
+      lane = { endpointId: key, agencyId: target.delivery.agencyId, failing, failedHere: false, pending: [] };
       byEndpoint.set(key, lane);
     }
     lane.pending.push({ message, target, attempts });

@@ -28,34 +28,47 @@ export const logDeliveryFailure = (message: DeliveryMessage, err: unknown) =>
   });
 
 /**
- * Settles a batch's attempted and put-back messages, each only once its row is written:
- * acked when its delivery is settled, retried on the schedule otherwise.
+ * Settles a batch's attempted and put-back messages (`messages`), each only once its row
+ * is written: acked when its delivery is settled, retried on the schedule otherwise. Once
+ * the batch is handed over (its deadline passed), the messages still open are retried and
+ * later outcomes are written without settling any message.
  */
-export function messageSettler(writer: OutcomeWriter) {
+export function messageSettler(writer: OutcomeWriter, messages: readonly DeliveryMessage[]) {
   const settling: Promise<void>[] = [];
+  const open = new Set(messages);
+  const settle = (message: DeliveryMessage, how: () => void) => {
+    if (open.delete(message)) how();
+  };
   return {
     /** Settles the message once its delivery's lease is freed (or, if D1 refuses, left to expire). */
     putBack(message: DeliveryMessage) {
-      settling.push(
-        writer.release(message.body.delivery_id).then(
-          () => retryLater(message),
-          () => retryLater(message),
-        ),
-      );
+      const later = () => settle(message, () => retryLater(message));
+      settling.push(writer.release(message.body.delivery_id).then(later, later));
     },
     /** Records the attempt, then acks the message, or retries it if the attempt failed or was not recorded. */
     record(message: DeliveryMessage, outcome: AttemptOutcome, failed: boolean) {
       settling.push(
         writer.record(outcome).then(
-          () => (failed ? retryLater(message) : message.ack()),
+          () => settle(message, () => (failed ? retryLater(message) : message.ack())),
           (err: unknown) => {
             logDeliveryFailure(message, err);
-            retryLater(message);
+            settle(message, () => retryLater(message));
           },
         ),
       );
     },
-    /** Resolves once every message handed over is settled. */
+    /**
+     * Retries every message not settled yet, not before `notBefore` (the batch's lease: its
+     * delivery may still be in flight), and returns them. A redelivered message whose
+     * delivery was settled meanwhile is acked without a request.
+     */
+    handOver(notBefore: number): DeliveryMessage[] {
+      const left = [...open];
+      open.clear();
+      for (const message of left) retryLater(message, notBefore);
+      return left;
+    },
+    /** Resolves once every outcome and release handed in is written (or refused). */
     async settled() {
       await Promise.all(settling);
     },

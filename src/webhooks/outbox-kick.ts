@@ -44,9 +44,13 @@ export async function backgroundDrainDone(): Promise<void> {
  * Sends the outbox's new events to the queue in the background of the current
  * invocation, for any code that wrote events (a request, a queue consumer, a Cron job):
  * the invocation lives until a drain that began after this call has finished. A failed
- * drain is logged; the every-minute sweep sends whatever it left behind.
+ * drain is logged; the every-minute sweep sends whatever it left behind. The promise
+ * returned resolves with that drain, for a caller that must not finish before it (a queue
+ * batch, whose messages are settled when its handler returns).
  */
-export function kickOutbox(env: Env, ctx: Pick<ExecutionContext, "waitUntil">): void {
+export function kickOutbox(env: Env, ctx: Pick<ExecutionContext, "waitUntil">): Promise<void> {
   latestEnv = env;
-  ctx.waitUntil(drains.demand());
+  const drained = drains.demand();
+  ctx.waitUntil(drained);
+  return drained;
 }

@@ -1,5 +1,6 @@
 import { newId, nowIso } from "../lib/ids";
 import { breakerStatement, type Health } from "./endpoint-breakers";
+import { freeStatement } from "./endpoint-holds";
 
 /** Outcomes written in one group at most; a consumer batch holds at most 100 messages. */
 const OUTCOMES_PER_WRITE = 100;
@@ -19,19 +20,21 @@ export interface AttemptOutcome {
   health?: Health;
 }
 
-type Entry = { outcome: AttemptOutcome } | { release: string };
+type Entry = { outcome: AttemptOutcome } | { release: string } | { free: string };
 
 /**
  * The statements that record a group: every attempt in the log, each delivery's state
  * (and its lease freed) only where this batch still holds the lease, so a batch whose
  * lease ran out and was taken over never overwrites the newer result, the leases of
- * deliveries left unattempted freed (likewise), and each endpoint's breaker. Rows travel as one JSON parameter
- * per statement, so a group of any size is at most four statements. The breaker counts
+ * deliveries left unattempted freed (likewise), each endpoint's breaker, and the holds of
+ * endpoints whose attempts outlived the batch's deadline freed. Rows travel as one JSON
+ * parameter per statement, so a group of any size is at most five statements. The breaker counts
  * in the statement, so concurrent batches add up (see breakerStatement).
  */
 function groupStatements(d1: D1Database, lease: string, entries: Entry[], now: number): D1PreparedStatement[] {
   const outcomes = entries.flatMap((e) => ("outcome" in e ? [e.outcome] : []));
   const released = entries.flatMap((e) => ("release" in e ? [e.release] : []));
+  const freed = entries.flatMap((e) => ("free" in e ? [e.free] : []));
   const at = nowIso(now);
   const statements: D1PreparedStatement[] = [];
   if (outcomes.length) {
@@ -84,6 +87,8 @@ function groupStatements(d1: D1Database, lease: string, entries: Entry[], now: n
     );
   const breakers = breakerStatement(d1, outcomes, now);
   if (breakers) statements.push(breakers);
+  // After the breakers: a pause an attempt of this group opened is not freed.
+  if (freed.length) statements.push(freeStatement(d1, freed, lease));
   return statements;
 }
 
@@ -94,7 +99,7 @@ async function write(d1: D1Database, lease: string, entries: Entry[]) {
 
 /**
  * Records a consumer batch's outcomes in groups: whatever ended while the previous group
- * was being written goes in the next one, one `db.batch` (at most four statements) each,
+ * was being written goes in the next one, one `db.batch` (at most five statements) each,
  * so D1 sees a few round trips per batch rather than several per delivery. `record` and
  * `release` resolve once their row is written: a message is settled only after that. A
  * group that D1 refuses is written again one entry at a time, so only the entries whose
@@ -122,8 +127,10 @@ export function outcomeWriter(d1: D1Database, lease: string) {
             await write(d1, lease, [g.entry]);
             g.done();
           } catch (err) {
-            const id = "outcome" in g.entry ? g.entry.outcome.deliveryId : g.entry.release;
-            await write(d1, lease, [{ release: id }]).catch(() => undefined);
+            if (!("free" in g.entry)) {
+              const id = "outcome" in g.entry ? g.entry.outcome.deliveryId : g.entry.release;
+              await write(d1, lease, [{ release: id }]).catch(() => undefined);
+            }
             g.done(err);
           }
         }
@@ -146,6 +153,8 @@ export function outcomeWriter(d1: D1Database, lease: string) {
     record: (outcome: AttemptOutcome) => submit({ outcome }),
     /** Frees the lease of a delivery this batch took but did not attempt. */
     release: (deliveryId: string) => submit({ release: deliveryId }),
+    /** Frees the hold this batch set on an endpoint whose attempts outlived its deadline (see endpoint-holds). */
+    free: (endpointId: string) => submit({ free: endpointId }),
   };
 }
 

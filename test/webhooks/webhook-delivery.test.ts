@@ -1,3 +1,4 @@
+import { createExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { verify } from "@octokit/webhooks-methods";
 import { and, count, eq, inArray, isNull } from "drizzle-orm";
@@ -247,6 +248,7 @@ describe("retries and dead letters", () => {
         delivery_id: string;
       }>,
       env,
+      createExecutionContext(),
     );
     expect(retry).toHaveBeenCalledWith({ delaySeconds: 120 });
     const nonces = received.map((r) => JSON.parse(r.body).nonce);
@@ -316,6 +318,7 @@ describe("retries and dead letters", () => {
         delivery_id: string;
       }>,
       env,
+      createExecutionContext(),
     );
     expect(retry).toHaveBeenCalledWith({ delaySeconds: retryDelay(2) });
     expect(ack).toHaveBeenCalledTimes(1);
