@@ -4,11 +4,14 @@
 //   npm run dev                       # http://127.0.0.1:8787
 //   npm run dev -- --port 8790        # or PORT=8790 npm run dev
 //   npm run dev -- --new-key          # revoke the development key and print a new one
-//   npm run dev -- --test-scheduled   (other arguments go to wrangler dev)
+//   (other arguments go to wrangler dev)
+//
+// The Cron triggers of wrangler.jsonc run on their schedules while it runs (scripts/local-cron.ts).
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { configuredCrons, runLocalCron } from "./local-cron.ts";
 import { type Api, seedDemo } from "./seed.ts";
 
 /**
@@ -137,15 +140,22 @@ async function main() {
     String(port),
     "--var",
     `OPERATOR_TOKEN:${token}`,
+    "--test-scheduled",
     ...wranglerArgs,
   ];
   const wrangler = spawn("wrangler", args, { stdio: "inherit", env: childEnv });
-  const stop = () => wrangler.kill("SIGINT");
+  let stopCron = () => {};
+  const stop = () => {
+    stopCron();
+    wrangler.kill("SIGINT");
+  };
   process.on("SIGINT", stop);
   process.on("SIGTERM", stop);
   wrangler.on("exit", (code) => process.exit(code ?? 0));
 
   await waitUntilReady();
+  const crons = configuredCrons();
+  stopCron = runLocalCron(origin, crons, (line) => console.log(line));
   const { key, agencyName, seeded, reused } = await seedDemo(internalApi(token), origin, keptKey());
   if (!reused) keepKey(key);
   console.log(`
@@ -160,6 +170,7 @@ async function main() {
  Try it:
    curl -s ${origin}/api/v1/users -H 'X-API-Key: ${key}'
 
+ Cron triggers:  ${crons.join(", ")}, run on their schedules (UTC) as deployed
  API reference:  ${origin}/api/v1/docs
  Operator CLI:   npm run ops -- --help
 ────────────────────────────────────────────────────────────────────────

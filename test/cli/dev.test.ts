@@ -48,4 +48,13 @@ describe("npm run dev", () => {
     expect(JSON.parse(revoked.text).error.code).toBe("api_key_revoked");
     expect((await users(running.origin, fresh)).status).toBe(200);
   }, 480_000);
+
+  it("runs the every-minute Cron trigger locally within its minute, as deployed", async () => {
+    expect(running, "the server of the test above").toBeDefined();
+    const output = running!.dev.output();
+    expect(output).toContain("Cron triggers:  0 3 * * *, * * * * *, */15 * * * *");
+    const [line] = await running!.dev.waitFor(/Cron "\* \* \* \* \*" ran locally: .*/, 65_000);
+    expect(line).toMatch(/: 200 in \d+ ms/);
+    expect(running!.dev.output(), running!.dev.output()).not.toMatch(STACK_FRAME);
+  }, 90_000);
 });
