@@ -7,6 +7,7 @@ import { budgetFor, ENDPOINT_NAMES, type EndpointName, MAX_BUDGET, WINDOW_MS } f
 import { checkKeyState, type KeyMode, type KeyState } from "../domain/keys";
 import { DomainError, type ErrorCode } from "../lib/errors";
 import { SlidingLog } from "../lib/sliding-log";
+import { tracedCall } from "./traced";
 
 export interface RateDecision {
   limit: number;
@@ -194,6 +195,25 @@ export class KeyGate extends DurableObject<Env> {
     environmentMode: KeyMode,
     endpoint: EndpointName | null,
     now = Date.now(),
+    traceparent?: string,
+  ): Promise<GateVerdict> {
+    const verdict = await this.#admit(keyId, secretHash, environmentMode, endpoint, now);
+    tracedCall(traceparent, "key gate admit", () => ({
+      key_id: keyId,
+      endpoint,
+      admitted: verdict.ok,
+      error_code: verdict.ok ? null : verdict.code,
+      rate_remaining: verdict.ok ? (verdict.rate?.remaining ?? null) : null,
+    }));
+    return verdict;
+  }
+
+  async #admit(
+    keyId: string,
+    secretHash: string,
+    environmentMode: KeyMode,
+    endpoint: EndpointName | null,
+    now: number,
   ): Promise<GateVerdict> {
     const loaded = await this.#load(keyId);
     const secret = loaded?.secrets.get(secretHash);
@@ -217,7 +237,8 @@ export class KeyGate extends DurableObject<Env> {
    * Keeps the bookmark of a committed write of this key, so its next reads, from any
    * isolate, start at least there. Bookmarks order as strings; the latest one stays.
    */
-  async wrote(bookmark: string): Promise<void> {
+  async wrote(bookmark: string, traceparent?: string): Promise<void> {
+    tracedCall(traceparent, "key gate bookmark", () => ({}));
     if (typeof bookmark !== "string" || !bookmark || bookmark.length > BOOKMARK_MAX_LENGTH) return;
     if (this.#bookmark !== undefined && bookmark <= this.#bookmark) return;
     this.#bookmark = bookmark;
