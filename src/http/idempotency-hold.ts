@@ -8,9 +8,11 @@ import { bucketOf, sha256Hex } from "../lib/ids";
 import { keyringOf } from "../lib/keyring";
 import { IDEMPOTENCY_SHARDS } from "../lib/limits";
 import { log } from "../lib/log";
+import { outboundTraceparent } from "../lib/trace";
 import { unavailableRetryAfter } from "../lib/transient";
 import type { AppEnv, IdempotencyContext } from "./env";
 import { answerFromMark, findMark } from "./idempotency-mark";
+import { type IdempotencyOutcome, timed } from "./wide-event";
 import { readBodyText } from "./wire";
 
 const IDEMPOTENCY_HEADER = "X-Idempotency-Key";
@@ -86,10 +88,18 @@ export class EarlyClaim {
 
   private constructor(c: Context<AppEnv>, owner: RecordOwner, key: string, limit: number) {
     const env = c.env;
+    const event = c.var.event;
     this.#claimed = (async () => {
       const idem = await contextOf(c, owner, key, limit);
       const ledger = ledgerOf(env, idem);
-      return { idem, ledger, begin: (await ledger.begin(idem.agencyId, key, idem.requestHash)) as Begin };
+      const begun = ledger.begin(
+        idem.agencyId,
+        key,
+        idem.requestHash,
+        undefined,
+        outboundTraceparent(),
+      ) as Promise<unknown>;
+      return { idem, ledger, begin: (await timed(event, "ledgerMs", begun)) as Begin };
     })().catch(() => undefined); // `hold` then claims as it would have.
   }
 
@@ -216,11 +226,19 @@ export async function hold(
   let begin = await early?.take(idem);
   if (!begin) {
     try {
-      begin = (await ledger.begin(idem.agencyId, idem.key, idem.requestHash)) as Begin;
+      const begun = ledger.begin(
+        idem.agencyId,
+        idem.key,
+        idem.requestHash,
+        undefined,
+        outboundTraceparent(),
+      ) as Promise<unknown>;
+      begin = (await timed(c.var.event, "ledgerMs", begun)) as Begin;
     } catch (err) {
       throw new DomainError("idempotency_unavailable", { retryAfter: unavailableRetryAfter(err) });
     }
   }
+  noteOutcome(c, begin.state === "acquired" ? "new" : begin.state);
   if (begin.state === "replay") return replay(c, await unseal(c.env, idem, begin.response));
   if (begin.state === "conflict") throw new DomainError("idempotency_key_conflict");
   if (begin.state === "in_progress") throw new DomainError("idempotency_key_in_progress", { retryAfter: 5 });
@@ -232,7 +250,8 @@ export async function hold(
   });
   if (!mark) return held;
   const answer = await answerFromMark(c, mark);
-  await ledger.complete(held.lease, await seal(c.env, idem, answer));
+  await complete(c, held, await seal(c.env, idem, answer));
+  noteOutcome(c, "replay");
   return replay(c, answer);
 }
 
@@ -253,7 +272,8 @@ export async function settle(c: Context<AppEnv>, held: Hold, alongside: () => Pr
     });
     if (mark) {
       const answer = await answerFromMark(c, mark);
-      await ledger.complete(lease, await seal(c.env, idem, answer));
+      await complete(c, held, await seal(c.env, idem, answer));
+      noteOutcome(c, "replay");
       c.error = undefined;
       c.res = replay(c, answer);
       return;
@@ -267,7 +287,16 @@ export async function settle(c: Context<AppEnv>, held: Hold, alongside: () => Pr
   const headers: [string, string][] = [...res.headers].filter(([name]) => REPLAYED_HEADERS.has(name.toLowerCase()));
   headers.push(["x-request-id", c.var.requestId]);
   const cached = seal(c.env, idem, { status: res.status, headers, body: await res.text() });
-  await Promise.all([alongside(), cached.then((sealed) => ledger.complete(lease, sealed))]);
+  await Promise.all([alongside(), cached.then((sealed) => complete(c, held, sealed))]);
+}
+
+/** Caches the answer in the ledger, the call timed in the request's wide event. */
+const complete = (c: Context<AppEnv>, held: Hold, response: CachedResponse) =>
+  timed(c.var.event, "ledgerMs", held.ledger.complete(held.lease, response, outboundTraceparent()));
+
+function noteOutcome(c: Context<AppEnv>, outcome: IdempotencyOutcome): void {
+  const event = c.var.event;
+  if (event) event.idempotency = outcome;
 }
 
 /** Frees the key when the handler failed past the error handler (nothing was answered). */
