@@ -48,6 +48,10 @@ function withoutDanglingSourceMaps(): Plugin {
 
 export default defineConfig(async () => ({
   test: {
+    // Every request and run of the Worker writes an info line (its wide event); tests that need
+    // them read them from a spy on console.log. Warnings and errors are printed as ever.
+    onConsoleLog: (line: string, type: "stdout" | "stderr") =>
+      type === "stdout" && line.startsWith('{"level":"info"') ? false : undefined,
     projects: [
       {
         // Integration tests inside the Workers runtime, against real D1, Durable Objects, Queues and R2.

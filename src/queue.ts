@@ -1,8 +1,10 @@
 import { log } from "./lib/log";
+import { inRun } from "./lib/run-event";
 import { consumeDeadMedia } from "./media/dead-letters";
 import { consumeMedia } from "./media/media-consumer";
 import { consumeDeadWebhooks } from "./webhooks/dead-letters";
 import { consumeWebhooks } from "./webhooks/delivery-batch";
+import type { DeliveryBody } from "./webhooks/message-settling";
 import { kickOutbox } from "./webhooks/outbox-kick";
 
 /**
@@ -11,8 +13,16 @@ import { kickOutbox } from "./webhooks/outbox-kick";
  */
 const queueBase = (name: string) => name.replace(/-(local|sandbox|live)$/, "");
 
-/** Queue entry point: each queue's batches go to that queue's consumer. */
-export async function runQueue(batch: MessageBatch, env: Env, ctx: ExecutionContext): Promise<void> {
+/**
+ * Queue entry point: each queue's batches go to that queue's consumer, one wide event per
+ * batch. Each message continues its own sender's trace (see the consumers).
+ */
+export function runQueue(batch: MessageBatch, env: Env, ctx: ExecutionContext): Promise<void> {
+  const fields = { queue: batch.queue, messages: batch.messages.length };
+  return inRun({ job: "queue", environment: env.ENVIRONMENT, fields }, () => consume(batch, env, ctx));
+}
+
+async function consume(batch: MessageBatch, env: Env, ctx: ExecutionContext): Promise<void> {
   switch (queueBase(batch.queue)) {
     case "alms-media":
       await consumeMedia(batch, env, ctx);
@@ -22,9 +32,9 @@ export async function runQueue(batch: MessageBatch, env: Env, ctx: ExecutionCont
       await consumeDeadMedia(batch, env);
       return kickOutbox(env, ctx);
     case "alms-webhooks":
-      return consumeWebhooks(batch as MessageBatch<{ delivery_id: string }>, env, ctx);
+      return consumeWebhooks(batch as MessageBatch<DeliveryBody>, env, ctx);
     case "alms-webhooks-dlq":
-      return consumeDeadWebhooks(batch as MessageBatch<{ delivery_id: string }>, env);
+      return consumeDeadWebhooks(batch as MessageBatch<DeliveryBody>, env);
     default:
       // A queue bound without a consumer here is a configuration error: keep its messages.
       log.error("no consumer for queue", { job: "queue", error: "no consumer for queue", queue: batch.queue });

@@ -14,6 +14,7 @@ import { purgeSessions } from "./domain/sessions";
 import { keyGate } from "./durable/key-changes";
 import { keyringOf } from "./lib/keyring";
 import { errorText, log } from "./lib/log";
+import { inRun } from "./lib/run-event";
 import { sweepStuckDeliveries } from "./media/stuck-deliveries";
 import { sweepOutbox } from "./webhooks/outbox-sweep";
 import { sweepRetention } from "./webhooks/retention";
@@ -77,8 +78,13 @@ const NIGHTLY_JOBS: [job: string, message: string, run: (env: Env, at: number) =
   ["reseal", "sealed secrets re-sealed", (env) => reseal(database(env.DB), keyringOf(env))],
 ];
 
-/** Cron entry point: each schedule runs its own jobs. */
-export async function runScheduled(controller: ScheduledController, env: Env): Promise<void> {
+/** Cron entry point: each schedule runs its own jobs, one wide event per run. */
+export function runScheduled(controller: ScheduledController, env: Env): Promise<void> {
+  const fields = { cron: controller.cron };
+  return inRun({ job: "cron", environment: env.ENVIRONMENT, fields }, () => runJobs(controller, env));
+}
+
+async function runJobs(controller: ScheduledController, env: Env): Promise<void> {
   if (controller.cron === NIGHTLY) {
     for (const [job, message, run] of NIGHTLY_JOBS) {
       try {

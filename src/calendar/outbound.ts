@@ -1,5 +1,6 @@
 import { readCapped } from "../lib/capped-read";
 import { DomainError } from "../lib/errors";
+import { outboundTraceparent } from "../lib/trace";
 
 const PROVIDER_TIMEOUT_MS = 8_000;
 
@@ -10,7 +11,8 @@ export const PROVIDER_BODY_LIMIT = 5 * 1024 * 1024;
  * A call to a calendar provider that never hangs and never becomes a 500: a timeout is
  * 504 `calendar_provider_timeout`, a network failure or an unexpected answer 502
  * `calendar_provider_error`. Redirects are not followed (a 3xx is an unexpected answer).
- * `accept` lists statuses the caller handles itself (e.g. 404).
+ * `accept` lists statuses the caller handles itself (e.g. 404). Each call carries a
+ * `traceparent` of its own in the current trace.
  */
 export async function providerFetch(
   provider: string,
@@ -21,7 +23,9 @@ export async function providerFetch(
   const timeoutMs = opts.timeoutMs ?? PROVIDER_TIMEOUT_MS;
   let res: Response;
   try {
-    res = await fetch(url, { ...init, redirect: "manual", signal: AbortSignal.timeout(timeoutMs) });
+    const headers = new Headers(init.headers);
+    headers.set("traceparent", outboundTraceparent());
+    res = await fetch(url, { ...init, headers, redirect: "manual", signal: AbortSignal.timeout(timeoutMs) });
   } catch (e) {
     if (e instanceof Error && (e.name === "TimeoutError" || e.name === "AbortError")) {
       throw new DomainError("calendar_provider_timeout", {

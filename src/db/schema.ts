@@ -295,6 +295,8 @@ export const events = sqliteTable(
     lastError: text("last_error"),
     /** When the event was set aside after failing every attempt; no drain takes it again. */
     setAsideAt: text("set_aside_at"),
+    /** The W3C `traceparent` of the request that wrote it: its deliveries carry the same trace. */
+    traceParent: text("trace_parent"),
   },
   (t) => [
     // The events API: a keyset page of one agency's events, all of them or of one type.

@@ -3,6 +3,7 @@ import type { Db } from "../db/client";
 import { insertIfChanged } from "../db/insert-if-changed";
 import { events, webhookEndpoints } from "../db/schema";
 import { newId, nowIso } from "../lib/ids";
+import { currentTrace, formatTraceparent } from "../lib/trace";
 import { EVENT_TYPES, type EventData, type EventType } from "./events";
 
 function row<T extends EventType>(agencyId: string, type: T, data: EventData<T>, id = newEventId()) {
@@ -15,7 +16,14 @@ function row<T extends EventType>(agencyId: string, type: T, data: EventData<T>,
     timestamp: Math.floor(Date.now() / 1000),
     data: spec.data.parse(data) as Record<string, unknown>,
     enqueuedAt: sentUnlessSubscribed(agencyId, type),
+    traceParent: writerTrace(),
   };
+}
+
+/** The trace of the request (or run) writing the event, so the drain can hand it on to its deliveries. */
+function writerTrace(): string | null {
+  const trace = currentTrace();
+  return trace ? formatTraceparent(trace) : null;
 }
 
 /**
@@ -93,6 +101,7 @@ export function outboxInsertPerRow<T extends EventType>(
     enqueuedAt: sentUnlessSubscribed(agencyId, type),
     createdAt: nowIso(),
     attempts: 0,
+    traceParent: writerTrace() ?? undefined,
   };
   // INSERT … SELECT lists every column of the table, in table order.
   const selected = sql.join(

@@ -3,6 +3,7 @@ import { and, eq, inArray } from "drizzle-orm";
 import { database } from "../db/client";
 import { idempotencyMarks } from "../db/schema";
 import { IDEMPOTENCY_SWEEP_PAGE, IDEMPOTENCY_TTL_MS, LOCK_LEASE_MS } from "../lib/limits";
+import { tracedCall } from "./traced";
 
 export interface CachedResponse {
   status: number;
@@ -73,7 +74,19 @@ export class IdempotencyLedger extends DurableObject<Env> {
     ctx.storage.sql.exec("CREATE INDEX IF NOT EXISTS entries_expiry ON entries (expires_at)");
   }
 
-  async begin(agencyId: string, key: string, requestHash: string, now = Date.now()): Promise<Begin> {
+  async begin(
+    agencyId: string,
+    key: string,
+    requestHash: string,
+    now = Date.now(),
+    traceparent?: string,
+  ): Promise<Begin> {
+    const begun = await this.#begin(agencyId, key, requestHash, now);
+    tracedCall(traceparent, "idempotency ledger begin", () => ({ agency_id: agencyId, state: begun.state }));
+    return begun;
+  }
+
+  async #begin(agencyId: string, key: string, requestHash: string, now: number): Promise<Begin> {
     let entry = this.#entry(agencyId, key);
     if (entry && entry.expires_at <= now) {
       if (this.#forgetting.has(forgetKey(agencyId, key))) return { state: "in_progress" };
@@ -90,7 +103,7 @@ export class IdempotencyLedger extends DurableObject<Env> {
     if (entry && entry.request_hash !== requestHash) return { state: "conflict" };
     if (entry?.lease_until != null && entry.lease_until > now) {
       // The holder may have answered already, its `complete` still on its way: wait for it a moment.
-      if (await this.#settled(agencyId, key)) return this.begin(agencyId, key, requestHash, now);
+      if (await this.#settled(agencyId, key)) return this.#begin(agencyId, key, requestHash, now);
       return { state: "in_progress" };
     }
     const token = crypto.randomUUID();
@@ -155,7 +168,11 @@ export class IdempotencyLedger extends DurableObject<Env> {
   }
 
   /** Caches the answer of the request holding the lease and frees the key. */
-  async complete(lease: Lease, response: CachedResponse): Promise<boolean> {
+  async complete(lease: Lease, response: CachedResponse, traceparent?: string): Promise<boolean> {
+    tracedCall(traceparent, "idempotency ledger complete", () => ({
+      agency_id: lease.agencyId,
+      status: response.status,
+    }));
     this.#wakeAfter(lease);
     const cursor = this.ctx.storage.sql.exec(
       "UPDATE entries SET lease_token = NULL, lease_until = NULL, status = ?, headers = ?, body = ? " +

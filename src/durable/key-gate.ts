@@ -15,6 +15,7 @@ import { checkKeyState, type KeyMode, type KeyState } from "../domain/keys";
 import { DomainError, type ErrorCode } from "../lib/errors";
 import { SlidingLog } from "../lib/sliding-log";
 import { agencyBudget, type Returned } from "./budget-lease";
+import { tracedCall } from "./traced";
 
 export interface RateDecision {
   limit: number;
@@ -230,6 +231,25 @@ export class KeyGate extends DurableObject<Env> {
     environmentMode: KeyMode,
     endpoint: EndpointName | null,
     now = Date.now(),
+    traceparent?: string,
+  ): Promise<GateVerdict> {
+    const verdict = await this.#admit(keyId, secretHash, environmentMode, endpoint, now);
+    tracedCall(traceparent, "key gate admit", () => ({
+      key_id: keyId,
+      endpoint,
+      admitted: verdict.ok,
+      error_code: verdict.ok ? null : verdict.code,
+      rate_remaining: verdict.ok ? (verdict.rate?.remaining ?? null) : null,
+    }));
+    return verdict;
+  }
+
+  async #admit(
+    keyId: string,
+    secretHash: string,
+    environmentMode: KeyMode,
+    endpoint: EndpointName | null,
+    now: number,
   ): Promise<GateVerdict> {
     const loaded = await this.#load(keyId);
     const secret = loaded?.secrets.get(secretHash);
@@ -322,7 +342,8 @@ export class KeyGate extends DurableObject<Env> {
    * Keeps the bookmark of a committed write of this key, so its next reads, from any
    * isolate, start at least there. Bookmarks order as strings; the latest one stays.
    */
-  async wrote(bookmark: string): Promise<void> {
+  async wrote(bookmark: string, traceparent?: string): Promise<void> {
+    tracedCall(traceparent, "key gate bookmark", () => ({}));
     if (typeof bookmark !== "string" || !bookmark || bookmark.length > BOOKMARK_MAX_LENGTH) return;
     if (this.#bookmark !== undefined && bookmark <= this.#bookmark) return;
     this.#bookmark = bookmark;

@@ -12,6 +12,7 @@ import { callerIdentity, EarlyClaim, type Hold, hold, type RecordOwner, release,
 import { askGate, handOffBookmark, hashOfKey, isKnownKey, knownCaller, sameCaller } from "./key-auth";
 import { applyRate } from "./rate-limit";
 import { callerFromSession, SESSION_COOKIE, sessionRate } from "./session-auth";
+import { timed } from "./wide-event";
 import { readBody } from "./wire";
 
 /** What a public route asks of the admission step, resolved by the route factory. */
@@ -68,7 +69,7 @@ export function admission(policy: AdmissionPolicy): MiddlewareHandler<AppEnv> {
           if (!isKnownKey(hash)) holdBackAddress(c);
           const last = policy.idempotent && !read ? knownCaller(hash) : undefined;
           early = last && EarlyClaim.start(c, ownerOf(last.caller, policy), policy.bodyLimit);
-          const answer = await askGate(c.env, hash, policy.endpoint ?? null);
+          const answer = await timed(c.var.event, "gateMs", askGate(c.env, hash, policy.endpoint ?? null));
           // Work started on another caller than the one confirmed is not kept.
           if (last && !sameCaller(last.caller, answer.caller)) await early?.drop();
           identified = { caller: answer.caller, rate: answer.rate, key: { hash, bookmark: answer.bookmark } };
@@ -78,6 +79,7 @@ export function admission(policy: AdmissionPolicy): MiddlewareHandler<AppEnv> {
         throw err;
       }
       const { caller, rate } = identified;
+      noteCaller(c, caller, rate);
       if (policy.endpoint) applyRate(c, policy.endpoint, rate);
       authorize(caller, policy);
       await readBody(c, policy.bodyLimit);
@@ -95,12 +97,22 @@ export function admission(policy: AdmissionPolicy): MiddlewareHandler<AppEnv> {
     c.set("caller", admitted.caller);
     const key = identified.key;
     if (!key) return respond(c, next, held);
-    const session = openSession(c.env.DB, sessionConstraint(read, key.bookmark));
+    const session = openSession(c.env.DB, sessionConstraint(read, key.bookmark), c.var.event);
     let handed: Promise<void> | undefined;
-    const handOff = () => (handed ??= handOffBookmark(c.env, key.hash, session.bookmark()));
+    const handOff = () =>
+      (handed ??= timed(c.var.event, "gateMs", handOffBookmark(c.env, key.hash, session.bookmark())));
     await inSession(c, session, () => respond(c, next, held, handOff));
     if (!read) await handOff();
   };
+}
+
+/** Who the request is and what is left of its window, for its wide event (key ids only). */
+function noteCaller(c: Context<AppEnv>, caller: Caller, rate: RateDecision | undefined): void {
+  const event = c.var.event;
+  if (!event) return;
+  event.agencyId = caller.agencyId;
+  event.keyId = caller.keyId ?? undefined;
+  event.rateRemaining = rate?.remaining;
 }
 
 /**

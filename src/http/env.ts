@@ -2,6 +2,7 @@ import type { Db } from "../db/client";
 import type { Caller } from "../domain/roles";
 import type { RateDecision } from "../durable/key-gate";
 import type { RouteRegistry } from "./registry";
+import type { RequestEvent } from "./wide-event";
 
 /** A mutating request's idempotency context: whose key it is, and which request it names. */
 export interface IdempotencyContext {
@@ -28,6 +29,8 @@ export interface Admission {
 
 interface AppVariables {
   requestId: string;
+  /** The request's wide event, filled in by each step and written once when it ends (see `requestId`). */
+  event: RequestEvent;
   /** The routes of both surfaces, built once when the app is created. */
   routes: RouteRegistry;
   /**

@@ -52,7 +52,12 @@ function asDomainError(err: Error, c: Context<AppEnv>): DomainError {
   }
   const transient = transientFailure(err);
   if (transient) {
-    log.warn("transient failure", { request_id: c.get("requestId"), path: c.req.path, error: String(err) });
+    log.warn("transient failure", {
+      request_id: c.get("requestId"),
+      trace_id: c.get("event")?.trace.traceId,
+      path: c.req.path,
+      error: String(err),
+    });
     return new DomainError("service_unavailable", { retryAfter: transient.retryAfter });
   }
   unexpected.add(err);
@@ -73,6 +78,8 @@ export const unexpectedFailure = (c: Context<AppEnv>): Error | undefined =>
 /** The envelope of `err`, with the status its code has in the one table. */
 export function errorResponse(c: Context<AppEnv>, err: DomainError): Response {
   const requestId = c.get("requestId") ?? newId("req");
+  const event = c.get("event");
+  if (event) event.errorCode = err.code;
   const body = envelope(err, requestId, new URL(c.req.url).origin);
   // In the sandbox, a step that waits on the dashboard names the test helper that takes it.
   const helper = c.env?.API_MODE === "test" ? sandboxHelper(err.code, err.details) : undefined;

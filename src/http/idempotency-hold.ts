@@ -8,9 +8,11 @@ import { bucketOf, sha256Hex } from "../lib/ids";
 import { keyringOf } from "../lib/keyring";
 import { IDEMPOTENCY_SHARDS } from "../lib/limits";
 import { log } from "../lib/log";
+import { outboundTraceparent } from "../lib/trace";
 import { unavailableRetryAfter } from "../lib/transient";
 import type { AppEnv, IdempotencyContext } from "./env";
 import { answerFromMark, findMark } from "./idempotency-mark";
+import { type IdempotencyOutcome, timed } from "./wide-event";
 import { readBodyText } from "./wire";
 
 const IDEMPOTENCY_HEADER = "X-Idempotency-Key";
@@ -86,10 +88,18 @@ export class EarlyClaim {
 
   private constructor(c: Context<AppEnv>, owner: RecordOwner, key: string, limit: number) {
     const env = c.env;
+    const event = c.var.event;
     this.#claimed = (async () => {
       const idem = await contextOf(c, owner, key, limit);
       const ledger = ledgerOf(env, idem);
-      return { idem, ledger, begin: (await ledger.begin(idem.agencyId, key, idem.requestHash)) as Begin };
+      const begun = ledger.begin(
+        idem.agencyId,
+        key,
+        idem.requestHash,
+        undefined,
+        outboundTraceparent(),
+      ) as Promise<unknown>;
+      return { idem, ledger, begin: (await timed(event, "ledgerMs", begun)) as Begin };
     })().catch(() => undefined); // `hold` then claims as it would have.
   }
 
@@ -216,11 +226,19 @@ export async function hold(
   let begin = await early?.take(idem);
   if (!begin) {
     try {
-      begin = (await ledger.begin(idem.agencyId, idem.key, idem.requestHash)) as Begin;
+      const begun = ledger.begin(
+        idem.agencyId,
+        idem.key,
+        idem.requestHash,
+        undefined,
+        outboundTraceparent(),
+      ) as Promise<unknown>;
+      begin = (await timed(c.var.event, "ledgerMs", begun)) as Begin;
     } catch (err) {
       throw new DomainError("idempotency_unavailable", { retryAfter: unavailableRetryAfter(err) });
     }
   }
+  noteOutcome(c, begin.state === "acquired" ? "new" : begin.state);
   if (begin.state === "replay") return replay(c, await unseal(c.env, idem, begin.response));
   if (begin.state === "conflict") throw new DomainError("idempotency_key_conflict");
   if (begin.state === "in_progress") throw new DomainError("idempotency_key_in_progress", { retryAfter: 5 });
@@ -232,7 +250,8 @@ export async function hold(
   });
   if (!mark) return held;
   const answer = await answerFromMark(c, mark);
-  await ledger.complete(held.lease, await seal(c.env, idem, answer));
+  await complete(c, held, await seal(c.env, idem, answer));
+  noteOutcome(c, "replay");
   return replay(c, answer);
 }
 
@@ -253,7 +272,8 @@ export async function settle(c: Context<AppEnv>, held: Hold, alongside: () => Pr
     });
     if (mark) {
       const answer = await answerFromMark(c, mark);
-      await ledger.complete(lease, await seal(c.env, idem, answer));
+      await complete(c, held, await seal(c.env, idem, answer));
+      noteOutcome(c, "replay");
       c.error = undefined;
       c.res = replay(c, answer);
       return;
@@ -271,7 +291,7 @@ export async function settle(c: Context<AppEnv>, held: Hold, alongside: () => Pr
   // change and its commit mark are already in D1, so the answer no longer depends on it. A
   // duplicate reaching the ledger first waits for it there; were the call lost, the lease
   // lapses and the duplicate is answered from the commit mark.
-  const cached = ledger.complete(lease, sealed).catch((err: unknown) => {
+  const cached = ledger.complete(lease, sealed, outboundTraceparent()).catch((err: unknown) => {
     log.warn("idempotency answer not cached", { agency_id: idem.agencyId, error: String(err) });
   });
   afterResponse(c, cached);
@@ -285,6 +305,11 @@ function afterResponse(c: Context<AppEnv>, work: Promise<unknown>): void {
   } catch {
     // No execution context (a request handed to the app directly): the work still runs.
   }
+}
+
+function noteOutcome(c: Context<AppEnv>, outcome: IdempotencyOutcome): void {
+  const event = c.var.event;
+  if (event) event.idempotency = outcome;
 }
 
 /** Frees the key when the handler failed past the error handler (nothing was answered). */

@@ -8,6 +8,7 @@ import type { GateVerdict, RateDecision } from "../durable/key-gate";
 import { DomainError } from "../lib/errors";
 import { log } from "../lib/log";
 import { RecentMisses } from "../lib/recent-misses";
+import { currentTrace, outboundTraceparent } from "../lib/trace";
 import { unavailableRetryAfter } from "../lib/transient";
 
 /** What the key's gate confirmed for a request: the caller, its rate decision and where its reads start. */
@@ -94,7 +95,14 @@ async function askGateOnce(env: Env, hash: string, endpoint: EndpointName | null
   if (!keyId) throw new DomainError("api_key_invalid");
   let answer: unknown;
   try {
-    answer = await env.KEY_GATE.getByName(keyId).admit(keyId, hash, env.API_MODE as KeyMode, endpoint);
+    answer = await env.KEY_GATE.getByName(keyId).admit(
+      keyId,
+      hash,
+      env.API_MODE as KeyMode,
+      endpoint,
+      undefined,
+      outboundTraceparent(),
+    );
   } catch (err) {
     throw new DomainError("rate_limit_unavailable", { retryAfter: unavailableRetryAfter(err) });
   }
@@ -128,10 +136,10 @@ export async function handOffBookmark(env: Env, hash: string, bookmark: string |
     confirmed.set(hash, { ...known, bookmark });
   }
   try {
-    await env.KEY_GATE.getByName(keyId).wrote(bookmark);
+    await env.KEY_GATE.getByName(keyId).wrote(bookmark, outboundTraceparent());
   } catch (err) {
     // The write has committed; a later read of another isolate may then start before it.
-    log.warn("bookmark hand-off failed", { key_id: keyId, error: String(err) });
+    log.warn("bookmark hand-off failed", { key_id: keyId, trace_id: currentTrace()?.traceId, error: String(err) });
   }
 }
 

@@ -6,6 +6,7 @@ import type { AppEnv } from "./env";
 import { withExamples } from "./openapi-examples";
 import { RATE_LIMIT_HEADERS } from "./rate-limit";
 import type { RouteRegistry } from "./registry";
+import { TRACE_ID_HEADER } from "./request-id";
 import { MAX_JSON_DEPTH } from "./wire";
 
 const API_VERSION = "1.0.0";
@@ -30,6 +31,13 @@ const rateLimitHeaders = {
 };
 const requestIdHeader = {
   "X-Request-Id": { description: "Unique id of this request; error envelopes repeat it.", schema: { type: "string" } },
+  [TRACE_ID_HEADER]: {
+    description:
+      "The W3C trace this request belongs to (32 lowercase hex digits): the trace id of the `traceparent` " +
+      "request header when it is valid, otherwise a new trace. Webhook deliveries caused by the request carry " +
+      "the same trace id in their `traceparent` header.",
+    schema: { type: "string", pattern: "^[0-9a-f]{32}$", example: "4bf92f3577b34da6a3ce929d0e0e4736" },
+  },
 };
 
 /**

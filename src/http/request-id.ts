@@ -1,20 +1,41 @@
 import type { MiddlewareHandler } from "hono";
 import { newId } from "../lib/ids";
 import { log } from "../lib/log";
+import { continueTrace, inTrace } from "../lib/trace";
 import type { AppEnv } from "./env";
 import { unexpectedFailure } from "./errors";
+import { newRequestEvent, writeWideEvent } from "./wide-event";
+
+/** The response header naming the request's trace (the 32 hex digits of its `traceparent`). */
+export const TRACE_ID_HEADER = "X-Trace-Id";
 
 /**
- * Every response carries `X-Request-Id`; error envelopes repeat it as `error.request_id`.
- * An unexpected failure is logged here, once, when the request ends.
+ * Every response carries `X-Request-Id` (error envelopes repeat it as `error.request_id`)
+ * and `X-Trace-Id`: the caller's W3C trace when it sent a valid `traceparent`, a new one
+ * otherwise. The request runs inside its trace, so every hop it starts carries it. When
+ * the request ends, its wide event is written once, with its usage data point; an
+ * unexpected failure is logged here too.
  */
 export function requestId(): MiddlewareHandler<AppEnv> {
   return async function requestId(c, next) {
     const id = newId("req");
+    const event = newRequestEvent(continueTrace(c.req.header("traceparent")));
     c.set("requestId", id);
-    await next();
+    c.set("event", event);
+    await inTrace(event.trace, next);
     c.header("X-Request-Id", id);
+    c.header(TRACE_ID_HEADER, event.trace.traceId);
     const err = unexpectedFailure(c);
-    if (err) log.error("request failed", { request_id: id, path: c.req.path, error: String(err), stack: err.stack });
+    if (err)
+      log.error("request failed", {
+        request_id: id,
+        trace_id: event.trace.traceId,
+        path: c.req.path,
+        error: String(err),
+        stack: err.stack,
+      });
+    // A body refused before it was read (a 429, a 401) counts at its declared length.
+    event.bodyBytes ??= Number(c.req.header("content-length")) || 0;
+    writeWideEvent(event, { requestId: id, method: c.req.method, status: c.res.status, env: c.env });
   };
 }

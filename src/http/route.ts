@@ -97,6 +97,15 @@ function routeCodes(route: RouteConfig, guard: Guard): ErrorCode[] {
 
 type Described<R> = R & { getRoutingPath(): string };
 
+/** Names the matched operation in the request's wide event, before any guard can refuse it. */
+function nameOperation(operation: string): MiddlewareHandler<AppEnv> {
+  return async function nameOperation(c, next) {
+    const event = c.get("event");
+    if (event) event.route = operation;
+    await next();
+  };
+}
+
 function describe<const R extends RouteConfig>(
   route: R,
   meta: RouteMeta,
@@ -106,7 +115,7 @@ function describe<const R extends RouteConfig>(
   const described = createRoute({
     ...route,
     security,
-    middleware,
+    middleware: [nameOperation(route.operationId ?? `${route.method} ${route.path}`), ...middleware],
     request: route.request?.body
       ? { ...route.request, body: { ...route.request.body, required: true } }
       : route.request,

@@ -70,6 +70,8 @@ export async function readBody(
     bodyCache(c).arrayBuffer = cached;
   }
   const bytes = new Uint8Array(await cached);
+  const event = c.get("event");
+  if (event) event.bodyBytes = bytes.byteLength;
   if (bytes.byteLength > limit) throw tooLarge(limit);
   return bytes;
 }

@@ -1,5 +1,6 @@
 import { DomainError } from "../lib/errors";
 import { log } from "../lib/log";
+import { outboundTraceparent } from "../lib/trace";
 
 /** Messages of the media queue that this service sends itself. */
 export type MediaJob =
@@ -11,6 +12,12 @@ export type MediaJob =
    * that takes it drains the outbox afterwards (see runQueue), so a burst leaves without Cron.
    */
   | { kind: "outbox.drain" };
+
+/**
+ * A message as sent: with the sender's trace context, so its consumer continues the trace.
+ * Messages sent before traces were carried have none, and start a trace of their own.
+ */
+type Traced<T> = T & { traceparent?: string };
 
 /** What R2 sends to the same queue for an object-create event notification. */
 export interface R2EventNotification {
@@ -27,13 +34,14 @@ export type Verdict = { retryAfter: number } | "continue" | "done";
 const QUEUE_RETRY_AFTER_SECONDS = 30;
 
 /**
- * Sends a job, turning a refusal into 503 `queue_unavailable`. Callers send before they
+ * Sends a job in the current trace, turning a refusal into 503 `queue_unavailable`. Callers send before they
  * write: a job whose record never got written finds nothing and is dropped, while a
  * record without its job would wait forever.
  */
 export async function sendJob(queue: Queue, job: MediaJob, delaySeconds?: number): Promise<void> {
   try {
-    await queue.send(job, delaySeconds ? { delaySeconds } : undefined);
+    const traced: Traced<MediaJob> = { ...job, traceparent: outboundTraceparent() };
+    await queue.send(traced, delaySeconds ? { delaySeconds } : undefined);
   } catch (err) {
     log.error("media job send failed", { job: job.kind, error: String(err) });
     throw new DomainError("queue_unavailable", {

@@ -1,5 +1,6 @@
 import { type Db, database } from "../db/client";
 import { log } from "../lib/log";
+import { continueTrace, inTrace } from "../lib/trace";
 import { type Budget, batchBudget, take } from "./batch-budget";
 import { runLanes } from "./batch-lanes";
 import { deliver } from "./delivery-attempt";
@@ -23,7 +24,9 @@ export async function consumeMedia(batch: MessageBatch, env: Env, _ctx: Executio
   const budget = batchBudget();
   await runLanes(db, batch.messages, budget.copies, async (msg) => {
     try {
-      const verdict = take(budget, 2) ? await handle(db, env, msg.body, msg.timestamp, budget) : "continue";
+      const verdict = take(budget, 2)
+        ? await inTrace(traceOf(msg.body), () => handle(db, env, msg.body, msg.timestamp, budget))
+        : "continue";
       if (verdict === "continue") await env.MEDIA_QUEUE.send(msg.body);
       if (verdict === "done" || verdict === "continue") msg.ack();
       else msg.retry({ delaySeconds: verdict.retryAfter });
@@ -38,6 +41,10 @@ export async function consumeMedia(batch: MessageBatch, env: Env, _ctx: Executio
     }
   });
 }
+
+/** The trace the message's sender was in (a child span of it), or a new one for a message without it. */
+const traceOf = (body: unknown) =>
+  continueTrace(typeof body === "object" && body && "traceparent" in body ? String(body.traceparent) : undefined);
 
 async function handle(db: Db, env: Env, body: unknown, sentAt: Date, budget: Budget): Promise<Verdict> {
   if (isR2Event(body)) return objectCreated(db, env, body);

@@ -1,7 +1,15 @@
 import { AwsV4Signer } from "aws4fetch";
 import { readCapped } from "../lib/capped-read";
 import { checkOutboundUrl, type OutboundPolicy } from "../lib/outbound-url";
+import { outboundTraceparent } from "../lib/trace";
 import { encodeKey } from "./presign";
+
+/** The signed headers and, unsigned (storage ignores it in the signature), this call's `traceparent`. */
+function traced(signed: Headers): Headers {
+  const headers = new Headers(signed);
+  headers.set("traceparent", outboundTraceparent());
+  return headers;
+}
 
 /** An S3-compatible bucket (AWS S3, R2, Backblaze B2, Wasabi, MinIO) with its credentials in the clear. */
 export interface S3Destination {
@@ -78,7 +86,7 @@ export async function putObject(
     res = await fetch(
       new Request(signed.url.toString(), {
         method: "PUT",
-        headers: signed.headers,
+        headers: traced(signed.headers),
         body: payload,
         redirect: "manual",
         signal: AbortSignal.timeout(PUT_TIMEOUT_MS),

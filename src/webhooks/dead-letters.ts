@@ -3,6 +3,7 @@ import { database } from "../db/client";
 import { webhookDeliveries } from "../db/schema";
 import { nowIso } from "../lib/ids";
 import { errorText, log } from "../lib/log";
+import type { DeliveryBody } from "./message-settling";
 import { FIRST_RETRY_SECONDS } from "./retry-schedule";
 
 /**
@@ -10,7 +11,7 @@ import { FIRST_RETRY_SECONDS } from "./retry-schedule";
  * pending one: a delivery replayed and delivered since must not be marked dead by a late
  * message. Each message is settled alone: one that cannot be recorded is retried.
  */
-export async function consumeDeadWebhooks(batch: MessageBatch<{ delivery_id: string }>, env: Env): Promise<void> {
+export async function consumeDeadWebhooks(batch: MessageBatch<DeliveryBody>, env: Env): Promise<void> {
   const db = database(env.DB);
   for (const message of batch.messages) {
     try {

@@ -3,6 +3,7 @@ import { unseal, webhookSigningSecret } from "../domain/sealed-columns";
 import { randomToken } from "../lib/ids";
 import { keyringOf } from "../lib/keyring";
 import { checkOutboundUrl } from "../lib/outbound-url";
+import { childOf, formatTraceparent, newTrace, outboundTraceparent, parseTraceparent } from "../lib/trace";
 import { DELIVERY_TIMEOUT_MS } from "./consumer-limits";
 import type { StoredEvent, Target } from "./delivery-claim";
 import type { AttemptOutcome } from "./outcome-writer";
@@ -23,6 +24,7 @@ export async function attemptDelivery(
   number: number,
   timeoutMs: number,
   signerOf: (endpoint: NonNullable<Target["endpoint"]>) => Promise<Signer>,
+  traceparent?: string,
 ): Promise<AttemptOutcome> {
   const { delivery, endpoint } = target;
   const started = Date.now();
@@ -40,6 +42,7 @@ export async function attemptDelivery(
     delivery.id,
     started,
     timeoutMs,
+    deliveryTraceparent(traceparent, event.traceParent),
   );
   const delivered = error === null;
   return {
@@ -50,6 +53,16 @@ export async function attemptDelivery(
     final: delivered ? "delivered" : undefined,
     health: delivered ? "healthy" : { failed: true, timedOut },
   };
+}
+
+/**
+ * The `traceparent` an attempt sends: a child span of the message's trace, or of the
+ * event's (a replay, a message sent before traces were carried), so a receiver can join
+ * the delivery to the write that caused it; a new trace for an event without one.
+ */
+function deliveryTraceparent(message: string | undefined, event: string | null): string {
+  const parent = parseTraceparent(message) ?? parseTraceparent(event);
+  return formatTraceparent(parent ? childOf(parent) : newTrace());
 }
 
 /**
@@ -76,7 +89,8 @@ export async function signingSecret(
 /**
  * One signed POST of an envelope built for this attempt: `X-Webhook-Signature` over the raw
  * body, and the Standard Webhooks headers with `webhook-id` the event id (the same on every
- * attempt) and `webhook-timestamp` the envelope's `timestamp` (this attempt's).
+ * attempt) and `webhook-timestamp` the envelope's `timestamp` (this attempt's), and the
+ * W3C `traceparent` of the attempt.
  */
 export async function postEnvelope(
   url: string,
@@ -85,6 +99,7 @@ export async function postEnvelope(
   deliveryId: string,
   started: number,
   timeoutMs = DELIVERY_TIMEOUT_MS,
+  traceparent = outboundTraceparent(),
 ) {
   const timestamp = Math.floor(started / 1000);
   const body = JSON.stringify({
@@ -110,6 +125,7 @@ export async function postEnvelope(
         "X-Webhook-Event": event.type,
         "X-Webhook-Id": event.id,
         "X-Webhook-Delivery": deliveryId,
+        traceparent,
       },
       body,
     });

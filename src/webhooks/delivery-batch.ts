@@ -1,12 +1,27 @@
 import { database } from "../db/client";
 import { errorText, log } from "../lib/log";
+import { recordDelivery } from "../lib/usage";
 import { CONNECTIONS_PER_BATCH, type ConsumerLimits, ENDPOINT_IN_FLIGHT, LIMITS } from "./consumer-limits";
 import { attemptDelivery, batchSigners } from "./delivery-attempt";
-import { type Claim, claimBatch } from "./delivery-claim";
+import { type Claim, claimBatch, type Target } from "./delivery-claim";
 import { holdStatement } from "./endpoint-holds";
 import { type Lane, lanesOf, slots } from "./endpoint-lanes";
-import { logDeliveryFailure, messageSettler, retryLater } from "./message-settling";
+import { type DeliveryBody, logDeliveryFailure, messageSettler, retryLater } from "./message-settling";
 import { type AttemptOutcome, outcomeWriter } from "./outcome-writer";
+
+/** The attempt's usage data point: delivered, failed (retried later) or dead. */
+function recordAttempt(env: Env, target: Target, eventType: string | undefined, outcome: AttemptOutcome): void {
+  recordDelivery(env.USAGE, {
+    agencyId: target.delivery.agencyId,
+    endpointId: target.delivery.endpointId,
+    eventType: eventType ?? "",
+    outcome: outcome.final ?? "failed",
+    status: outcome.status,
+    environment: env.ENVIRONMENT,
+    latencyMs: outcome.latencyMs,
+    attempt: outcome.attempt,
+  });
+}
 
 /**
  * The webhook queue's consumer: one message per delivery. The batch's D1 work is a few
@@ -33,7 +48,7 @@ import { type AttemptOutcome, outcomeWriter } from "./outcome-writer";
  * leaves the message unsettled (or retried): it is delivered again (at least once).
  */
 export async function consumeWebhooks(
-  batch: MessageBatch<{ delivery_id: string }>,
+  batch: MessageBatch<DeliveryBody>,
   env: Env,
   ctx: Pick<ExecutionContext, "waitUntil">,
   limits: Partial<ConsumerLimits> = {},
@@ -80,6 +95,7 @@ export async function consumeWebhooks(
           attempts + 1,
           timeoutMs,
           signerOf,
+          message.body.traceparent,
         );
       } catch (err) {
         logDeliveryFailure(message, err);
@@ -90,6 +106,7 @@ export async function consumeWebhooks(
       }
       const failed = outcome.health !== undefined && outcome.health !== "healthy";
       if (failed) lane.failedHere = true;
+      recordAttempt(env, target, claim.events.get(target.delivery.eventId)?.eventType, outcome);
       settler.record(message, outcome, failed);
     }
   };

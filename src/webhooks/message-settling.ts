@@ -2,8 +2,15 @@ import { errorText, log } from "../lib/log";
 import type { AttemptOutcome, OutcomeWriter } from "./outcome-writer";
 import { MAX_RETRY_DELAY_SECONDS, retryDelay } from "./retry-schedule";
 
-/** A webhook queue message: one delivery. */
-export type DeliveryMessage = Message<{ delivery_id: string }>;
+/**
+ * A webhook queue message: one delivery, with a child span of its event's trace (absent
+ * on messages sent before traces were carried, and on a replay, which keeps the event's).
+ */
+export interface DeliveryBody {
+  delivery_id: string;
+  traceparent?: string;
+}
+export type DeliveryMessage = Message<DeliveryBody>;
 
 /**
  * Retries a message as if its attempt had failed: never sooner than the schedule

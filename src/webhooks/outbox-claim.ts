@@ -21,6 +21,8 @@ export interface ClaimedEvent {
   created_at: string;
   data: string;
   attempts: number;
+  /** The writer's `traceparent`; null for events written before traces were kept. */
+  trace_parent: string | null;
 }
 
 /**
@@ -72,7 +74,7 @@ export function claimStatement(now: number, after: string): SQL {
       )
     UPDATE events SET claimed_until = ${nowIso(now + CLAIM_SECONDS * 1000)}
     WHERE id IN (SELECT id FROM offered ORDER BY turn, created_at, id LIMIT ${PAGE_EVENTS})
-    RETURNING id, agency_id, event_type, created_at, data, attempts`;
+    RETURNING id, agency_id, event_type, created_at, data, attempts, trace_parent`;
 }
 
 /** Claims the next page (see claimStatement) and moves the rotation on; the page comes oldest first. */

@@ -1,6 +1,7 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { newId } from "../lib/ids";
+import { childOf, formatTraceparent, parseTraceparent } from "../lib/trace";
 import type { ClaimedEvent } from "./outbox-claim";
 
 /** Queues accept at most 100 messages per sendBatch. */
@@ -79,12 +80,15 @@ function interleave(
       const t = turn.get(d.agency_id) ?? 0;
       turn.set(d.agency_id, t + 1);
       if (!agencyRank.has(d.agency_id)) agencyRank.set(d.agency_id, agencyRank.size);
-      return { id: d.id, turn: t, agency: agencyRank.get(d.agency_id)! };
+      return { id: d.id, eventId: d.event_id, turn: t, agency: agencyRank.get(d.agency_id)! };
     });
-  return ranked.sort((a, b) => a.turn - b.turn || a.agency - b.agency).map((d) => d.id);
+  return ranked.sort((a, b) => a.turn - b.turn || a.agency - b.agency);
 }
 
-/** Inserts the rows (unique per event and endpoint) and sends one message per pending delivery of the events. */
+/**
+ * Inserts the rows (unique per event and endpoint) and sends one message per pending
+ * delivery of the events, each carrying a child span of its event's trace.
+ */
 export async function fanOut(db: Db, env: Env, events: ClaimedEvent[], rows: DeliveryRow[]): Promise<number> {
   if (!events.length) return 0;
   if (rows.length) {
@@ -100,9 +104,14 @@ export async function fanOut(db: Db, env: Env, events: ClaimedEvent[], rows: Del
   const pending = await db.all<{ id: string; agency_id: string; event_id: string; endpoint_id: string }>(sql`
     SELECT id, agency_id, event_id, endpoint_id FROM webhook_deliveries
     WHERE event_id IN ${jsonIds(events.map((e) => e.id))} AND status = 'pending'`);
-  const ids = interleave(pending, new Map(events.map((e, i) => [e.id, i])));
-  for (let i = 0; i < ids.length; i += MESSAGES_PER_SEND) {
-    await env.WEBHOOK_QUEUE.sendBatch(ids.slice(i, i + MESSAGES_PER_SEND).map((id) => ({ body: { delivery_id: id } })));
+  const ordered = interleave(pending, new Map(events.map((e, i) => [e.id, i])));
+  const traces = new Map(events.map((e) => [e.id, parseTraceparent(e.trace_parent)]));
+  const messages = ordered.map(({ id, eventId }) => {
+    const trace = traces.get(eventId);
+    return { body: trace ? { delivery_id: id, traceparent: formatTraceparent(childOf(trace)) } : { delivery_id: id } };
+  });
+  for (let i = 0; i < messages.length; i += MESSAGES_PER_SEND) {
+    await env.WEBHOOK_QUEUE.sendBatch(messages.slice(i, i + MESSAGES_PER_SEND));
   }
-  return ids.length;
+  return messages.length;
 }

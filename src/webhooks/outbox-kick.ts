@@ -1,5 +1,6 @@
 import { Coalescer } from "../lib/coalescer";
 import { errorText, log } from "../lib/log";
+import { inRun } from "../lib/run-event";
 import type { MediaJob } from "../media/jobs";
 import { drainOutbox } from "./outbox-drain";
 
@@ -18,9 +19,12 @@ const KICK_MAX_DRAINS = 8;
  */
 export const DRAIN_SPACING_MS = 100;
 
+/** One drain, with its wide event; its messages carry their events' own traces. */
+const drainRun = (env: Env) => inRun({ job: "outbox_drain", environment: env.ENVIRONMENT }, () => drainOutbox(env));
+
 /** One drain at a time per isolate, with the environment of the latest kick. */
 let latestEnv: Env | undefined;
-const drains = new Coalescer(async () => (latestEnv ? (await drainOutbox(latestEnv)).full : false), {
+const drains = new Coalescer(async () => (latestEnv ? (await drainRun(latestEnv)).full : false), {
   spacingMs: DRAIN_SPACING_MS,
   maxRuns: KICK_MAX_DRAINS,
   onError: (err) => log.error("outbox drain failed", { job: "outbox_drain", error: errorText(err) }),

@@ -445,7 +445,11 @@ describe("uploads settled by the queue (pre-signed R2 PUTs)", () => {
     const listing = await makeListing(t);
     const u = await announce(t, listing.listing_number);
     const settle = sent.find((s) => s.body.kind === "upload.settle");
-    expect(settle?.body).toEqual({ kind: "upload.settle", upload_id: u.id });
+    expect(settle?.body).toEqual({
+      kind: "upload.settle",
+      upload_id: u.id,
+      traceparent: expect.stringMatching(/^00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]$/),
+    });
     expect(settle!.delaySeconds).toBeGreaterThan(15 * 60);
   });
 
@@ -734,7 +738,12 @@ describe("bounded, resumable and idempotent background work", () => {
     expect(stored).toHaveLength(FILES_PER_RUN);
     expect(widest).toBeLessThanOrEqual(PARALLEL_PUTS);
     // The continuation is a fresh message: it spends none of the queue's retries, and no attempt.
-    expect(sent.map((s) => s.body)).toEqual([{ kind: "delivery", delivery_id: deliveryId }]);
+    expect(sent.map((s) => s.body)).toEqual([
+      {
+        kind: "delivery",
+        delivery_id: deliveryId,
+      },
+    ]);
     expect(await deliveryRow(deliveryId)).toMatchObject({ status: "delivering", attempts: 0 });
     await runJob(sent[0]!.body);
     expect(stored).toHaveLength(FILES_PER_RUN + 1);
@@ -778,7 +787,13 @@ describe("bounded, resumable and idempotent background work", () => {
       sent = [];
       await everyMinute();
       await everyMinute();
-      expect(sent.map((s) => s.body)).toEqual([{ kind: "delivery", delivery_id: deliveryId }]);
+      expect(sent.map((s) => s.body)).toEqual([
+        {
+          kind: "delivery",
+          delivery_id: deliveryId,
+          traceparent: expect.stringMatching(/^00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]$/),
+        },
+      ]);
       expect(await deliveryRow(deliveryId)).toMatchObject({ status: "queued", attempts: 1 });
 
       await db()

@@ -244,3 +244,27 @@ export const withoutRequestId = (json: { error: Record<string, unknown> }) => ({
   ...json,
   error: { ...json.error, request_id: undefined },
 });
+
+/**
+ * Captures the Worker's info lines (wide events of requests and runs, traced calls of its
+ * Durable Objects) until the end of the calling test, each parsed from its JSON.
+ */
+export function captureInfoLogs(): Record<string, any>[] {
+  const entries: Record<string, any>[] = [];
+  const spy = vi.spyOn(console, "log").mockImplementation((...args: unknown[]) => {
+    try {
+      entries.push(JSON.parse(args.map(String).join(" ")));
+    } catch {
+      entries.push({ message: args.map(String).join(" ") });
+    }
+  });
+  onTestFinished(() => spy.mockRestore());
+  return entries;
+}
+
+/** An Analytics Engine dataset that keeps what it is given, for `direct` and the consumers. */
+export function usageDataset() {
+  const points: AnalyticsEngineDataPoint[] = [];
+  const dataset: AnalyticsEngineDataset = { writeDataPoint: (point) => void (point && points.push(point)) };
+  return { dataset, points };
+}

@@ -9,6 +9,10 @@ import { consumeWebhooks } from "../../src/webhooks/delivery-batch";
 import { drainOutbox } from "../../src/webhooks/outbox-drain";
 import { retryDelay } from "../../src/webhooks/retry-schedule";
 import { call, captureErrorLogs, db, internal, makeListing, makeTenant, mockFetch } from "../support/harness";
+
+/** Each message carries a child span of the trace of the request that wrote its event. */
+const TRACEPARENT = /^00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]$/;
+
 import { consume, cron, drained, registerEndpoint, settle } from "../support/webhook-harness";
 
 let sent: { delivery_id: string }[] = [];
@@ -60,7 +64,7 @@ describe("delivery", () => {
     await drained();
     const [delivery] = await deliveriesOf(hook.id);
     expect(delivery).toMatchObject({ status: "pending" });
-    expect(sent).toContainEqual({ delivery_id: delivery!.id });
+    expect(sent).toContainEqual({ delivery_id: delivery!.id, traceparent: expect.stringMatching(TRACEPARENT) });
 
     const result = await consume("alms-webhooks-local", [{ delivery_id: delivery!.id }]);
     expect(result.explicitAcks).toEqual(["m0"]);
@@ -147,7 +151,7 @@ describe("delivery", () => {
     expect(created!.claimedUntil, "a failed send releases its claim at once").toBeNull();
     await cron("* * * * *");
     const [delivery] = await deliveriesOf(hook.id);
-    expect(sent).toContainEqual({ delivery_id: delivery!.id });
+    expect(sent).toContainEqual({ delivery_id: delivery!.id, traceparent: expect.stringMatching(TRACEPARENT) });
     expect((await db().select().from(events).where(eq(events.id, created!.id)).get())!.enqueuedAt).not.toBeNull();
     expect(listing.listing_number).toMatch(/^[a-z0-9]{7}$/);
   });

@@ -1,0 +1,1 @@
+ALTER TABLE `events` ADD `trace_parent` text;

@@ -1,0 +1,92 @@
+import type { ErrorCode } from "../lib/errors";
+import { log } from "../lib/log";
+import type { Trace } from "../lib/trace";
+import { recordRequest } from "../lib/usage";
+
+/** How the idempotency ledger answered a mutating request. */
+export type IdempotencyOutcome = "new" | "replay" | "conflict" | "in_progress";
+
+/**
+ * What one request did, gathered on `c.var.event` while it runs and written once when it
+ * ends (`writeWideEvent`): each step fills in its own fields, with no await of its own.
+ */
+export interface RequestEvent {
+  readonly started: number;
+  readonly trace: Trace;
+  /** The operation id, once a route matched. */
+  route?: string;
+  agencyId?: string;
+  keyId?: string;
+  errorCode?: ErrorCode;
+  idempotency?: IdempotencyOutcome;
+  rateRemaining?: number;
+  bodyBytes?: number;
+  /** Milliseconds spent waiting on the key's gate, the idempotency ledger and D1. */
+  gateMs: number;
+  ledgerMs: number;
+  d1Ms: number;
+}
+
+export const newRequestEvent = (trace: Trace): RequestEvent => ({
+  started: Date.now(),
+  trace,
+  gateMs: 0,
+  ledgerMs: 0,
+  d1Ms: 0,
+});
+
+type Timer = "gateMs" | "ledgerMs" | "d1Ms";
+
+/** `work` as it was, with the time until it settles added to the event's `field` (no event: untimed). */
+export function timed<T>(event: RequestEvent | undefined, field: Timer, work: Promise<T>): Promise<T> {
+  if (!event) return work;
+  const start = Date.now();
+  return work.finally(() => {
+    event[field] += Date.now() - start;
+  });
+}
+
+interface Ending {
+  requestId: string;
+  method: string;
+  status: number;
+  env: Pick<Env, "ENVIRONMENT" | "API_MODE" | "USAGE"> | undefined;
+}
+
+/**
+ * The request's one wide event, through the one logger, and its usage data point. Key
+ * ids only, never a secret; the path is not logged, the operation id names the route.
+ */
+export function writeWideEvent(event: RequestEvent, end: Ending): void {
+  const latencyMs = Date.now() - event.started;
+  const environment = end.env?.ENVIRONMENT ?? "unknown";
+  log.info("request", {
+    request_id: end.requestId,
+    trace_id: event.trace.traceId,
+    environment,
+    route: event.route ?? null,
+    method: end.method,
+    status: end.status,
+    error_code: event.errorCode ?? null,
+    agency_id: event.agencyId ?? null,
+    key_id: event.keyId ?? null,
+    mode: end.env?.API_MODE ?? null,
+    latency_ms: latencyMs,
+    gate_ms: event.gateMs,
+    ledger_ms: event.ledgerMs,
+    d1_ms: event.d1Ms,
+    idempotency: event.idempotency ?? null,
+    rate_remaining: event.rateRemaining ?? null,
+    body_bytes: event.bodyBytes ?? 0,
+  });
+  recordRequest(end.env?.USAGE, {
+    agencyId: event.agencyId ?? null,
+    keyId: event.keyId ?? null,
+    operation: event.route ?? null,
+    status: end.status,
+    errorCode: event.errorCode ?? null,
+    environment,
+    latencyMs,
+    bodyBytes: event.bodyBytes ?? 0,
+  });
+}
