@@ -93,7 +93,7 @@ export const CompleteUploadSchema = z
       .array(
         z.strictObject({
           part_number: partNumber,
-          etag: z.string().min(1).max(128).openapi({
+          etag: z.string().min(1).max(256).openapi({
             description: "The ETag the part's PUT answered (quotes optional).",
             example: "d41d8cd98f00b204e9800998ecf8427e",
           }),

@@ -15,7 +15,7 @@ export const completeUploadRoute = publicRoute(
     endpoint: "complete_upload",
     scope: "media:write",
     roles: UPLOADER_ROLES,
-    bodyLimit: 128 * 1024,
+    bodyLimit: 256 * 1024,
     errors: [
       "upload_not_found",
       "upload_not_multipart",
