@@ -360,9 +360,13 @@ export const mediaUploads = sqliteTable(
     sizeBytes: integer("size_bytes").notNull(),
     filename: text("filename"),
     objectKey: text("object_key").notNull(),
-    status: text("status", { enum: ["pending", "completed", "expired"] })
+    status: text("status", { enum: ["pending", "completed", "expired", "aborted"] })
       .notNull()
       .default("pending"),
+    /** R2's id of the multipart upload holding the file's parts; null for a file sent in one PUT. */
+    multipartId: text("multipart_id"),
+    /** The size of every part but the last (which holds the remainder); null for a single PUT. */
+    partSizeBytes: integer("part_size_bytes"),
     createdByUserId: text("created_by_user_id").notNull(),
     expiresAt: text("expires_at").notNull(),
     completedAt: text("completed_at"),
@@ -378,6 +382,29 @@ export const mediaUploads = sqliteTable(
     index("media_uploads_listing_page").on(t.listingId, t.createdAt, t.id),
   ],
 );
+
+/**
+ * A part of a multipart upload received on the service's own upload path: claimed while
+ * its bytes stream in (`receiving`), then `stored` with R2's ETag. The claim makes each
+ * part single use; a claim left by a request that died is taken over once it is stale.
+ */
+export const mediaUploadParts = sqliteTable(
+  "media_upload_parts",
+  {
+    uploadId: text("upload_id")
+      .notNull()
+      .references(() => mediaUploads.id),
+    partNumber: integer("part_number").notNull(),
+    status: text("status", { enum: ["receiving", "stored"] }).notNull(),
+    sizeBytes: integer("size_bytes").notNull(),
+    etag: text("etag"),
+    claimedAt: text("claimed_at").notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [primaryKey({ columns: [t.uploadId, t.partNumber] })],
+);
+
+export type MediaUploadPart = typeof mediaUploadParts.$inferSelect;
 
 /** An agent's own cloud storage (any S3-compatible bucket), where listing media is delivered. */
 export const deliveryDestinations = sqliteTable("delivery_destinations", {

@@ -307,6 +307,10 @@ function afterResponse(c: Context<AppEnv>, work: Promise<unknown>): void {
   }
 }
 
+/** Caches the answer in the ledger, the call timed in the request's wide event. */
+const complete = (c: Context<AppEnv>, held: Hold, response: CachedResponse) =>
+  timed(c.var.event, "ledgerMs", held.ledger.complete(held.lease, response, outboundTraceparent()));
+
 function noteOutcome(c: Context<AppEnv>, outcome: IdempotencyOutcome): void {
   const event = c.var.event;
   if (event) event.idempotency = outcome;

@@ -67,6 +67,13 @@ const ERROR_GUIDE = {
   upload_size_mismatch: fix("PUT exactly size_bytes bytes, as declared when the upload was requested."),
   upload_already_completed: fix("This upload already has its file; request a new upload for another file."),
   upload_not_found: fix("Check the upload_id: the one POST /api/v1/media/upload answered to your agency."),
+  upload_not_multipart: fix("PUT the file to the url its upload answered; only a file sent in parts has parts."),
+  upload_closed: fix("Request a new upload with POST /api/v1/media/upload and send the file again."),
+  upload_part_out_of_range: fix("Name parts from 1 to the upload's part_count."),
+  upload_part_already_stored: fix("List the stored parts and send only the missing ones; a part is sent once."),
+  upload_parts_incomplete: later(
+    "List the stored parts, send the missing ones, then complete with every part number and its ETag.",
+  ),
   delivery_destination_not_found: later("Configure the agent's cloud storage in the dashboard."),
   invalid_delivery_destination: fix("Correct the delivery destination's settings in the dashboard."),
   nothing_to_deliver: later("Upload files for the listing first."),

@@ -43,3 +43,36 @@ export async function checkLocalUploadUrl(
   if (!(await verify(keyring, PURPOSE, message(upload, Number(expires)), sig))) return "invalid";
   return Number(expires) * 1000 < now ? "expired" : "ok";
 }
+
+const PART_PURPOSE = "upload-part-url";
+
+interface SignedPart {
+  id: string;
+  contentType: string;
+  partNumber: number;
+  partBytes: number;
+}
+
+const partMessage = (p: SignedPart, expires: number) =>
+  `${p.id}\n${p.partNumber}\n${expires}\n${p.contentType}\n${p.partBytes}`;
+
+/** The Worker's own URL for one part of a multipart upload: bound to the upload, part number, size, type and expiry. */
+export async function localPartUrl(keyring: Keyring, origin: string, part: SignedPart, expiresAt: Date) {
+  const expires = Math.floor(expiresAt.getTime() / 1000);
+  const url = new URL(`/uploads/${encodeURIComponent(part.id)}/parts/${part.partNumber}`, origin);
+  url.searchParams.set("expires", String(expires));
+  url.searchParams.set("sig", await sign(keyring, PART_PURPOSE, partMessage(part, expires)));
+  return url.toString();
+}
+
+export async function checkLocalPartUrl(
+  keyring: Keyring,
+  part: SignedPart,
+  expires: string | undefined,
+  sig: string | undefined,
+  now = Date.now(),
+): Promise<LocalUrlCheck> {
+  if (!expires || !sig || !/^\d{1,12}$/.test(expires)) return "invalid";
+  if (!(await verify(keyring, PART_PURPOSE, partMessage(part, Number(expires)), sig))) return "invalid";
+  return Number(expires) * 1000 < now ? "expired" : "ok";
+}

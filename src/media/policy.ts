@@ -10,14 +10,27 @@ const GiB = 1024 * MiB;
  */
 export const R2_SINGLE_PUT_MAX_BYTES = 5 * GiB - 5 * MiB;
 
+/** Above this size a file goes up in parts (a multipart upload), which a dropped connection does not undo. */
+export const MULTIPART_THRESHOLD_BYTES = 100 * MiB;
+
+/**
+ * Every part but the last has this size at least: under the 100 MB request body limit of
+ * the Free and Pro plans, so a part also fits through the service's own upload path.
+ */
+const MIN_PART_BYTES = 64 * MiB;
+
+/** At most this many parts (R2 allows 10,000): the completion's part list stays a small body. */
+export const MAX_PARTS = 1000;
+
 /**
  * What each asset type accepts. Types are compared lowercased and without parameters.
- * Every file arrives in one PUT, so no cap is above R2's single-PUT limit; SVG is refused
- * for floorplans because it can carry script.
+ * A file above `MULTIPART_THRESHOLD_BYTES` goes up in parts, so the video cap is what a
+ * day's shoot needs, not R2's single-PUT limit; SVG is refused for floorplans because it
+ * can carry script.
  */
 export const ASSET_POLICIES = {
   photo: { contentTypes: ["image/jpeg", "image/png", "image/webp", "image/heic"], maxBytes: 50 * MiB },
-  video: { contentTypes: ["video/mp4", "video/quicktime", "video/webm"], maxBytes: R2_SINGLE_PUT_MAX_BYTES },
+  video: { contentTypes: ["video/mp4", "video/quicktime", "video/webm"], maxBytes: 50 * GiB },
   floorplan: { contentTypes: ["image/jpeg", "image/png", "application/pdf"], maxBytes: 25 * MiB },
   document: { contentTypes: ["application/pdf"], maxBytes: 50 * MiB },
 } as const satisfies Record<string, { contentTypes: readonly string[]; maxBytes: number }>;
@@ -64,3 +77,20 @@ const EXTENSIONS: Record<string, string> = {
 export const fileNameOf = (upload: { id: string; filename: string | null; contentType: string }) =>
   upload.filename ??
   `${upload.id}.${Object.hasOwn(EXTENSIONS, upload.contentType) ? EXTENSIONS[upload.contentType] : "bin"}`;
+
+/** How a file is cut into parts: equal parts, as R2 requires, but the last, which holds the remainder. */
+export interface PartPlan {
+  partSize: number;
+  partCount: number;
+  lastPartSize: number;
+}
+
+/** Whole MiB, at least `MIN_PART_BYTES`, and large enough that the file needs at most `MAX_PARTS` parts. */
+export function partPlan(sizeBytes: number): PartPlan {
+  const partSize = Math.max(MIN_PART_BYTES, Math.ceil(sizeBytes / MAX_PARTS / MiB) * MiB);
+  const partCount = Math.ceil(sizeBytes / partSize);
+  return { partSize, partCount, lastPartSize: sizeBytes - (partCount - 1) * partSize };
+}
+
+/** The exact size of part `n` (1-based) of a file cut by `plan`. */
+export const partSizeOf = (plan: PartPlan, n: number) => (n === plan.partCount ? plan.lastPartSize : plan.partSize);

@@ -1,6 +1,7 @@
 import { AwsV4Signer } from "aws4fetch";
 import { keyringOf } from "../lib/keyring";
 import { localUploadUrl } from "./local-signing";
+import { R2_SINGLE_PUT_MAX_BYTES } from "./policy";
 
 /** How long an upload URL stays valid. */
 export const UPLOAD_URL_TTL_SECONDS = 15 * 60;
@@ -14,7 +15,7 @@ interface UploadTarget {
   expiresAt: Date;
 }
 
-interface R2Credentials {
+export interface R2Credentials {
   accountId: string;
   accessKeyId: string;
   secretAccessKey: string;
@@ -22,7 +23,7 @@ interface R2Credentials {
 }
 
 /** R2's S3 credentials when every part is configured; otherwise uploads go through the Worker. */
-function r2Credentials(env: Env): R2Credentials | undefined {
+export function r2Credentials(env: Env): R2Credentials | undefined {
   const { R2_ACCOUNT_ID, R2_ACCESS_KEY_ID, R2_SECRET_ACCESS_KEY, R2_BUCKET_NAME } = env;
   if (!R2_ACCOUNT_ID || !R2_ACCESS_KEY_ID || !R2_SECRET_ACCESS_KEY || !R2_BUCKET_NAME) return undefined;
   return {
@@ -42,7 +43,7 @@ export const encodeKey = (key: string) =>
     )
     .join("/");
 
-const amzDate = (d: Date) => d.toISOString().replace(/[:-]|\.\d{3}/g, "");
+export const amzDate = (d: Date) => d.toISOString().replace(/[:-]|\.\d{3}/g, "");
 
 /**
  * A SigV4 query-signed PUT to R2's S3 endpoint. Content-Type and Content-Length are
@@ -58,6 +59,8 @@ export async function presignR2(
   now = new Date(),
   ttlSeconds = UPLOAD_URL_TTL_SECONDS,
 ): Promise<UploadTarget> {
+  // A larger file goes up in parts: R2 would refuse this PUT whatever its signature.
+  if (sizeBytes > R2_SINGLE_PUT_MAX_BYTES) throw new RangeError(`${sizeBytes} bytes is above R2's single PUT`);
   const url = new URL(`https://${creds.accountId}.r2.cloudflarestorage.com/${creds.bucket}/${encodeKey(objectKey)}`);
   url.searchParams.set("X-Amz-Expires", String(ttlSeconds));
   const headers = { "Content-Type": contentType, "Content-Length": String(sizeBytes), "If-None-Match": "*" as const };

@@ -1,11 +1,13 @@
 import type { Db } from "../db/client";
 import type { Verdict } from "./jobs";
+import { dropParts } from "./multipart";
 import { r2Call } from "./r2-call";
 import { findUpload, settleUpload } from "./uploads";
 
 /**
  * Settles an upload that nobody reported: its bytes are in R2 when a pre-signed PUT
- * went through without an event notification; otherwise its URL lapsed unused.
+ * went through without an event notification; otherwise its URL lapsed unused (and the
+ * parts of a multipart upload never completed are dropped).
  */
 export async function settleJob(db: Db, env: Env, uploadId: string, young: boolean): Promise<Verdict> {
   const upload = await findUpload(db, uploadId);
@@ -14,6 +16,7 @@ export async function settleJob(db: Db, env: Env, uploadId: string, young: boole
   const head = await r2Call("HEAD", env.UPLOADS.head(upload.objectKey));
   const arrived = head?.size === upload.sizeBytes;
   if (head && !arrived) await r2Call("delete", env.UPLOADS.delete(upload.objectKey));
+  if (!arrived) await dropParts(env, upload);
   await settleUpload(
     db,
     env,

@@ -6,8 +6,21 @@ import { quotaRefusal } from "../domain/quotas";
 import { newId, nowIso } from "../lib/ids";
 import { prepareDelivery } from "./delivery-records";
 import { sendJob } from "./jobs";
-import { type AssetType, fileNameOf } from "./policy";
+import { type AssetType, fileNameOf, MULTIPART_THRESHOLD_BYTES, partPlan } from "./policy";
 import { UPLOAD_URL_TTL_SECONDS } from "./presign";
+import { r2Call } from "./r2-call";
+
+/** Starts R2's multipart upload for a new upload's object; answers R2's upload id. */
+async function openMultipart(env: Env, objectKey: string, contentType: string, uploadId: string) {
+  const mpu = await r2Call(
+    "createMultipartUpload",
+    env.UPLOADS.createMultipartUpload(objectKey, {
+      httpMetadata: { contentType },
+      customMetadata: { upload_id: uploadId },
+    }),
+  );
+  return mpu.uploadId;
+}
 
 /** How long after its URL lapses an upload nobody reported is settled. */
 const SETTLE_GRACE_SECONDS = 120;
@@ -22,10 +35,15 @@ interface NewUpload {
   userId: string;
 }
 
+/** How long a multipart upload accepts parts: its settle job's delay stays inside the queue's 12-hour maximum. */
+const MULTIPART_TTL_SECONDS = 11 * 3600;
+
 /**
  * Records an upload and schedules its settle job. The job is sent first: when the queue
  * refuses it, nothing was written (503 `queue_unavailable`); when the write fails after
- * the send, the job finds no upload and is dropped.
+ * the send, the job finds no upload and is dropped. A file above the multipart threshold
+ * gets R2's multipart upload before the write (one R2 leaves unused is dropped by R2's
+ * lifecycle of unfinished uploads) and stays open for `MULTIPART_TTL_SECONDS`.
  */
 export async function createUpload(
   db: Db,
@@ -36,6 +54,10 @@ export async function createUpload(
 ): Promise<MediaUpload> {
   const id = newId("upl");
   const fileName = fileNameOf({ id, filename: input.filename, contentType: input.contentType });
+  const objectKey = `${input.agencyId}/${input.listing?.listingNumber ?? "unassigned"}/${id}/${fileName}`;
+  const multipart = input.sizeBytes > MULTIPART_THRESHOLD_BYTES;
+  const ttl = multipart ? MULTIPART_TTL_SECONDS : UPLOAD_URL_TTL_SECONDS;
+  await sendJob(env.MEDIA_QUEUE, { kind: "upload.settle", upload_id: id }, ttl + SETTLE_GRACE_SECONDS);
   const row = {
     id,
     agencyId: input.agencyId,
@@ -44,15 +66,12 @@ export async function createUpload(
     contentType: input.contentType,
     sizeBytes: input.sizeBytes,
     filename: input.filename,
-    objectKey: `${input.agencyId}/${input.listing?.listingNumber ?? "unassigned"}/${id}/${fileName}`,
+    objectKey,
+    multipartId: multipart ? await openMultipart(env, objectKey, input.contentType, id) : null,
+    partSizeBytes: multipart ? partPlan(input.sizeBytes).partSize : null,
     createdByUserId: input.userId,
-    expiresAt: nowIso(now.getTime() + UPLOAD_URL_TTL_SECONDS * 1000),
+    expiresAt: nowIso(now.getTime() + ttl * 1000),
   };
-  await sendJob(
-    env.MEDIA_QUEUE,
-    { kind: "upload.settle", upload_id: id },
-    UPLOAD_URL_TTL_SECONDS + SETTLE_GRACE_SECONDS,
-  );
   const [[created]] = await db
     .batch([db.insert(mediaUploads).values(row).returning(), ...alsoWrite(id)])
     .catch((err: unknown) => quotaRefusal(db, input.agencyId, err));
@@ -103,7 +122,7 @@ export async function settleUpload(
   db: Db,
   env: Env,
   upload: MediaUpload,
-  outcome: { status: "completed"; etag: string } | { status: "expired" },
+  outcome: { status: "completed"; etag: string } | { status: "expired" | "aborted" },
   now = new Date(),
 ): Promise<{ settled: boolean; deliveryId: string | null }> {
   const listing = await listingOf(db, upload);
@@ -118,7 +137,7 @@ export async function settleUpload(
       .set(
         outcome.status === "completed"
           ? { status: "completed", completedAt: stamp, objectEtag: outcome.etag, updatedAt: stamp }
-          : { status: "expired", updatedAt: stamp },
+          : { status: outcome.status, updatedAt: stamp },
       )
       .where(and(eq(mediaUploads.id, upload.id), eq(mediaUploads.status, "pending"))),
     ...(delivery?.statements ?? []),

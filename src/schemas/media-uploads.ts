@@ -13,6 +13,7 @@ export const uploadIdParam = z.object({
 });
 
 const EXPIRED_ERROR = "the file did not arrive before its upload URL expired, or arrived with another size";
+const ABORTED_ERROR = "the upload was aborted";
 
 const UploadDeliverySchema = z
   .object({
@@ -48,7 +49,8 @@ export const UploadStatusSchema = z
         "storage: the listing's other uploads are still pending, its agents have no storage configured, or " +
         "the upload has no listing. `uploading`: being copied to the agent's cloud storage (a delivery is " +
         "queued or running). `delivered`: the latest delivery put the file in the agent's storage. `failed`: " +
-        "the bytes never arrived before the URL expired (or arrived with another size), or the latest " +
+        "the bytes never arrived before the URL expired (or arrived with another size), the upload in parts was " +
+        "aborted, or the latest " +
         "delivery ended without this file; `error` says which.",
       example: "delivered",
     }),
@@ -103,7 +105,7 @@ export const UploadStatusSchema = z
 
 function stageOf(status: UploadView["upload"]["status"], delivery: LatestDelivery | null): UploadStage {
   if (status === "pending") return "pending";
-  if (status === "expired") return "failed";
+  if (status === "expired" || status === "aborted") return "failed";
   if (!delivery) return "stored";
   if (delivery.fileStatus === "delivered") return "delivered";
   if (delivery.deliveryStatus === "queued" || delivery.deliveryStatus === "delivering") return "uploading";
@@ -114,7 +116,13 @@ function stageOf(status: UploadView["upload"]["status"], delivery: LatestDeliver
 export function presentUploadStatus({ upload, listingNumber, delivery }: UploadView) {
   const status = stageOf(upload.status, delivery);
   const error =
-    status !== "failed" ? null : upload.status === "expired" ? EXPIRED_ERROR : (delivery?.error ?? "not delivered");
+    status !== "failed"
+      ? null
+      : upload.status === "expired"
+        ? EXPIRED_ERROR
+        : upload.status === "aborted"
+          ? ABORTED_ERROR
+          : (delivery?.error ?? "not delivered");
   const updatedAt = delivery && delivery.updatedAt > upload.updatedAt ? delivery.updatedAt : upload.updatedAt;
   return {
     upload_id: upload.id,

@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import type { MediaUpload } from "../db/schema";
 import { AGENCY_ROLES, PLATFORM_ROLES } from "../domain/roles";
-import { ASSET_POLICIES, ASSET_TYPES } from "../media/policy";
+import { ASSET_POLICIES, ASSET_TYPES, MULTIPART_THRESHOLD_BYTES, partPlan } from "../media/policy";
 import { uploadTarget } from "../media/presign";
 
 /** Everyone in the agency may upload but a viewer; keys minted by platform staff act like the agency's own. */
@@ -29,8 +29,8 @@ export const UploadRequestSchema = z
       .openapi({
         description:
           "The file's exact size in bytes, checked against the asset type's cap (above it, 422 `file_too_large`). " +
-          "The file goes in one PUT, so no cap is above the storage's single-PUT limit of 5,363,466,240 bytes " +
-          "(5 GiB less 5 MiB), the video cap. The upload must carry exactly this many bytes.",
+          `Up to ${MULTIPART_THRESHOLD_BYTES} bytes (100 MiB) the file goes in one PUT; above, it goes up in ` +
+          "parts (see `multipart` in the answer). The upload must carry exactly this many bytes.",
         example: 4_718_592,
       }),
     listing_number: z
@@ -60,22 +60,49 @@ export const UploadRequestSchema = z
   })
   .openapi("MediaUploadRequest");
 
+const MultipartPlanSchema = z
+  .object({
+    part_size_bytes: z
+      .number()
+      .int()
+      .openapi({
+        description:
+          "The size of every part but the last, in bytes: parts are equal, as the storage requires. Part n covers " +
+          "bytes (n-1)×part_size_bytes up to the next part.",
+        example: 67_108_864,
+      }),
+    part_count: z.number().int().openapi({ description: "How many parts the file is cut into.", example: 96 }),
+    last_part_bytes: z
+      .number()
+      .int()
+      .openapi({ description: "The size of the last part: the remainder.", example: 67_108_864 }),
+  })
+  .openapi("MediaUploadMultipart", {
+    description:
+      "Sign part URLs with `GET /api/v1/media/uploads/{upload_id}/part-urls`, PUT each part to its URL, list what is " +
+      "stored with `GET /api/v1/media/uploads/{upload_id}/parts` to resume, then `POST …/complete` with every part's " +
+      "number and ETag (or `POST …/abort`).",
+  });
+
 export const UploadTargetSchema = z
   .object({
     upload_id: z.string().openapi({ description: "The upload's id.", example: "upl_0mhx3k2a1q8v2l0c9z7rj4" }),
     status: z
-      .enum(["pending", "completed", "expired"])
+      .enum(["pending", "completed", "expired", "aborted"])
       .openapi({ description: "`pending` until the file's bytes arrive.", example: "pending" }),
-    method: z.literal("PUT").openapi({ description: "The HTTP method of the upload." }),
-    url: z.string().openapi({
-      description:
-        "Where to PUT the file's bytes: a pre-signed URL (SigV4 query signature on the storage's S3 endpoint, or " +
-        "the service's own signed upload path). It authorizes exactly one file of this type and size; send no " +
-        "API key with it.",
-      example:
-        "https://0123456789abcdef.r2.cloudflarestorage.com/alms-uploads-live/agy_…/k3v9x2a/upl_…/" +
-        "front-elevation.jpg?X-Amz-Algorithm=AWS4-HMAC-SHA256&…",
-    }),
+    method: z.literal("PUT").openapi({ description: "The HTTP method of the upload (and of each part)." }),
+    url: z
+      .string()
+      .nullable()
+      .openapi({
+        description:
+          "Where to PUT the file's bytes: a pre-signed URL (SigV4 query signature on the storage's S3 endpoint, " +
+          "or the service's own signed upload path). It authorizes exactly one file of this type and size; send " +
+          "no API key with it. Null for a file that goes up in parts: see `multipart`.",
+        example:
+          "https://0123456789abcdef.r2.cloudflarestorage.com/alms-uploads-live/agy_…/k3v9x2a/upl_…/" +
+          "front-elevation.jpg?X-Amz-Algorithm=AWS4-HMAC-SHA256&…",
+      }),
     headers: z
       .object({
         "Content-Type": z.string().openapi({ example: "image/jpeg" }),
@@ -90,10 +117,21 @@ export const UploadTargetSchema = z
             example: "*",
           }),
       })
-      .openapi({ description: "Headers the PUT must carry with exactly these values; the signature covers them." }),
-    expires_at: z
-      .string()
-      .openapi({ description: "When the URL stops working. ISO 8601 UTC.", example: "2026-11-22T15:45:00.000Z" }),
+      .nullable()
+      .openapi({
+        description:
+          "Headers the PUT must carry with exactly these values; the signature covers them. Null for a file that " +
+          "goes up in parts.",
+      }),
+    multipart: MultipartPlanSchema.nullable().openapi({
+      description: `How the file goes up in parts when it is larger than ${MULTIPART_THRESHOLD_BYTES} bytes; null when it goes in one PUT.`,
+    }),
+    expires_at: z.string().openapi({
+      description:
+        "When the URL stops working (for a file in parts: when the upload stops accepting parts and completion). " +
+        "ISO 8601 UTC.",
+      example: "2026-11-22T15:45:00.000Z",
+    }),
     expires_in: z.number().int().openapi({ description: "Seconds from now until `expires_at`.", example: 900 }),
     asset_type: z.enum(ASSET_TYPES).openapi({ description: "What the file is, as requested.", example: "photo" }),
     content_type: z.string().openapi({ description: "The normalized media type.", example: "image/jpeg" }),
@@ -115,15 +153,22 @@ export async function presentUpload(
   upload: MediaUpload,
   listingNumber: string | null,
 ): Promise<UploadTargetBody> {
-  const target = await uploadTarget(env, origin, upload, new Date(upload.expiresAt));
+  const expiresAt = new Date(upload.expiresAt);
+  const target = upload.multipartId ? null : await uploadTarget(env, origin, upload, expiresAt);
+  const plan = upload.multipartId ? partPlan(upload.sizeBytes) : null;
   return UploadTargetSchema.parse({
     upload_id: upload.id,
     status: upload.status,
-    method: target.method,
-    url: target.url,
-    headers: target.headers,
-    expires_at: target.expiresAt.toISOString(),
-    expires_in: Math.max(0, Math.round((target.expiresAt.getTime() - Date.now()) / 1000)),
+    method: "PUT",
+    url: target?.url ?? null,
+    headers: target?.headers ?? null,
+    multipart: plan && {
+      part_size_bytes: plan.partSize,
+      part_count: plan.partCount,
+      last_part_bytes: plan.lastPartSize,
+    },
+    expires_at: (target?.expiresAt ?? expiresAt).toISOString(),
+    expires_in: Math.max(0, Math.round(((target?.expiresAt ?? expiresAt).getTime() - Date.now()) / 1000)),
     asset_type: upload.assetType,
     content_type: upload.contentType,
     size_bytes: upload.sizeBytes,

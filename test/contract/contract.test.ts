@@ -246,7 +246,14 @@ async function activatedListing(w: World) {
 /** An upload announced for the world's listing. */
 async function listingUpload(w: World) {
   const announce = find("post", "/api/v1/media/upload")!;
-  const body = { ...(await bodyFor(w, announce)), listing_number: await param(w, "listing_number", "") };
+  // A video in parts, so that the routes of a multipart upload have one to act on.
+  const body = {
+    ...(await bodyFor(w, announce)),
+    listing_number: await param(w, "listing_number", ""),
+    asset_type: "video",
+    content_type: "video/mp4",
+    size_bytes: 200 * 1024 * 1024,
+  };
   const r = await send(w, announce, announce.path, { body });
   expect(r.status, r.text).toBe(201);
   return r.json.upload_id as string;
@@ -324,6 +331,7 @@ function expectDocumentedSuccess(op: RouteMeta, r: Answer) {
 const NO_SUCCESS_FIXTURE = new Map([
   ["POST /internal/v1/agencies/{agency_id}/listings/{listing_number}/media/deliveries", "needs a completed upload"],
   ["POST /api/v1/test_helpers/listings/{listing_number}/uploads/complete", "needs a pending upload"],
+  ["POST /api/v1/media/uploads/{upload_id}/complete", "needs every part of the upload stored"],
 ]);
 const successSkip = (op: RouteMeta) =>
   unbuildable(op).length ? `no fixture for ${unbuildable(op).join(", ")}` : NO_SUCCESS_FIXTURE.get(label(op));

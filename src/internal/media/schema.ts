@@ -36,7 +36,7 @@ export const presentDestination = (d: DeliveryDestination) => ({
 export const UploadSchema = z
   .object({
     id: z.string(),
-    status: z.enum(["pending", "completed", "expired"]),
+    status: z.enum(["pending", "completed", "expired", "aborted"]),
     asset_type: z.string(),
     content_type: z.string(),
     size_bytes: z.number().int(),
