@@ -45,7 +45,7 @@ export function checkPartNumbers(plan: PartPlan, numbers: number[]) {
 /** The parts stored so far: from R2 where the client sends parts to R2 directly, else as the service received them. */
 export async function storedParts(db: Db, env: Env, { upload }: Multipart): Promise<StoredPart[]> {
   const creds = r2Credentials(env);
-  if (creds) return listR2Parts(creds, upload.objectKey, upload.multipartId);
+  if (creds) return listR2Parts(creds, { uploadId: upload.id, ...upload });
   return localStoredParts(db, upload.id);
 }
 

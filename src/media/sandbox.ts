@@ -1,11 +1,14 @@
 import { and, asc, eq, gt } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { type DeliveryDestination, type Listing, mediaUploads, type User } from "../db/schema";
+import { type DeliveryDestination, type Listing, type MediaUpload, mediaUploads, type User } from "../db/schema";
 import { DomainError } from "../lib/errors";
 import { nowIso } from "../lib/ids";
 import type { Keyring } from "../lib/keyring";
 import type { OutboundPolicy } from "../lib/outbound-url";
 import { saveDestination } from "./destinations";
+import { dropParts, multipartOf, storedParts } from "./multipart";
+import { partSizeOf } from "./policy";
+import { r2Call } from "./r2-call";
 import { type PutOutcome, putObject, type S3Destination } from "./s3-put";
 import { settleUpload } from "./uploads";
 
@@ -93,11 +96,31 @@ export async function deliverFile(
 /** Uploads completed by one call; a listing with more pending is completed by the next call. */
 export const COMPLETE_UPLOADS_LIMIT = 50;
 
+/**
+ * The file of an upload sent in parts, joined in R2 when every part arrived whole; else
+ * its parts are dropped (R2 holds none of them after) and the answer is null.
+ */
+async function joinedParts(db: Db, env: Env, upload: MediaUpload): Promise<R2Object | null> {
+  const m = multipartOf(upload);
+  const parts = await storedParts(db, env, m);
+  const whole =
+    parts.length === m.plan.partCount && parts.every((p) => p.sizeBytes === partSizeOf(m.plan, p.partNumber));
+  if (whole) {
+    const mpu = env.UPLOADS.resumeMultipartUpload(upload.objectKey, m.upload.multipartId);
+    const list = parts.map((p) => ({ partNumber: p.partNumber, etag: p.etag }));
+    const object = await r2Call("completeMultipartUpload", mpu.complete(list)).catch(() => null);
+    if (object?.size === upload.sizeBytes) return object;
+  }
+  await dropParts(env, upload);
+  return null;
+}
+
 const placeholder = (uploadId: string) => new TextEncoder().encode(`sandbox placeholder for ${uploadId}\n`);
 
 /**
  * Completes a listing's pending uploads (those whose URL is still valid) as if their
- * bytes had arrived: a small placeholder object is written at each upload's key, then
+ * bytes had arrived: a small placeholder object is written at each upload's key (an
+ * upload in parts whose every part arrived is joined instead; else its parts are dropped), then
  * the upload is settled through the same path as the upload PUT, so the last one to
  * settle starts the delivery to the agent's storage (when one is configured), which the
  * media queue's consumer runs like any other. Running it again completes only what is
@@ -128,7 +151,8 @@ export async function completePendingUploads(
   let deliveryId: string | null = null;
   for (const upload of pending.slice(0, COMPLETE_UPLOADS_LIMIT)) {
     // Bytes that did arrive (a pre-signed PUT not yet reported) are kept, never overwritten.
-    const head = await env.UPLOADS.head(upload.objectKey);
+    const joined = upload.multipartId ? await joinedParts(db, env, upload) : null;
+    const head = joined ?? (await env.UPLOADS.head(upload.objectKey));
     const arrived = head !== null && head.size === upload.sizeBytes;
     const stored = arrived
       ? head
