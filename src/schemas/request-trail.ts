@@ -9,7 +9,6 @@ const REQUEST_ID_EXAMPLE = "req_0mhx3k2a1q8v2l0c9z7rj4";
 export const requestIdParam = z.object({
   request_id: z
     .string()
-    .max(100)
     .openapi({ description: "The `X-Request-Id` of a write's answer.", example: REQUEST_ID_EXAMPLE }),
 });
 
