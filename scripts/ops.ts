@@ -82,7 +82,8 @@ Examples:
   npm run ops -- listAgencies
   npm run ops -- createAgency --name "Harbour Media" --kind media_agency
   npm run ops -- mintApiKey --agency_id agy_… --minted_by_user_id usr_…
-  npm run ops -- revokeApiKey --key_id key_…`;
+  npm run ops -- revokeApiKey --key_id key_…
+  npm run ops -- request req_…`;
 
 async function loadCommands(): Promise<Map<string, Command>> {
   if (!token)
@@ -249,6 +250,8 @@ async function main(): Promise<number> {
     }
     return 0;
   }
+  // `request <id>`: the request id may be given without its flag.
+  if (name === "request" && positional[1] && flags.request_id === undefined) flags.request_id = positional[1];
   const commands = await loadCommands();
   const cmd = commands.get(name);
   if (!cmd) {

@@ -11,6 +11,7 @@ import { STRIPE_HOOK_PATH, stripeHook } from "./routes/hooks/stripe";
 import { limitsApi } from "./routes/limits";
 import { listingsApi, replayListing } from "./routes/listings";
 import { mediaApi, replayUpload, uploadPath } from "./routes/media";
+import { requestsApi } from "./routes/requests";
 import { reservedApi } from "./routes/reserved";
 import { schedulingApi } from "./routes/scheduling";
 import { testHelpersApi } from "./routes/test-helpers";
@@ -30,6 +31,7 @@ const publicApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
   .route("/", reservedApi)
   .route("/", adminApi)
   .route("/", limitsApi)
+  .route("/", requestsApi)
   .route("/", testHelpersApi)
   .route("/", errorsApi);
 

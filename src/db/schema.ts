@@ -309,6 +309,8 @@ export const events = sqliteTable(
     index("events_unsent")
       .on(t.agencyId, t.createdAt, t.id, t.claimedUntil)
       .where(sql`${t.enqueuedAt} IS NULL AND ${t.setAsideAt} IS NULL`),
+    // The request inspector: the events one request wrote.
+    index("events_trace").on(t.agencyId, t.traceParent, t.createdAt, t.id).where(sql`${t.traceParent} IS NOT NULL`),
   ],
 );
 
@@ -338,8 +340,20 @@ export const idempotencyMarks = sqliteTable(
     resourceId: text("resource_id"),
     expiresAt: text("expires_at").notNull(),
     createdAt: createdAt(),
+    /** The request that committed it, as the request inspector looks it up. */
+    requestId: text("request_id"),
+    /** The route's operation id, method and path of that request. */
+    operationId: text("operation_id"),
+    method: text("method"),
+    path: text("path"),
+    /** Its W3C `traceparent`: the events it wrote carry the same one. */
+    traceParent: text("trace_parent"),
   },
-  (t) => [primaryKey({ columns: [t.agencyId, t.idemKey] }), index("idempotency_marks_expiry").on(t.expiresAt)],
+  (t) => [
+    primaryKey({ columns: [t.agencyId, t.idemKey] }),
+    index("idempotency_marks_expiry").on(t.expiresAt),
+    index("idempotency_marks_request").on(t.requestId),
+  ],
 );
 export type IdempotencyMark = typeof idempotencyMarks.$inferSelect;
 

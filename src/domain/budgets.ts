@@ -34,6 +34,7 @@ export const DEFAULT_BUDGETS = {
   update_rate_limits: 60,
   read_events_list: 300,
   read_event_single: 600,
+  read_request_single: 600,
   read_webhook_deliveries: 120,
   book_appointment: 60,
   /** Every sandbox test helper shares this one budget. */

@@ -8,6 +8,7 @@ import type { CachedResponse } from "../durable/idempotency-ledger";
 import { DomainError } from "../lib/errors";
 import { nowIso } from "../lib/ids";
 import { IDEMPOTENCY_TTL_MS } from "../lib/limits";
+import { formatTraceparent } from "../lib/trace";
 import type { AppEnv, IdempotencyContext } from "./env";
 
 /**
@@ -36,6 +37,11 @@ export function idempotencyMark(
     resourceId: result.resourceId ?? null,
     expiresAt: nowIso(Date.now() + IDEMPOTENCY_TTL_MS),
     createdAt: nowIso(),
+    requestId: c.var.requestId ?? null,
+    operationId: c.var.event?.route ?? null,
+    method: c.req.method,
+    path: new URL(c.req.url).pathname,
+    traceParent: c.var.event ? formatTraceparent(c.var.event.trace) : null,
   };
   return [result.ifChanged ? insertIfChanged(db, idempotencyMarks, row) : db.insert(idempotencyMarks).values(row)];
 }

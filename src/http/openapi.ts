@@ -201,6 +201,10 @@ const TAGS = [
   { name: "Webhooks", description: "The event catalog and your receivers." },
   { name: "Events", description: "Your agency's events of the last 30 days, as webhook deliveries carry them." },
   {
+    name: "Requests",
+    description: "What one of your writes of the last 24 hours did, looked up by its request id.",
+  },
+  {
     name: "Scheduling",
     description:
       "Availability from the connected calendar. `POST /api/v1/scheduling/appointments` is reserved for a future " +

@@ -106,6 +106,9 @@ const ERROR_GUIDE = {
   webhook_delivery_not_found: fix("Check the delivery id."),
   webhook_endpoint_limit_reached: later("The agency has 16 active endpoints; delete one before registering another."),
   event_not_found: fix("Check the event id; events are kept 30 days (GET /api/v1/events lists them)."),
+  request_not_found: fix(
+    "Check the request id (the X-Request-Id of the answer); only writes that committed, of the last 24 hours, are kept.",
+  ),
   stripe_signature_invalid: fix("Sign with the endpoint's secret and send within 5 minutes of the signature time."),
   webhook_url_not_allowed: fix("Use a public https URL; private, loopback and metadata addresses are refused."),
   webhook_event_type_not_allowed: fix("Subscribe to event types of the catalog (GET /api/v1/webhooks/events)."),

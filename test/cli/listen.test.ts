@@ -121,6 +121,31 @@ describe("ops listen and ops trigger against npm run dev", () => {
     expect(listener.output()).toContain("Stopped.");
   }, 240_000);
 
+  it("ops request shows what a write did, and names an unknown request", async () => {
+    const write = await fetch(`${origin}/api/v1/webhooks/endpoints`, {
+      method: "POST",
+      headers: { "X-API-Key": key, "X-Idempotency-Key": crypto.randomUUID(), "Content-Type": "application/json" },
+      body: JSON.stringify({ url: "https://hooks.example.com/ops-request" }),
+    });
+    expect(write.status, await write.clone().text()).toBe(201);
+    const endpointId = ((await write.json()) as { id: string }).id;
+    const requestId = write.headers.get("X-Request-Id")!;
+    const shown = await ops(["request", requestId]);
+    expect(shown.code, shown.output).toBe(0);
+    expect(JSON.parse(shown.output)).toMatchObject({
+      request_id: requestId,
+      operation_id: "createWebhookEndpoint",
+      method: "POST",
+      path: "/api/v1/webhooks/endpoints",
+      status: 201,
+      resource: { type: "webhook_endpoint", id: endpointId },
+      events: [],
+    });
+    const unknown = await ops(["request", "req_unknown"]);
+    expect(unknown.code, unknown.output).toBe(1);
+    expect(unknown.output).toContain("request_not_found");
+  }, 60_000);
+
   it("refuses a trigger without a key, and an unknown event type", async () => {
     const noKey = await ops(["trigger", "listing.created"]);
     expect(noKey.code, noKey.output).toBe(2);

@@ -41,7 +41,7 @@ const statusOf = (code: ErrorCode) => ERRORS[code][0];
 const notFoundCodes = (op: RouteMeta) => op.codes.filter((c) => statusOf(c) === 404);
 
 /** Path parameters with a fixture of their own; any other is made through its collection. */
-const PARAM_FIXTURES = new Set(["agency_id", "user_id", "key_id", "listing_number", "upload_id"]);
+const PARAM_FIXTURES = new Set(["agency_id", "user_id", "key_id", "listing_number", "upload_id", "request_id"]);
 
 /** A path parameter has a fixture when it is in the table or its collection is a registered route. */
 function hasFixture(op: RouteMeta, param: string) {
@@ -219,6 +219,7 @@ async function param(w: World, name: string, prefix: string, template = prefix):
   else if (name === "key_id") value = w.t.keyId;
   else if (name === "listing_number") value = await activatedListing(w);
   else if (name === "upload_id") value = await listingUpload(w);
+  else if (name === "request_id") value = await committedWrite(w);
   else value = await member(w, prefix, template, name);
   w.params.set(name, value);
   return value;
@@ -241,6 +242,14 @@ async function activatedListing(w: World) {
     expect(d.status, d.text).toBe(200);
   }
   return r.json.listing_number as string;
+}
+
+/** The request id of a write of the agency that committed: a listing created through the public API. */
+async function committedWrite(w: World) {
+  const create = find("post", "/api/v1/listings")!;
+  const r = await send(w, create, create.path, { body: await bodyFor(w, create) });
+  expect(r.status, r.text).toBe(201);
+  return r.headers.get("X-Request-Id")!;
 }
 
 /** An upload announced for the world's listing. */

@@ -2,7 +2,7 @@ import { listDurableObjectIds, runDurableObjectAlarm, runInDurableObject } from 
 import { env } from "cloudflare:workers";
 import { and, eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import { type IdempotencyMark, idempotencyMarks } from "../../src/db/schema";
+import { idempotencyMarks } from "../../src/db/schema";
 import type { Begin, LedgerEntry } from "../../src/durable/idempotency-ledger";
 import { ledgerName, requestHashOf } from "../../src/http/idempotency-hold";
 import { bucketOf, nowIso } from "../../src/lib/ids";
@@ -144,7 +144,7 @@ describe("the expiry alarm", () => {
     const total = IDEMPOTENCY_SWEEP_PAGE + 30;
     const keys = keysOfOneShard(total, "backlog");
     const expired = Date.now() - 1000;
-    const marks: IdempotencyMark[] = keys.map((key) => ({
+    const marks: (typeof idempotencyMarks.$inferInsert)[] = keys.map((key) => ({
       agencyId: t.agencyId,
       idemKey: key,
       requestHash: "h",

@@ -1,0 +1,22 @@
+import type { RouteHandler } from "@hono/zod-openapi";
+import { json } from "../../http/content";
+import type { AppEnv } from "../../http/env";
+import { internalRoute } from "../../http/route";
+import { presentRequestTrail, RequestTrailSchema, requestIdParam } from "../../schemas/request-trail";
+import { requestTrail } from "../../webhooks/request-trail";
+
+export const requestRoute = internalRoute(["request_not_found"], {
+  method: "get",
+  path: "/internal/v1/requests/{request_id}",
+  operationId: "request",
+  tags: ["Operations"],
+  summary: "What a write of any agency did, by its request id",
+  description:
+    "The same as GET /api/v1/requests/{request_id}, for any agency (`agency_id` names it): a write that " +
+    "committed in the last 24 hours, its events and their deliveries. Anything else is 404 `request_not_found`.",
+  request: { params: requestIdParam },
+  responses: { 200: { description: "The request and what it did.", content: json(RequestTrailSchema) } },
+});
+
+export const requestHandler: RouteHandler<typeof requestRoute, AppEnv> = async (c) =>
+  c.json(presentRequestTrail(await requestTrail(c.var.db, c.req.valid("param").request_id)), 200);
