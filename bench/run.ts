@@ -2,14 +2,16 @@
 // agencies of listings and tours, through SQL files), starts the baseline Worker and the
 // product Worker under `wrangler dev`, and measures with autocannon: the bare route, each
 // product route against its floor (the same primitives with no product code), many
-// tenants at once, the list routes at a small and a big agency, and the webhook pipeline
-// from a change to its receipt. It prints one table and the goals judged from it; a
+// tenants at once, what observability costs (on against off), the list routes at a small
+// and a big agency, the webhook pipeline from a change to its receipt, and the Worker's
+// bundle size and cold start. It prints one table and the goals judged from it; a
 // missed goal is reported, not a failure (exit 1 only when the bench itself broke).
 //
 // Shorter runs for development: BENCH_SECONDS (per row, default 10), BENCH_WARMUP (3),
 // BENCH_ROWS (rows of the big agency, default 100000), BENCH_HOOK_SECONDS (15),
 // BENCH_HOOK_RATE (20 creates/s), BENCH_LAYERS=1 adds the guard-layer rows, BENCH_PHASES (a comma-separated
-// list of core, tenants, post, growth, webhooks; every phase when unset) runs only those phases.
+// list of core, tenants, post, observability, growth, webhooks, startup; every phase when unset) runs
+// only those phases. BENCH_COLD_STARTS (3): fresh starts of each Worker in the startup phase.
 // BENCH_ROUNDS (3): the slices in which a route and its floor (or single key) are measured in turns.
 // BENCH_PROFILE=<dir> writes a CPU profile of each row's Worker and prints its heaviest functions.
 import { randomBytes, randomUUID } from "node:crypto";
@@ -28,9 +30,11 @@ import {
   registerServer,
   WARMUP,
 } from "./lib/load.ts";
+import { measureObservability } from "./lib/observability.ts";
 import { cleanupNow, errorLines, freePorts, runChild, startServer, stateDir, stopChildren } from "./lib/processes.ts";
 import { printGoals, printTable, type Row, size } from "./lib/report.ts";
 import { type GrowthAgency, generateAgency } from "./lib/seed.ts";
+import { type BundleFile, type ColdStarts, measureBundle, measureColdStarts, printStartup } from "./lib/startup.ts";
 import { measurePipeline, type PipelineRun, Receiver } from "./lib/webhooks.ts";
 
 const BIG_ROWS = Number(process.env.BENCH_ROWS ?? 100_000);
@@ -40,7 +44,8 @@ const HOOK_RATE = Number(process.env.BENCH_HOOK_RATE ?? 20);
 const TENANT_AGENCIES = 8;
 const KEYS_PER_AGENCY = 8;
 const READY_TIMEOUT_MS = 180_000;
-const PHASES = ["core", "tenants", "post", "growth", "webhooks"] as const;
+const COLD_STARTS = Number(process.env.BENCH_COLD_STARTS ?? 3);
+const PHASES = ["core", "tenants", "post", "observability", "growth", "webhooks", "startup"] as const;
 const chosen = (process.env.BENCH_PHASES ?? "")
   .split(",")
   .map((p) => p.trim())
@@ -252,6 +257,17 @@ async function main() {
     },
     runs("post"),
   );
+  await phase(
+    "observability",
+    async () => {
+      const o = await measureObservability(operatorToken, READY_TIMEOUT_MS);
+      keep("obsGetOn", o.getOn);
+      keep("obsGetOff", o.getOff);
+      keep("obsPostOn", o.postOn);
+      keep("obsPostOff", o.postOff);
+    },
+    runs("observability"),
+  );
   if (process.env.BENCH_LAYERS) await phase("guard layers", () => layers(api, appOrigin, agency.id, owner.id, figures));
 
   const growthRows: Row[] = [];
@@ -284,6 +300,19 @@ async function main() {
       }
     },
     runs("webhooks"),
+  );
+
+  const bundles = new Map<string, BundleFile[]>();
+  const coldStarts: ColdStarts[] = [];
+  await phase(
+    "bundle and cold start",
+    async () => {
+      for (const env of ["sandbox", "live"]) bundles.set(env, await measureBundle(env));
+      coldStarts.push(
+        ...(await measureColdStarts(COLD_STARTS, randomBytes(32).toString("base64url"), READY_TIMEOUT_MS)),
+      );
+    },
+    runs("startup"),
   );
 
   // The table, in reading order, with the goals.
@@ -325,6 +354,7 @@ async function main() {
     if (odd.length) console.log(`  ${r.name}: status ${odd.map(([c, n]) => `${c} ×${n}`).join(", ")}`);
   }
   for (const note of notes) console.log(`  ${note}`);
+  printStartup(bundles, coldStarts);
   const errors = [...errorLines("product")].sort((a, b) => b[1] - a[1]);
   const errorCount = errors.reduce((n, [, count]) => n + count, 0);
   console.log(`\nProduct Worker log: ${errorCount} error line(s)${errors.length ? ", most frequent:" : "."}`);

@@ -23,6 +23,8 @@ interface OptionalSecrets {
   GOOGLE_CLIENT_SECRET?: string;
   /** Calendar provider timeout in ms (default 8000). */
   CALENDAR_TIMEOUT_MS?: string;
+  /** "off" skips each request's wide event, usage data point and trace (default "on"). */
+  OBSERVABILITY?: string;
 }
 
 interface Env extends OptionalSecrets {}

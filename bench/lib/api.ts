@@ -29,7 +29,8 @@ export interface BenchKey {
 export class Api {
   readonly origin: string;
   readonly operatorToken: string;
-  #admin: BenchKey | undefined;
+  readonly #admins = new Map<string, BenchKey>();
+  #platformAdmin: Promise<string> | undefined;
 
   constructor(origin: string, operatorToken: string) {
     this.origin = origin;
@@ -91,16 +92,20 @@ export class Api {
   }
 
   /**
-   * A platform admin's key with the `admin` scope (minted for the first agency asked
-   * about, as platform keys are bound to an agency), whose own admin budget is raised.
+   * A platform admin's key with the `admin` scope for the agency (an admin key manages
+   * the keys of the agency it is bound to only), whose own admin budget is raised.
    */
   async #adminKey(agencyId: string): Promise<BenchKey> {
-    if (this.#admin) return this.#admin;
-    const platform = await this.agency("Bench Platform", "platform");
-    const admin = await this.user(platform.id, "admin", "Bench Admin");
+    const known = this.#admins.get(agencyId);
+    if (known) return known;
+    this.#platformAdmin ??= (async () => {
+      const platform = await this.agency("Bench Platform", "platform");
+      return (await this.user(platform.id, "admin", "Bench Admin")).id;
+    })();
+    const adminId = await this.#platformAdmin;
     const minted = await this.internal("/internal/v1/api-keys", {
       agency_id: agencyId,
-      minted_by_user_id: admin.id,
+      minted_by_user_id: adminId,
       scopes: ["admin"],
     });
     await this.internal(
@@ -108,8 +113,9 @@ export class Api {
       { rate_limit_overrides: { update_rate_limits: BENCH_BUDGET } },
       "PATCH",
     );
-    this.#admin = { id: minted.key.id, secret: minted.secret };
-    return this.#admin;
+    const key = { id: minted.key.id, secret: minted.secret };
+    this.#admins.set(agencyId, key);
+    return key;
   }
 
   /**

@@ -99,6 +99,15 @@ export async function stopChildren(graceMs = 5_000): Promise<void> {
   for (const child of children) signalGroup(child, "SIGKILL");
 }
 
+/** Stops one server started by `startServer` (its whole process group) and waits for it. */
+export async function stopServer(child: ChildProcess, graceMs = 5_000): Promise<void> {
+  signalGroup(child, "SIGINT");
+  const deadline = Date.now() + graceMs;
+  while (!exited(child) && Date.now() < deadline) await sleep(50);
+  signalGroup(child, "SIGKILL");
+  while (!exited(child) && Date.now() < deadline + graceMs) await sleep(50);
+}
+
 /** The synchronous last resort: kill everything and remove the state directory. */
 export function cleanupNow() {
   for (const child of children) signalGroup(child, "SIGKILL");
@@ -132,7 +141,7 @@ export async function freePorts(n: number): Promise<number[]> {
 const exited = (child: ChildProcess) => child.exitCode !== null || child.signalCode !== null;
 
 /** Polls `url` until it answers below 500, for at most `timeoutMs`, or until `child` has exited. */
-async function waitForHttp(url: string, timeoutMs: number, child?: ChildProcess, logName?: string) {
+async function waitForHttp(url: string, timeoutMs: number, child?: ChildProcess, logName?: string, pollMs = 250) {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (child && exited(child)) {
@@ -147,7 +156,7 @@ async function waitForHttp(url: string, timeoutMs: number, child?: ChildProcess,
     } catch {
       // not listening yet
     }
-    await sleep(250);
+    await sleep(pollMs);
   }
   throw new Error(`${url} did not come up within ${timeoutMs / 1000} s${logName ? `:\n${logTail(logName)}` : ""}`);
 }
@@ -156,11 +165,18 @@ async function waitForHttp(url: string, timeoutMs: number, child?: ChildProcess,
  * Starts a server and waits until `url` answers; a server that dies while starting (a
  * loaded machine sometimes crashes the bundler) is started once more.
  */
-export async function startServer(command: string, args: string[], logName: string, url: string, timeoutMs: number) {
+export async function startServer(
+  command: string,
+  args: string[],
+  logName: string,
+  url: string,
+  timeoutMs: number,
+  pollMs?: number,
+) {
   for (let attempt = 1; ; attempt++) {
     const child = startChild(command, args, logName);
     try {
-      await waitForHttp(url, timeoutMs, child, logName);
+      await waitForHttp(url, timeoutMs, child, logName, pollMs);
       return child;
     } catch (err) {
       if (!exited(child) || attempt >= 2) throw err;

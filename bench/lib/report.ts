@@ -18,6 +18,8 @@ export interface Row extends Figure {
   floor?: Figure;
   ref?: Figure;
   goal?: Verdict;
+  /** A list row judged by CPU ms per row skipped or counted rather than by throughput. */
+  perRow?: boolean;
 }
 
 export interface Goal {

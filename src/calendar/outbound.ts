@@ -24,7 +24,8 @@ export async function providerFetch(
   let res: Response;
   try {
     const headers = new Headers(init.headers);
-    headers.set("traceparent", outboundTraceparent());
+    const traceparent = outboundTraceparent();
+    if (traceparent) headers.set("traceparent", traceparent);
     res = await fetch(url, { ...init, headers, redirect: "manual", signal: AbortSignal.timeout(timeoutMs) });
   } catch (e) {
     if (e instanceof Error && (e.name === "TimeoutError" || e.name === "AbortError")) {

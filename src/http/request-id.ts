@@ -1,7 +1,7 @@
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import { newId } from "../lib/ids";
 import { log } from "../lib/log";
-import { continueTrace, inTrace } from "../lib/trace";
+import { continueTrace, inTrace, untraced } from "../lib/trace";
 import type { AppEnv } from "./env";
 import { unexpectedFailure } from "./errors";
 import { newRequestEvent, writeWideEvent } from "./wide-event";
@@ -14,28 +14,41 @@ export const TRACE_ID_HEADER = "X-Trace-Id";
  * and `X-Trace-Id`: the caller's W3C trace when it sent a valid `traceparent`, a new one
  * otherwise. The request runs inside its trace, so every hop it starts carries it. When
  * the request ends, its wide event is written once, with its usage data point; an
- * unexpected failure is logged here too.
+ * unexpected failure is logged here too. `OBSERVABILITY=off` (read once per request) skips
+ * the trace, its header and hops, the wide event and the data point: what they cost.
  */
 export function requestId(): MiddlewareHandler<AppEnv> {
   return async function requestId(c, next) {
     const id = newId("req");
+    if (c.env?.OBSERVABILITY === "off") {
+      c.set("requestId", id);
+      await untraced(next);
+      c.header("X-Request-Id", id);
+      logFailure(c, id, undefined);
+      return;
+    }
     const event = newRequestEvent(continueTrace(c.req.header("traceparent")));
     c.set("requestId", id);
     c.set("event", event);
     await inTrace(event.trace, next);
     c.header("X-Request-Id", id);
     c.header(TRACE_ID_HEADER, event.trace.traceId);
-    const err = unexpectedFailure(c);
-    if (err)
-      log.error("request failed", {
-        request_id: id,
-        trace_id: event.trace.traceId,
-        path: c.req.path,
-        error: String(err),
-        stack: err.stack,
-      });
+    logFailure(c, id, event.trace.traceId);
     // A body refused before it was read (a 429, a 401) counts at its declared length.
     event.bodyBytes ??= Number(c.req.header("content-length")) || 0;
     writeWideEvent(event, { requestId: id, method: c.req.method, status: c.res.status, env: c.env });
   };
+}
+
+/** The stack of a failure that reached no error envelope, in its own line. */
+function logFailure(c: Context<AppEnv>, id: string, traceId: string | undefined): void {
+  const err = unexpectedFailure(c);
+  if (err)
+    log.error("request failed", {
+      request_id: id,
+      trace_id: traceId ?? null,
+      path: c.req.path,
+      error: String(err),
+      stack: err.stack,
+    });
 }

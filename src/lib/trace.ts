@@ -58,16 +58,24 @@ export const formatTraceparent = (trace: Trace): string => `00-${trace.traceId}-
 /** Whether the caller asked for the trace to be recorded (flag bit 0). */
 export const isSampled = (trace: Trace): boolean => (Number.parseInt(trace.flags, 16) & 1) === 1;
 
-const scope = new AsyncLocalStorage<Trace>();
+/** null: a request that carries no trace (observability switched off). */
+const scope = new AsyncLocalStorage<Trace | null>();
 
 /** Runs `fn` inside `trace`: whatever it starts (awaited or handed to waitUntil) sees it as the current trace. */
 export const inTrace = <T>(trace: Trace, fn: () => T): T => scope.run(trace, fn);
 
+/** Runs `fn` with no trace to carry: its hops send no `traceparent`. */
+export const untraced = <T>(fn: () => T): T => scope.run(null, fn);
+
 /** The trace of the request or run under way, if any. */
-export const currentTrace = (): Trace | undefined => scope.getStore();
+export const currentTrace = (): Trace | undefined => scope.getStore() ?? undefined;
 
 /**
  * The `traceparent` for one hop out of the current trace: a child span, so each hop has
- * its own. Outside any trace (a message written before traces were carried) a new trace.
+ * its own. Outside any trace (a message written before traces were carried) a new trace;
+ * none inside `untraced`.
  */
-export const outboundTraceparent = (): string => formatTraceparent(childOf(currentTrace() ?? newTrace()));
+export function outboundTraceparent(): string | undefined {
+  const trace = scope.getStore();
+  return trace === null ? undefined : formatTraceparent(childOf(trace ?? newTrace()));
+}

@@ -7,7 +7,8 @@ import { encodeKey } from "./presign";
 /** The signed headers and, unsigned (storage ignores it in the signature), this call's `traceparent`. */
 function traced(signed: Headers): Headers {
   const headers = new Headers(signed);
-  headers.set("traceparent", outboundTraceparent());
+  const traceparent = outboundTraceparent();
+  if (traceparent) headers.set("traceparent", traceparent);
   return headers;
 }
 

@@ -99,7 +99,7 @@ export async function postEnvelope(
   deliveryId: string,
   started: number,
   timeoutMs = DELIVERY_TIMEOUT_MS,
-  traceparent = outboundTraceparent(),
+  traceparent: string | undefined = outboundTraceparent(),
 ) {
   const timestamp = Math.floor(started / 1000);
   const body = JSON.stringify({
@@ -125,7 +125,7 @@ export async function postEnvelope(
         "X-Webhook-Event": event.type,
         "X-Webhook-Id": event.id,
         "X-Webhook-Delivery": deliveryId,
-        traceparent,
+        ...(traceparent ? { traceparent } : {}),
       },
       body,
     });

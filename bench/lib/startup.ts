@@ -1,0 +1,104 @@
+// The Worker as it would be uploaded (its bundle, raw and gzipped, from `wrangler deploy
+// --dry-run`) and its cold start measured locally: wall time from spawning a fresh
+// `wrangler dev` to its first answer, for the product and, for reference, the baseline.
+import { mkdirSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { gzipSync } from "node:zlib";
+import { freePorts, runChild, startServer, stateDir, stopServer } from "./processes.ts";
+
+export interface BundleFile {
+  name: string;
+  bytes: number;
+  gzip: number;
+}
+
+/** The modules `wrangler deploy --dry-run` writes for `env` (source maps and the README left out). */
+export async function measureBundle(env: string): Promise<BundleFile[]> {
+  const outdir = join(stateDir, `bundle-${env}`);
+  mkdirSync(outdir, { recursive: true });
+  await runChild("wrangler", ["deploy", "--dry-run", "--env", env, "--outdir", outdir], `bundle-${env}`, 300_000);
+  return readdirSync(outdir)
+    .filter((name) => !name.endsWith(".map") && name !== "README.md")
+    .map((name) => {
+      const bytes = readFileSync(join(outdir, name));
+      return { name, bytes: bytes.byteLength, gzip: gzipSync(bytes).byteLength };
+    });
+}
+
+export interface ColdStarts {
+  name: string;
+  /** Milliseconds from spawning `wrangler dev` to the first answer, one per fresh start. */
+  ms: number[];
+}
+
+/** Poll interval while a fresh server starts: the resolution of a cold start figure. */
+const POLL_MS = 20;
+
+/**
+ * `times` fresh starts of each Worker, taken in turns, each on state of its own and
+ * stopped before the next: the product answering an unauthenticated read (a 401, no
+ * storage touched), the baseline its bare route.
+ */
+export async function measureColdStarts(times: number, secretKey: string, readyMs: number): Promise<ColdStarts[]> {
+  const workers = [
+    { name: "product Worker (401 of GET /api/v1/users)", config: [], path: "/api/v1/users" },
+    { name: "baseline Worker (GET /bare)", config: ["--config", "bench/baseline/wrangler.jsonc"], path: "/bare" },
+  ];
+  const out: ColdStarts[] = workers.map((w) => ({ name: w.name, ms: [] }));
+  for (let i = 0; i < times; i++) {
+    for (const [w, worker] of workers.entries()) {
+      const [port, inspector] = (await freePorts(2)) as [number, number];
+      const started = performance.now();
+      const child = await startServer(
+        "wrangler",
+        [
+          "dev",
+          ...worker.config,
+          "--port",
+          String(port),
+          "--inspector-port",
+          String(inspector),
+          "--ip",
+          "127.0.0.1",
+          "--log-level",
+          "warn",
+          "--show-interactive-dev-session=false",
+          "--persist-to",
+          join(stateDir, `cold-${w}-${i}`),
+          "--var",
+          `SECRET_KEY:${secretKey}`,
+        ],
+        `cold-${w}`,
+        `http://127.0.0.1:${port}${worker.path}`,
+        readyMs,
+        POLL_MS,
+      );
+      out[w]!.ms.push(performance.now() - started);
+      await stopServer(child);
+    }
+  }
+  return out;
+}
+
+const kib = (bytes: number) => `${(bytes / 1024).toFixed(0)} KiB`;
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[values.length >> 1] ?? Number.NaN;
+
+export function printStartup(bundles: Map<string, BundleFile[]>, coldStarts: ColdStarts[]) {
+  if (bundles.size) console.log("\nBundle (wrangler deploy --dry-run, source maps left out):");
+  for (const [env, files] of bundles) {
+    const total = files.reduce((n, f) => n + f.bytes, 0);
+    const gzip = files.reduce((n, f) => n + f.gzip, 0);
+    const each = files.map((f) => `${f.name} ${kib(f.bytes)} / ${kib(f.gzip)}`).join("; ");
+    console.log(`  ${env}: ${kib(total)}, gzip ${kib(gzip)} (${each})`);
+  }
+  if (coldStarts.length)
+    console.log(
+      "\nCold start, locally: wall time from spawning a fresh `wrangler dev` (its own start and bundling " +
+        `included) to the first answer, polled every ${POLL_MS} ms:`,
+    );
+  for (const c of coldStarts)
+    console.log(
+      `  ${c.name}: median ${(median(c.ms) / 1000).toFixed(2)} s of ${c.ms.length} ` +
+        `(${c.ms.map((ms) => (ms / 1000).toFixed(2)).join(", ")} s)`,
+    );
+}
