@@ -1,9 +1,8 @@
-import { AwsV4Signer } from "aws4fetch";
 import type { MediaUpload } from "../db/schema";
 import { keyringOf } from "../lib/keyring";
 import { localPartUrl } from "./local-signing";
 import { type PartPlan, partSizeOf } from "./policy";
-import { amzDate, encodeKey, type R2Credentials, r2Credentials, UPLOAD_URL_TTL_SECONDS } from "./presign";
+import { encodeKey, expiry, type R2Credentials, r2Credentials, signPut, UPLOAD_URL_TTL_SECONDS } from "./presign";
 
 /** Where and how the client PUTs one part of a multipart upload. */
 export interface PartTarget {
@@ -37,28 +36,9 @@ async function presignR2Part(
   const url = r2ObjectUrl(creds, upload.objectKey);
   url.searchParams.set("partNumber", String(partNumber));
   url.searchParams.set("uploadId", upload.multipartId);
-  url.searchParams.set("X-Amz-Expires", String(ttlSeconds));
   const headers = { "Content-Type": upload.contentType, "Content-Length": String(partBytes) };
-  const signer = new AwsV4Signer({
-    method: "PUT",
-    url: url.toString(),
-    headers,
-    accessKeyId: creds.accessKeyId,
-    secretAccessKey: creds.secretAccessKey,
-    service: "s3",
-    region: "auto",
-    datetime: amzDate(now),
-    signQuery: true,
-    allHeaders: true,
-  });
-  const signed = await signer.sign();
-  return {
-    partNumber,
-    method: "PUT",
-    url: signed.url.toString(),
-    headers,
-    expiresAt: new Date(now.getTime() + ttlSeconds * 1000),
-  };
+  const signed = await signPut(creds, url, headers, now, ttlSeconds);
+  return { partNumber, method: "PUT", url: signed, headers, expiresAt: expiry(now, ttlSeconds) };
 }
 
 /**

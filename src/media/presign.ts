@@ -43,7 +43,7 @@ export const encodeKey = (key: string) =>
     )
     .join("/");
 
-export const amzDate = (d: Date) => d.toISOString().replace(/[:-]|\.\d{3}/g, "");
+const amzDate = (d: Date) => d.toISOString().replace(/[:-]|\.\d{3}/g, "");
 
 /**
  * A SigV4 query-signed PUT to R2's S3 endpoint. Content-Type and Content-Length are
@@ -62,8 +62,30 @@ export async function presignR2(
   // A larger file goes up in parts: R2 would refuse this PUT whatever its signature.
   if (sizeBytes > R2_SINGLE_PUT_MAX_BYTES) throw new RangeError(`${sizeBytes} bytes is above R2's single PUT`);
   const url = new URL(`https://${creds.accountId}.r2.cloudflarestorage.com/${creds.bucket}/${encodeKey(objectKey)}`);
-  url.searchParams.set("X-Amz-Expires", String(ttlSeconds));
   const headers = { "Content-Type": contentType, "Content-Length": String(sizeBytes), "If-None-Match": "*" as const };
+  return {
+    method: "PUT",
+    url: await signPut(creds, url, headers, now, ttlSeconds),
+    headers,
+    expiresAt: expiry(now, ttlSeconds),
+  };
+}
+
+export const expiry = (now: Date, ttlSeconds: number) => new Date(now.getTime() + ttlSeconds * 1000);
+
+/**
+ * `url` query-signed (SigV4) for a PUT carrying exactly `headers`, valid `ttlSeconds`.
+ * Every header is signed (aws4fetch leaves Content-Type, Content-Length and If-None-Match
+ * unsigned unless told otherwise), so R2 refuses a PUT whose headers differ.
+ */
+export async function signPut(
+  creds: R2Credentials,
+  url: URL,
+  headers: Record<string, string>,
+  now: Date,
+  ttlSeconds: number,
+): Promise<string> {
+  url.searchParams.set("X-Amz-Expires", String(ttlSeconds));
   const signer = new AwsV4Signer({
     method: "PUT",
     url: url.toString(),
@@ -74,11 +96,9 @@ export async function presignR2(
     region: "auto",
     datetime: amzDate(now),
     signQuery: true,
-    // aws4fetch leaves Content-Type, Content-Length and If-None-Match unsigned unless told otherwise.
     allHeaders: true,
   });
-  const signed = await signer.sign();
-  return { method: "PUT", url: signed.url.toString(), headers, expiresAt: new Date(now.getTime() + ttlSeconds * 1000) };
+  return (await signer.sign()).url.toString();
 }
 
 /**
