@@ -86,16 +86,7 @@ export async function applyStripeEvent(
       const amount = Number(object.amount_paid ?? object.amount_due ?? 0);
       const currency = String(object.currency ?? "usd").toLowerCase();
       const invoiceId = newId("inv");
-      writes = [
-        outboxInsert(db, agencyId, "invoice.payment_made", {
-          invoice_id: String(object.id),
-          listing_number: listing ? listing.listingNumber : null,
-          amount_minor: amount,
-          currency,
-          provider_reference: String(object.id),
-          paid_at: paidAt,
-        }),
-      ];
+      writes = [];
       if (listing) {
         const row = { agencyId, listingId: listing.id, amountMinor: amount, currency };
         writes.push(
@@ -125,6 +116,17 @@ export async function applyStripeEvent(
             .onConflictDoNothing(),
         );
       }
+      // After the order rows: the event names the invoice's order and its version.
+      writes.push(
+        outboxInsert(db, agencyId, "invoice.payment_made", {
+          invoice_id: String(object.id),
+          listing_number: listing ? listing.listingNumber : null,
+          amount_minor: amount,
+          currency,
+          provider_reference: String(object.id),
+          paid_at: paidAt,
+        }),
+      );
       break;
     }
     case "customer.subscription.created": {

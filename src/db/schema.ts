@@ -28,6 +28,8 @@ export const users = sqliteTable(
     isActive: integer("is_active", { mode: "boolean" }).notNull().default(true),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
+    /** Raised by every change a reader can see (a trigger, in the same statement); the ETag is built from it. */
+    version: integer("version").notNull().default(1),
   },
   (t) => [
     // An email is unique within its agency only: another agency's addresses are never an answer.
@@ -125,6 +127,8 @@ export const listings = sqliteTable(
     cancellationReason: text("cancellation_reason"),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
+    /** Raised by every change a reader can see (a trigger, in the same statement); the ETag is built from it. */
+    version: integer("version").notNull().default(1),
   },
   (t) => [
     uniqueIndex("listings_agency_number").on(t.agencyId, t.listingNumber),
@@ -192,6 +196,8 @@ export const listingOrders = sqliteTable(
     issuedAt: text("issued_at"),
     paidAt: text("paid_at"),
     createdAt: createdAt(),
+    /** Raised by every change a reader can see (a trigger, in the same statement); the ETag is built from it. */
+    version: integer("version").notNull().default(1),
   },
   (t) => [
     index("listing_orders_page").on(t.listingId, t.createdAt, t.id),
@@ -223,6 +229,8 @@ export const tours = sqliteTable(
     calendarEventId: text("calendar_event_id"),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
+    /** Raised by every change a reader can see (a trigger, in the same statement); the ETag is built from it. */
+    version: integer("version").notNull().default(1),
   },
   (t) => [
     uniqueIndex("tours_agency_number").on(t.agencyId, t.tourNumber),
@@ -297,8 +305,19 @@ export const events = sqliteTable(
     setAsideAt: text("set_aside_at"),
     /** The W3C `traceparent` of the request that wrote it: its deliveries carry the same trace. */
     traceParent: text("trace_parent"),
+    /**
+     * The event's place in its agency's sequence: 1, 2, 3… with no gap, set by a trigger in
+     * the statement that inserts the event (so in the batch of the change that caused it).
+     */
+    sequence: integer("sequence"),
+    /** The readable resource the event describes (`listing`, `user`, `order`), its id and its version after the change. */
+    resourceType: text("resource_type"),
+    resourceId: text("resource_id"),
+    resourceVersion: integer("resource_version"),
   },
   (t) => [
+    // The sync feed: an agency's events in sequence order; unique, so a repeat cannot be stored.
+    uniqueIndex("events_agency_sequence").on(t.agencyId, t.sequence),
     // The events API: a keyset page of one agency's events, all of them or of one type.
     index("events_agency_page").on(t.agencyId, t.createdAt, t.id),
     index("events_agency_type_page").on(t.agencyId, t.eventType, t.createdAt, t.id),
@@ -313,6 +332,12 @@ export const events = sqliteTable(
     index("events_trace").on(t.agencyId, t.traceParent, t.createdAt, t.id).where(sql`${t.traceParent} IS NOT NULL`),
   ],
 );
+
+/** The last sequence number given to each agency's events (see `events.sequence`). */
+export const eventSequences = sqliteTable("event_sequences", {
+  agencyId: text("agency_id").primaryKey(),
+  last: integer("last").notNull(),
+});
 
 export type Agency = typeof agencies.$inferSelect;
 export type User = typeof users.$inferSelect;
@@ -529,6 +554,8 @@ export const webhookEndpoints = sqliteTable(
     consecutiveFailures: integer("consecutive_failures").notNull().default(0),
     /** While in the future, the breaker is open: deliveries wait without a request. */
     pausedUntil: text("paused_until"),
+    /** Raised by every change a reader can see (a trigger, in the same statement); the ETag is built from it. */
+    version: integer("version").notNull().default(1),
   },
   (t) => [index("webhook_endpoints_agency_page").on(t.agencyId, t.createdAt, t.id)],
 );

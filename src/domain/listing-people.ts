@@ -66,7 +66,7 @@ export function handOverListings(
   const ctes = sql`leavers(id) AS (SELECT id FROM ${leavers}),
     successor(id) AS (SELECT ${successor}),
     handed AS (
-      SELECT l.id, l.listing_number, l.address,
+      SELECT l.id, l.listing_number, l.address, l.version,
         l.owner_user_id AS was_owner, l.agent_one_id AS was_one, l.agent_two_id AS was_two,
         ${handed("owner_user_id")} AS owner, ${handed("agent_one_id")} AS agent_one,
         CASE WHEN ${left("agent_two_id")} THEN NULL ELSE l.agent_two_id END AS agent_two
@@ -84,6 +84,9 @@ export function handOverListings(
       data: sql`json_object('listing_number', c.listing_number, 'changed_fields', ${changedFields},
         'address', c.address, 'owner_user_id', c.owner, 'agent_one_id', c.agent_one, 'agent_two_id', c.agent_two)`,
       from: sql`FROM changed c`,
+      // The events are written before the change (which empties \`changed\`); the change
+      // raises each listing's version by one, in its own statement just after.
+      resource: { type: "listing", id: sql`c.listing_number`, version: sql`c.version + 1` },
     }),
     db
       .update(listings)

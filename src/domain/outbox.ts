@@ -1,7 +1,7 @@
 import { getTableColumns, type SQL, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { insertIfChanged } from "../db/insert-if-changed";
-import { events, webhookEndpoints } from "../db/schema";
+import { events, listingOrders, listings, users, webhookEndpoints } from "../db/schema";
 import { newId, nowIso } from "../lib/ids";
 import { currentTrace, formatTraceparent } from "../lib/trace";
 import { EVENT_TYPES, type EventData, type EventType } from "./events";
@@ -17,7 +17,52 @@ function row<T extends EventType>(agencyId: string, type: T, data: EventData<T>,
     data: spec.data.parse(data) as Record<string, unknown>,
     enqueuedAt: sentUnlessSubscribed(agencyId, type),
     traceParent: writerTrace(),
+    ...resourceOf(agencyId, type, data),
   };
+}
+
+/** The readable resources events describe, as a reader fetches them again. */
+export type ResourceType = "listing" | "user" | "order";
+
+/**
+ * The resource an event describes and its version once the change is written, read in
+ * the statement that inserts the event (which follows the change in its batch), so the
+ * event names exactly the version the change produced. Events about no resource a client
+ * reads (appointments, deliveries, subscriptions) name none.
+ */
+function resourceOf<T extends EventType>(agencyId: string, type: T, data: EventData<T>) {
+  const d = data as Record<string, unknown>;
+  if (type.startsWith("listing.")) {
+    const number = String(d.listing_number);
+    return {
+      resourceType: "listing",
+      resourceId: number,
+      resourceVersion: sql`(SELECT ${listings.version} FROM ${listings}
+        WHERE ${listings.agencyId} = ${agencyId} AND ${listings.listingNumber} = ${number})`,
+    };
+  }
+  if (type.startsWith("user.")) {
+    const id = String(d.user_id);
+    return {
+      resourceType: "user",
+      resourceId: id,
+      resourceVersion: sql`(SELECT ${users.version} FROM ${users} WHERE ${users.id} = ${id} AND ${users.agencyId} = ${agencyId})`,
+    };
+  }
+  if (type === "invoice.payment_made" && d.listing_number !== null) {
+    // The invoice's order row, written earlier in the same batch; none when it names no listing of ours.
+    const order = (
+      column: typeof listingOrders.id | typeof listingOrders.version,
+    ) => sql`(SELECT ${column} FROM ${listingOrders}
+      WHERE ${listingOrders.agencyId} = ${agencyId} AND ${listingOrders.kind} = 'invoice'
+        AND ${listingOrders.providerReference} = ${String(d.provider_reference)})`;
+    return {
+      resourceType: sql`CASE WHEN ${order(listingOrders.id)} IS NULL THEN NULL ELSE 'order' END`,
+      resourceId: order(listingOrders.id),
+      resourceVersion: order(listingOrders.version),
+    };
+  }
+  return {};
 }
 
 /** The trace of the request (or run) writing the event, so the drain can hand it on to its deliveries. */
@@ -81,13 +126,14 @@ export function outboxInsertIfChanged<T extends EventType>(
  * same few parameters however many rows it writes. `ctes` (a WITH list, without `WITH`)
  * and `from` (`FROM … WHERE …`) select the rows; `data` builds each one's payload as a
  * JSON object in SQL, in the shape the type's schema documents (it cannot be parsed
- * through it here: the callers' tests parse what they write).
+ * through it here: the callers' tests parse what they write). `resource` names each row's
+ * resource and the version the change gives it.
  */
 export function outboxInsertPerRow<T extends EventType>(
   db: Db,
   agencyId: string,
   type: T,
-  rows: { ctes: SQL; data: SQL; from: SQL },
+  rows: { ctes: SQL; data: SQL; from: SQL; resource?: { type: ResourceType; id: SQL; version: SQL } },
 ) {
   // Each row's id: the time part of this moment's ids, so they still sort by creation, and 12 random characters.
   const timePart = newEventId().slice(0, -12);
@@ -102,6 +148,11 @@ export function outboxInsertPerRow<T extends EventType>(
     createdAt: nowIso(),
     attempts: 0,
     traceParent: writerTrace() ?? undefined,
+    ...(rows.resource && {
+      resourceType: rows.resource.type,
+      resourceId: rows.resource.id,
+      resourceVersion: rows.resource.version,
+    }),
   };
   // INSERT … SELECT lists every column of the table, in table order.
   const selected = sql.join(

@@ -1,5 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import type { EventRow } from "../db/schema";
+import { syncFields } from "../domain/event-sync";
 import { EVENT_TYPE_NAMES, EVENT_TYPES, type EventType } from "../domain/events";
 
 const EVENT_ID_DESCRIPTION =
@@ -10,6 +11,43 @@ const CREATED_AT_DESCRIPTION =
   "`created_after`/`created_before` filters use it. A webhook delivery carries instead `timestamp` (Unix seconds " +
   "of that delivery attempt) and `nonce` (new on every attempt): they belong to one attempt, not to the event, " +
   "so they are not part of it here.";
+
+export const SequenceSchema = z
+  .number()
+  .int()
+  .min(1)
+  .openapi({
+    description:
+      "The event's place in your agency's sequence: every event of the agency takes the next integer, in the same " +
+      "transaction as the change it describes, so the sequence has no gap and no repeat. A receiver that sees 41 " +
+      "after 39 asks GET /api/v1/events?after_sequence=39 for what it missed. Webhook deliveries carry the same value.",
+    example: 42,
+  });
+
+export const ResourceRefSchema = z
+  .object({
+    type: z.enum(["listing", "user", "order"]).openapi({ description: "What kind of resource changed." }),
+    id: z.string().openapi({
+      description:
+        "Its identifier as its routes take it: a listing's `listing_number`, a user's `id`, an order's `id` " +
+        "(listed by GET /api/v1/listings/{listing_number}/orders).",
+      example: "k3v9x2a",
+    }),
+    version: z
+      .number()
+      .int()
+      .min(1)
+      .openapi({
+        description:
+          "The resource's `version` once this change was written. A copy holding this version or a later one " +
+          "already has the change; an older one is out of date (read the resource again, or apply the event).",
+        example: 7,
+      }),
+  })
+  .nullable()
+  .openapi("ResourceRef", {
+    description: "The resource the event changed and the version the change gave it; null for an event about none.",
+  });
 
 /** `listing.created` → `ListingCreatedEvent` */
 const componentName = (type: EventType) =>
@@ -31,6 +69,8 @@ const variant = <T extends EventType>(type: T) =>
         example: EVENT_TYPES[type].apiVersion,
       }),
       created_at: z.string().openapi({ description: CREATED_AT_DESCRIPTION, example: "2026-11-22T15:30:00.000Z" }),
+      sequence: SequenceSchema,
+      resource: ResourceRefSchema,
       data: EVENT_TYPES[type].data,
     })
     .openapi(componentName(type), { description: EVENT_TYPES[type].description });
@@ -64,6 +104,8 @@ const StoredEventSchema = z.object({
   event_type: z.enum(EVENT_TYPE_NAMES),
   api_version: z.string(),
   created_at: z.string(),
+  sequence: z.number().int(),
+  resource: z.object({ type: z.string(), id: z.string(), version: z.number().int() }).nullable(),
   data: z.record(z.string(), z.unknown()),
 });
 
@@ -73,6 +115,7 @@ export const presentEvent = (e: EventRow): EventItem =>
     event_type: e.eventType,
     api_version: e.apiVersion,
     created_at: e.createdAt,
+    ...syncFields(e),
     data: e.data,
   }) as EventItem;
 

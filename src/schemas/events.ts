@@ -55,6 +55,24 @@ export function envelopeSchema(type: EventType): Record<string, unknown> {
         description: "Unique per delivery attempt; refuse one seen in the last 10 minutes.",
         examples: ["n_4f9c2a7e1b3d"],
       },
+      sequence: {
+        type: "integer",
+        minimum: 1,
+        description:
+          "The event's place in your agency's sequence (no gap, no repeat); the same in the events API. " +
+          "Absent on a test delivery, which is no event of the agency.",
+        examples: [42],
+      },
+      resource: {
+        type: ["object", "null"],
+        required: ["type", "id", "version"],
+        description: "The resource the event changed and its version after the change; null for an event about none.",
+        properties: {
+          type: { type: "string", enum: ["listing", "user", "order"] },
+          id: { type: "string", examples: ["k3v9x2a"] },
+          version: { type: "integer", minimum: 1, examples: [7] },
+        },
+      },
       data,
     },
   };

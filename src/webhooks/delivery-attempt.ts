@@ -1,4 +1,5 @@
 import type { WebhookEndpoint } from "../db/schema";
+import { type SyncFields, syncFields } from "../domain/event-sync";
 import { unseal, webhookSigningSecret } from "../domain/sealed-columns";
 import { randomToken } from "../lib/ids";
 import { keyringOf } from "../lib/keyring";
@@ -38,7 +39,7 @@ export async function attemptDelivery(
   const { status, error, timedOut } = await postEnvelope(
     verdict.url,
     sign,
-    { id: event.id, type: event.eventType, apiVersion: event.apiVersion, data: event.data },
+    { id: event.id, type: event.eventType, apiVersion: event.apiVersion, data: event.data, ...syncFields(event) },
     delivery.id,
     started,
     timeoutMs,
@@ -95,7 +96,7 @@ export async function signingSecret(
 export async function postEnvelope(
   url: string,
   sign: Signer,
-  event: { id: string; type: string; apiVersion: string; data: unknown },
+  event: { id: string; type: string; apiVersion: string; data: unknown } & Partial<SyncFields>,
   deliveryId: string,
   started: number,
   timeoutMs = DELIVERY_TIMEOUT_MS,
@@ -108,6 +109,7 @@ export async function postEnvelope(
     api_version: event.apiVersion,
     timestamp,
     nonce: randomToken(16),
+    ...(event.sequence !== undefined && { sequence: event.sequence, resource: event.resource ?? null }),
     data: event.data,
   });
   let status: number | null = null;
