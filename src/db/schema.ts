@@ -554,6 +554,11 @@ export const webhookEndpoints = sqliteTable(
     consecutiveFailures: integer("consecutive_failures").notNull().default(0),
     /** While in the future, the breaker is open: deliveries wait without a request. */
     pausedUntil: text("paused_until"),
+    /**
+     * Sandbox only: how many of the endpoint's next attempts are dropped (dead, with no
+     * request) to rehearse a gap; taken down in the batch that leases the deliveries.
+     */
+    sandboxDropNext: integer("sandbox_drop_next").notNull().default(0),
     /** Raised by every change a reader can see (a trigger, in the same statement); the ETag is built from it. */
     version: integer("version").notNull().default(1),
   },

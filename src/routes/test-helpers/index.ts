@@ -9,6 +9,7 @@ import { completeUploadsHandler, completeUploadsRoute } from "./complete-uploads
 import { createSubscriptionHandler, createSubscriptionRoute } from "./create-subscription";
 import { createUserHandler, createUserRoute } from "./create-user";
 import { deactivateUserHandler, deactivateUserRoute } from "./deactivate-user";
+import { dropDeliveriesHandler, dropDeliveriesRoute } from "./drop-deliveries";
 import { editListingHandler, editListingRoute } from "./edit-listing";
 import { moveUserHandler, moveUserRoute } from "./move-user";
 import { payInvoiceHandler, payInvoiceRoute } from "./pay-invoice";
@@ -37,4 +38,5 @@ export const testHelpersApi = new OpenAPIHono<AppEnv>({ defaultHook: validationH
   .openapi(cancelSubscriptionRoute, cancelSubscriptionHandler)
   .openapi(createUserRoute, createUserHandler)
   .openapi(moveUserRoute, moveUserHandler)
-  .openapi(deactivateUserRoute, deactivateUserHandler);
+  .openapi(deactivateUserRoute, deactivateUserHandler)
+  .openapi(dropDeliveriesRoute, dropDeliveriesHandler);

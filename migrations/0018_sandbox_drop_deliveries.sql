@@ -1,0 +1,1 @@
+ALTER TABLE `webhook_endpoints` ADD `sandbox_drop_next` integer DEFAULT 0 NOT NULL;
