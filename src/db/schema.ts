@@ -556,7 +556,7 @@ export const webhookEndpoints = sqliteTable(
     pausedUntil: text("paused_until"),
     /**
      * Sandbox only: how many of the endpoint's next attempts are dropped (dead, with no
-     * request) to rehearse a gap; taken down in the batch that leases the deliveries.
+     * request) to rehearse a gap; a trigger takes one in the statement that leases each.
      */
     sandboxDropNext: integer("sandbox_drop_next").notNull().default(0),
     /** Raised by every change a reader can see (a trigger, in the same statement); the ETag is built from it. */

@@ -8,7 +8,6 @@ import { holdStatement } from "./endpoint-holds";
 import { type Lane, lanesOf, slots } from "./endpoint-lanes";
 import { type DeliveryBody, logDeliveryFailure, messageSettler, retryLater } from "./message-settling";
 import { type AttemptOutcome, outcomeWriter } from "./outcome-writer";
-import { droppedOutcome } from "./sandbox-drops";
 
 /** The attempt's usage data point: delivered, failed (retried later) or dead. */
 function recordAttempt(env: Env, target: Target, eventType: string | undefined, outcome: AttemptOutcome): void {
@@ -73,15 +72,6 @@ export async function consumeWebhooks(
   const endpointOf = new Map(ordered.flatMap((lane) => lane.pending.map((p) => [p.message, lane.endpointId])));
   const writer = outcomeWriter(env.DB, claim.lease);
   const settler = messageSettler(writer, [...endpointOf.keys()]);
-  // The sandbox's dropped deliveries are recorded first, before any attempt can put them back.
-  for (const lane of ordered)
-    lane.pending = lane.pending.filter(({ message, target, attempts }) => {
-      if (!claim.dropped.has(target.delivery.id)) return true;
-      const outcome = droppedOutcome(target.delivery.id, lane.endpointId, attempts + 1);
-      recordAttempt(env, target, claim.events.get(target.delivery.eventId)?.eventType, outcome);
-      settler.record(message, outcome, false);
-      return false;
-    });
   const signerOf = batchSigners(env);
   const connections = slots(CONNECTIONS_PER_BATCH);
   const work = async (lane: Lane) => {

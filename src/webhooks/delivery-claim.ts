@@ -3,7 +3,6 @@ import type { Db } from "../db/client";
 import { events, type WebhookDelivery, type WebhookEndpoint, webhookDeliveries, webhookEndpoints } from "../db/schema";
 import { nowIso } from "../lib/ids";
 import { LEASE_MS } from "./consumer-limits";
-import { dropStatements } from "./sandbox-drops";
 
 /** A delivery of the batch with what its attempt needs from its endpoint (null once removed). */
 export interface Target {
@@ -24,8 +23,6 @@ export interface Claim {
   /** Delivery id → its attempts so far, for the deliveries this batch leased. */
   leased: Map<string, number>;
   events: Map<string, StoredEvent>;
-  /** Leased deliveries the sandbox drop helper takes: recorded dead, with no request. */
-  dropped: Set<string>;
 }
 
 /**
@@ -35,13 +32,12 @@ export interface Claim {
  * pending delivery no other attempt holds whose endpoint is not paused; then the
  * deliveries with their endpoints, and the leased deliveries' events. The lease is what
  * keeps one request in flight per delivery: a duplicate message, here or in a batch
- * running at the same time, finds the row held and waits. In the same batch, the sandbox
- * drop helper's count takes the leased deliveries it drops (see dropStatements).
+ * running at the same time, finds the row held and waits.
  */
 export async function claimBatch(db: Db, deliveryIds: string[], now: number): Promise<Claim> {
   const lease = nowIso(now + LEASE_MS);
   const ids = sql`(SELECT value FROM json_each(${JSON.stringify(deliveryIds)}))`;
-  const [leased, dropped, , rows, loaded] = await db.batch([
+  const [leased, rows, loaded] = await db.batch([
     db
       .update(webhookDeliveries)
       .set({ leasedUntil: lease })
@@ -55,7 +51,6 @@ export async function claimBatch(db: Db, deliveryIds: string[], now: number): Pr
         ),
       )
       .returning({ id: webhookDeliveries.id, attempts: webhookDeliveries.attempts }),
-    ...dropStatements(db, ids, lease),
     // Flat, with no column name twice: D1 returns a batch's rows as objects keyed by column name.
     db
       .select({
@@ -111,6 +106,5 @@ export async function claimBatch(db: Db, deliveryIds: string[], now: number): Pr
     ),
     leased: new Map(leased.map((r) => [r.id, r.attempts])),
     events: new Map(loaded.map((e) => [e.id, e])),
-    dropped: new Set(dropped.map((d) => d.id)),
   };
 }

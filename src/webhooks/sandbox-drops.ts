@@ -1,11 +1,15 @@
-import { and, eq, gt, inArray, type SQL, sql } from "drizzle-orm";
+import { and, eq } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../db/client";
-import { type WebhookEndpoint, webhookDeliveries, webhookEndpoints } from "../db/schema";
+import { type WebhookEndpoint, webhookEndpoints } from "../db/schema";
 import { DomainError } from "../lib/errors";
-import type { AttemptOutcome } from "./outcome-writer";
 
-/** The error a dropped attempt records in the delivery log. */
+/**
+ * The error a dropped attempt records in the delivery log. The drop itself is the trigger
+ * `webhook_deliveries_sandbox_drop` (in the migrations): it fires in the statement that leases
+ * a delivery whose endpoint has drops left, takes one, logs the attempt and ends the
+ * delivery dead, so the consumer finds it settled and acks its message without a request.
+ */
 export const DROPPED_ERROR = "dropped by sandbox helper";
 
 /**
@@ -30,56 +34,3 @@ export async function dropNextDeliveries(
   if (!row) throw new DomainError("webhook_endpoint_not_found");
   return row.dropNext;
 }
-
-/**
- * The two statements of a claim that take the drops: the first names the leased deliveries
- * to drop (the first `sandbox_drop_next` of each endpoint's leased rows, by id), the second
- * takes that many off each endpoint's count. Both run in the claim's batch, so concurrent
- * batches never drop more than was asked, and every drop counted is a delivery this batch
- * holds and records at once.
- */
-export function dropStatements(db: Db, ids: SQL, lease: string) {
-  const leasedHere = sql`FROM webhook_deliveries d WHERE d.id IN ${ids} AND d.leased_until = ${lease}`;
-  return [
-    db
-      .select({ id: webhookDeliveries.id })
-      .from(webhookDeliveries)
-      .innerJoin(webhookEndpoints, eq(webhookEndpoints.id, webhookDeliveries.endpointId))
-      .where(
-        and(
-          gt(webhookEndpoints.sandboxDropNext, 0),
-          inArray(webhookDeliveries.id, ids),
-          eq(webhookDeliveries.leasedUntil, lease),
-          // Its rank among the endpoint's leased rows, by id, is within the count.
-          sql`(SELECT count(*) ${leasedHere} AND d.endpoint_id = ${webhookDeliveries.endpointId}
-            AND d.id < ${webhookDeliveries.id}) < ${webhookEndpoints.sandboxDropNext}`,
-        ),
-      ),
-    db
-      .update(webhookEndpoints)
-      .set({
-        sandboxDropNext: sql`max(0, sandbox_drop_next - (SELECT count(*) ${leasedHere} AND d.endpoint_id = webhook_endpoints.id))`,
-      })
-      .where(
-        and(
-          gt(webhookEndpoints.sandboxDropNext, 0),
-          inArray(webhookEndpoints.id, sql`(SELECT d.endpoint_id ${leasedHere})`),
-        ),
-      ),
-  ] as const;
-}
-
-/**
- * A dropped attempt: recorded as the delivery's last, dead, with no request made, as a
- * delivery is lost once a real outage outlasts its retries (replay brings it back).
- */
-export const droppedOutcome = (deliveryId: string, endpointId: string, attempt: number): AttemptOutcome => ({
-  deliveryId,
-  endpointId,
-  attempt,
-  started: Date.now(),
-  latencyMs: 0,
-  status: null,
-  error: DROPPED_ERROR,
-  final: "dead",
-});

@@ -87,6 +87,20 @@ describe("POST /api/v1/test_helpers/webhooks/endpoints/{endpoint_id}/drop_delive
     expect(receivers.received).toHaveLength(1);
   });
 
+  it("batches leasing at the same time drop exactly the count between them", async () => {
+    const t = await makeTenant();
+    const hook = await registerEndpoint(t, "http://localhost:9999/drops-race", ["listing.created"]);
+    await drop(t, hook.id, 3);
+    for (let i = 0; i < 8; i++) await makeListing(t);
+    await drained();
+    const ids = (await deliveriesOf(hook.id)).map((d) => ({ delivery_id: d.id }));
+    await Promise.all([consume("alms-webhooks-local", ids.slice(0, 4)), consume("alms-webhooks-local", ids.slice(4))]);
+    const after = await deliveriesOf(hook.id);
+    expect(after.filter((d) => d.lastError === "dropped by sandbox helper")).toHaveLength(3);
+    expect(receivers.received).toHaveLength(5);
+    expect(await countLeft(hook.id)).toBe(0);
+  });
+
   it("holds the count to its endpoint: another endpoint of the agency is delivered to", async () => {
     const t = await makeTenant();
     const dropped = await registerEndpoint(t, "http://localhost:9999/drops-a", ["listing.created"]);
