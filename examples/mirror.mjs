@@ -191,8 +191,8 @@ export function createMirror({
         return fillNow(false);
       }
       if (status !== 200) throw new MirrorError(status, body?.error?.code ?? "unexpected", "the events feed refused");
-      // Everything up to the first page's last_sequence existed when the walk began, so the walk covers it.
-      noted ??= body.last_sequence;
+      // A walk followed to its end has listed every event up to its last page's last_sequence that the key may read.
+      noted = body.last_sequence;
       for (const event of body.data) {
         if (seen(event.sequence)) continue;
         await apply(event);
