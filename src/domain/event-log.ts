@@ -22,7 +22,7 @@ export interface EventFilters {
   createdBefore?: string;
 }
 
-const queryError = (field: string, code: string, message: string, ctx: Record<string, unknown> = {}) =>
+export const queryError = (field: string, code: string, message: string, ctx: Record<string, unknown> = {}) =>
   new DomainError("request_query_invalid", {
     message: `Invalid query parameter. ${field}: ${message}`,
     details: { errors: [{ field, code, message, ctx }], fields: { [field]: [message] } },

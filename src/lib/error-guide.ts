@@ -106,6 +106,9 @@ const ERROR_GUIDE = {
   webhook_delivery_not_found: fix("Check the delivery id."),
   webhook_endpoint_limit_reached: later("The agency has 16 active endpoints; delete one before registering another."),
   event_not_found: fix("Check the event id; events are kept 30 days (GET /api/v1/events lists them)."),
+  event_sequence_expired: fix(
+    "Note details.last_sequence, read every resource again from the list routes, then ask for the events after it.",
+  ),
   request_not_found: fix(
     "Check the request id (the X-Request-Id of the answer); only writes that committed, of the last 24 hours, are kept.",
   ),

@@ -88,6 +88,11 @@ export const ERRORS = {
   webhook_endpoint_not_found: [404, "No such webhook endpoint."],
   webhook_delivery_not_found: [404, "No such webhook delivery."],
   event_not_found: [404, "No such event (events are kept for 30 days)."],
+  event_sequence_expired: [
+    410,
+    "The events after this sequence are past the 30-day window; resync from the list routes, then read the " +
+      "events after details.last_sequence.",
+  ],
   request_not_found: [404, "No such request: only your agency's writes of the last 24 hours can be looked up."],
   stripe_signature_invalid: [400, "The Stripe-Signature header does not verify, or is older than 5 minutes."],
   webhook_url_not_allowed: [422, "The receiver URL must be a public https URL."],

@@ -122,3 +122,38 @@ export const presentEvent = (e: EventRow): EventItem =>
 export const eventIdParam = z.object({
   event_id: z.string().openapi({ description: "An event's `event_id`.", example: "evt_0mhx3k2a1q8v2l0c9z7rj4" }),
 });
+
+export const afterSequenceQuery = z.coerce
+  .number()
+  .int()
+  .min(0)
+  .max(Number.MAX_SAFE_INTEGER)
+  .optional()
+  .openapi({
+    description:
+      "The sync feed: only events whose `sequence` is above this, in sequence order, up to `last_sequence`. " +
+      "0 reads from the agency's first event. Combines with `type`, not with `created_after` or `created_before`.",
+    example: 39,
+  });
+
+export const EventPageSchema = z
+  .object({
+    data: z.array(EventSchema).openapi({
+      description: "The events of this page: oldest first, or in sequence order with `after_sequence`.",
+    }),
+    next_cursor: z
+      .string()
+      .openapi({ description: "Cursor of the next page; the empty string marks the end.", example: "" }),
+    last_sequence: z
+      .number()
+      .int()
+      .min(0)
+      .openapi({
+        description:
+          "Your agency's latest event sequence number when this page was read (0 before its first event). With " +
+          "`after_sequence`, the feed stops there: a reader that followed `next_cursor` to the end has seen every " +
+          "event up to it that it may read. Note it before a resync, then continue with `after_sequence` set to it.",
+        example: 42,
+      }),
+  })
+  .openapi("EventPage");

@@ -1,8 +1,10 @@
 import { z } from "@hono/zod-openapi";
+import { syncFields } from "../domain/event-sync";
 import { EVENT_TYPE_NAMES } from "../domain/events";
 import type { RequestTrail } from "../webhooks/request-trail";
 import { TRAIL_MAX_ATTEMPTS, TRAIL_MAX_DELIVERIES, TRAIL_MAX_EVENTS } from "../webhooks/request-trail";
 import { DeliveryLogEntrySchema, presentDeliveryLogEntry } from "./delivery-log";
+import { ResourceRefSchema, SequenceSchema } from "./event-log";
 
 const REQUEST_ID_EXAMPLE = "req_0mhx3k2a1q8v2l0c9z7rj4";
 
@@ -22,6 +24,8 @@ const RequestEventSchema = z
     created_at: z
       .string()
       .openapi({ description: "When the event was written, ISO 8601 UTC.", example: "2026-11-22T15:30:00.000Z" }),
+    sequence: SequenceSchema,
+    resource: ResourceRefSchema,
     deliveries: z.array(DeliveryLogEntrySchema).openapi({
       description:
         `Its webhook deliveries, oldest first, at most ${TRAIL_MAX_DELIVERIES}, as the endpoint's delivery log shows ` +
@@ -66,7 +70,7 @@ export const RequestTrailSchema = z
       example: "4bf92f3577b34da6a3ce929d0e0e4736",
     }),
     events: z.array(RequestEventSchema).openapi({
-      description: `The events it wrote, oldest first, at most ${TRAIL_MAX_EVENTS}.`,
+      description: `The events it wrote, in sequence order, at most ${TRAIL_MAX_EVENTS}.`,
     }),
   })
   .openapi("RequestTrail");
@@ -88,6 +92,7 @@ export const presentRequestTrail = ({ mark, events }: RequestTrail) =>
       event_id: event.id,
       event_type: event.eventType,
       created_at: event.createdAt,
+      ...syncFields(event),
       deliveries: deliveries.map(presentDeliveryLogEntry),
     })),
   });

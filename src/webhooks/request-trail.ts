@@ -21,9 +21,14 @@ export const TRAIL_MAX_DELIVERIES = 16;
 /** The most attempts shown per delivery: its latest ones. */
 export const TRAIL_MAX_ATTEMPTS = 20;
 
+type TrailEvent = Pick<
+  EventRow,
+  "id" | "eventType" | "createdAt" | "sequence" | "resourceType" | "resourceId" | "resourceVersion"
+>;
+
 export interface RequestTrail {
   mark: IdempotencyMark;
-  events: { event: Pick<EventRow, "id" | "eventType" | "createdAt">; deliveries: DeliveryLogEntry[] }[];
+  events: { event: TrailEvent; deliveries: DeliveryLogEntry[] }[];
 }
 
 /**
@@ -47,10 +52,18 @@ export async function requestTrail(db: Db, requestId: string, agencyId?: string)
   if (!mark) throw new DomainError("request_not_found");
   const written = mark.traceParent
     ? await db
-        .select({ id: events.id, eventType: events.eventType, createdAt: events.createdAt })
+        .select({
+          id: events.id,
+          eventType: events.eventType,
+          createdAt: events.createdAt,
+          sequence: events.sequence,
+          resourceType: events.resourceType,
+          resourceId: events.resourceId,
+          resourceVersion: events.resourceVersion,
+        })
         .from(events)
         .where(and(eq(events.agencyId, mark.agencyId), eq(events.traceParent, mark.traceParent)))
-        .orderBy(asc(events.createdAt), asc(events.id))
+        .orderBy(asc(events.sequence))
         .limit(TRAIL_MAX_EVENTS)
     : [];
   const eventIds = JSON.stringify(written.map((e) => e.id));

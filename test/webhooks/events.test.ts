@@ -86,7 +86,7 @@ describe("the events API", () => {
 
     const list = await call("/api/v1/events?type=listing.created", { key: t.key });
     expect(list.status, list.text).toBe(200);
-    expect(list.json).toEqual({ data: [one.json], next_cursor: "" });
+    expect(list.json).toEqual({ data: [one.json], next_cursor: "", last_sequence: one.json.sequence });
     expect(list.headers.get("X-Rate-Limit-Limit")).toBe("300");
   });
 

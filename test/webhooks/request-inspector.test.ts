@@ -1,6 +1,6 @@
 import { and, eq, sql } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { idempotencyMarks, listings, webhookDeliveries } from "../../src/db/schema";
+import { events, idempotencyMarks, listings, webhookDeliveries } from "../../src/db/schema";
 import { nowIso } from "../../src/lib/ids";
 import { call, db, expectError, internal, makeTenant, type Tenant, unique } from "../support/harness";
 import {
@@ -40,7 +40,7 @@ describe("looking up a request", () => {
     const t = await makeTenant();
     const hook = await registerEndpoint(t, "http://localhost:9999/inspect", ["listing.created"]);
     const idemKey = crypto.randomUUID();
-    const { requestId, listingId } = await createListing(t, {
+    const { requestId, listingId, res } = await createListing(t, {
       "X-Idempotency-Key": idemKey,
       traceparent: `00-${TRACE}-00f067aa0ba902b7-01`,
     });
@@ -65,11 +65,15 @@ describe("looking up a request", () => {
       trace_id: TRACE,
     });
     expect(Date.now() - Date.parse(r.json.created_at)).toBeLessThan(60_000);
+    const [event] = await db().select().from(events).where(eq(events.id, delivery!.eventId));
+    expect(event!.sequence).toBeGreaterThan(0);
     expect(r.json.events, r.text).toEqual([
       {
         event_id: delivery!.eventId,
         event_type: "listing.created",
         created_at: expect.any(String),
+        sequence: event!.sequence,
+        resource: { type: "listing", id: res.json.listing_number, version: 1 },
         deliveries: [
           expect.objectContaining({
             id: delivery!.id,

@@ -1,16 +1,15 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { checkEventTypesReadable, readableEventTypes } from "../../domain/event-access";
+import { checkFeedQuery, lastSequence, pageFeed } from "../../domain/event-feed";
 import { EVENT_RETENTION_DAYS, eventWindow, pageEvents } from "../../domain/event-log";
 import { EVENT_TYPE_NAMES } from "../../domain/events";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
 import { keyringOf } from "../../lib/keyring";
-import { EventSchema, presentEvent } from "../../schemas/event-log";
+import { afterSequenceQuery, EventPageSchema, presentEvent } from "../../schemas/event-log";
 import { READ_SCOPES_TEXT } from "../../schemas/events";
-import { cursorQuery, pageBody, pageSchema } from "../../schemas/page";
-
-const EventPageSchema = pageSchema(EventSchema, "EventPage");
+import { cursorQuery, pageBody } from "../../schemas/page";
 
 const instant = (description: string) =>
   z.iso
@@ -22,7 +21,7 @@ const instant = (description: string) =>
     });
 
 export const listEventsRoute = publicRoute(
-  { endpoint: "read_events_list", scope: "webhooks:read" },
+  { endpoint: "read_events_list", scope: "webhooks:read", errors: ["event_sequence_expired"] },
   {
     method: "get",
     path: "/api/v1/events",
@@ -39,7 +38,18 @@ export const listEventsRoute = publicRoute(
       `the per-attempt \`timestamp\` and \`nonce\`. Events older than ${EVENT_RETENTION_DAYS} days are not ` +
       "listed (a `created_after` before that starts at the horizon) and are deleted. A `type` that is not one of " +
       "the catalog's event types, a malformed instant, or a `created_before` not later than `created_after` is " +
-      "422 `request_query_invalid`.",
+      "422 `request_query_invalid`.\n\n" +
+      "**The sync feed.** With `after_sequence=N` the list is your agency's events whose `sequence` is above N, in " +
+      "sequence order, up to `last_sequence` (your agency's latest sequence when the page was read): a receiver " +
+      "that sees sequence 41 after 39 asks `after_sequence=39` and gets 40 first. Types your key may not read, and " +
+      "other types when `type` is given, are left out; a reader that followed `next_cursor` to the end has seen " +
+      "every event up to `last_sequence` that it may read, and continues with `after_sequence=<last_sequence>`. " +
+      "N at or above `last_sequence` is an empty page. `created_after` and `created_before` do not combine with " +
+      "`after_sequence` (422 `request_query_invalid`). When the event after N is past the " +
+      `${EVENT_RETENTION_DAYS}-day window the answer is 410 \`event_sequence_expired\` with \`details\` ` +
+      "`after_sequence`, `oldest_sequence` (the oldest still kept after it; `last_sequence` + 1 when none is) and " +
+      "`last_sequence`: note `last_sequence`, read every resource again from the list routes, then continue with " +
+      "`after_sequence=<last_sequence>`.",
     request: {
       query: z.strictObject({
         ...cursorQuery,
@@ -49,6 +59,7 @@ export const listEventsRoute = publicRoute(
           .openapi({ description: "Only events of this type.", example: "listing.created" }),
         created_after: instant("Only events created at or after this instant (inclusive)."),
         created_before: instant("Only events created strictly before this instant (exclusive)."),
+        after_sequence: afterSequenceQuery,
       }),
     },
     responses: {
@@ -58,14 +69,21 @@ export const listEventsRoute = publicRoute(
 );
 
 export const listEventsHandler: RouteHandler<typeof listEventsRoute, AppEnv> = async (c) => {
-  const { cursor, limit, type, created_after, created_before } = c.req.valid("query");
+  const query = c.req.valid("query");
+  const { cursor, limit, type, created_after, created_before, after_sequence } = query;
   const caller = c.get("caller");
   if (type) checkEventTypesReadable(caller.scopes, [type]);
-  const page = await pageEvents(
-    c.var.db,
-    caller.agencyId,
-    { readable: readableEventTypes(caller.scopes), type, ...eventWindow(created_after, created_before) },
-    { keyring: keyringOf(c.env), cursor, limit },
-  );
-  return c.json(pageBody(page, presentEvent), 200);
+  const readable = readableEventTypes(caller.scopes);
+  const req = { keyring: keyringOf(c.env), cursor, limit };
+  if (after_sequence !== undefined) {
+    checkFeedQuery(query);
+    const feed = await pageFeed(c.var.db, caller.agencyId, { readable, type, afterSequence: after_sequence }, req);
+    return c.json({ ...pageBody(feed, presentEvent), last_sequence: feed.lastSequence }, 200);
+  }
+  const window = eventWindow(created_after, created_before);
+  const [page, last] = await Promise.all([
+    pageEvents(c.var.db, caller.agencyId, { readable, type, ...window }, req),
+    lastSequence(c.var.db, caller.agencyId),
+  ]);
+  return c.json({ ...pageBody(page, presentEvent), last_sequence: last }, 200);
 };
