@@ -273,8 +273,10 @@ async function main() {
     async () => {
       const o = await measureObservability(operatorToken, READY_TIMEOUT_MS);
       keep("obsGetOn", o.getOn);
+      keep("obsGetSampled", o.getSampled);
       keep("obsGetOff", o.getOff);
       keep("obsPostOn", o.postOn);
+      keep("obsPostSampled", o.postSampled);
       keep("obsPostOff", o.postOff);
     },
     runs("observability"),
@@ -344,7 +346,8 @@ async function main() {
   );
   printTable(rows);
   console.log(
-    "\ncpu ms: CPU time of the serving wrangler dev (workerd and all) per request, steadier than req/s on a busy machine." +
+    "\ncpu ms: CPU time of the serving wrangler dev (workerd and all) per request, steadier than req/s on a busy machine;" +
+      " wkd ms: the part the workerd that runs the Worker spent (without wrangler's Node process and its proxy's workerd, which relay requests and console lines)." +
       "\n×bare, ×floor: req/s against the bare route and the route's floor. ×ref: many tenants against the single key;" +
       ` @${size(BIG_ROWS)} rows against @${size(SMALL_ROWS)}.` +
       "\nWebhook rows: req/s = receipts per second; p50/p99 from sending the create to the receipt, per endpoint;" +

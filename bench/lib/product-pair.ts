@@ -1,7 +1,6 @@
-// Two product Workers that differ in one thing, each on fresh state of its own, measured
-// in turns: what that one thing costs a route. The observability phase sets a variable
-// on one of them; the sequence phase changes one Worker's local database after its
-// migrations.
+// Product Workers that differ in one thing, each on fresh state of its own, measured in
+// turns: what that one thing costs a route. The observability phase sets variables on
+// them; the sequence phase changes one Worker's local database after its migrations.
 import { randomBytes, randomUUID } from "node:crypto";
 import { join } from "node:path";
 import { Api } from "./api.ts";
@@ -103,27 +102,24 @@ export const createListingSpec = (p: RunningProduct, name: string): Spec => ({
 });
 
 /**
- * Starts both sides, then measures each group of specs in turns (one spec per side, in
- * the order of `sides`), and stops both Workers whatever happened.
+ * Starts every side, then measures each group of specs in turns (one spec per side, in
+ * the order of `sides`), and stops every Worker whatever happened.
  */
-export async function measurePair(
-  sides: [Side, Side],
+export async function measureSides(
+  sides: Side[],
   token: string,
   readyMs: number,
   groups: ((p: RunningProduct) => Spec)[],
 ): Promise<Figure[][]> {
-  const ports = await freePorts(4);
-  const first = await startProduct(sides[0], ports.slice(0, 2), token, readyMs);
+  const ports = await freePorts(2 * sides.length);
+  const started: Awaited<ReturnType<typeof startProduct>>[] = [];
   try {
-    const second = await startProduct(sides[1], ports.slice(2), token, readyMs);
-    try {
-      const out: Figure[][] = [];
-      for (const spec of groups) out.push(await measureAlternating([spec(first.product), spec(second.product)]));
-      return out;
-    } finally {
-      await stopServer(second.child);
-    }
+    for (const [i, side] of sides.entries())
+      started.push(await startProduct(side, ports.slice(2 * i, 2 * i + 2), token, readyMs));
+    const out: Figure[][] = [];
+    for (const spec of groups) out.push(await measureAlternating(started.map((s) => spec(s.product))));
+    return out;
   } finally {
-    await stopServer(first.child);
+    await Promise.all(started.map((s) => stopServer(s.child)));
   }
 }

@@ -6,7 +6,7 @@
 // the event's `sequence` (with its unique index).
 import type { Figure } from "./load.ts";
 import { runChild } from "./processes.ts";
-import { createListingSpec, measurePair, type Side } from "./product-pair.ts";
+import { createListingSpec, measureSides, type Side } from "./product-pair.ts";
 
 export interface SequenceFigures {
   with: Figure;
@@ -26,8 +26,9 @@ const WITHOUT: Side = {
 };
 
 export async function measureSequence(token: string, readyMs: number): Promise<SequenceFigures> {
-  const [[withSequence, withoutSequence]] = await measurePair([WITH, WITHOUT], token, readyMs, [
+  const [posts = []] = await measureSides([WITH, WITHOUT], token, readyMs, [
     (p) => createListingSpec(p, `POST /api/v1/listings, ${p.label}`),
   ]);
+  const [withSequence, withoutSequence] = posts;
   return { with: withSequence!, without: withoutSequence! };
 }
