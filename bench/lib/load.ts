@@ -133,9 +133,11 @@ export async function measure(
 
 /**
  * Rows compared with each other, measured in turns: after a warm-up each, every row runs
- * for DURATION / ROUNDS seconds, then the next, ROUNDS times over. A drift of the machine
- * (another process, a heap growing) then falls on every row alike instead of on whichever
- * ran second, so their ratio is the routes' own.
+ * for DURATION / ROUNDS seconds, then the next, ROUNDS times over, in an order that
+ * reverses every other round (A B, B A, A B). A drift of the machine (another process, a
+ * heap growing) then falls on every row alike instead of on whichever ran second, and no
+ * row is always the one measured first in a round (on a busy machine that row came out
+ * cheaper), so their ratio is the routes' own.
  */
 export async function measureAlternating(specs: Spec[]): Promise<Figure[]> {
   process.stderr.write(`· in turns (${ROUNDS} rounds): ${specs.map((s) => s.name).join(" | ")}\n`);
@@ -144,7 +146,9 @@ export async function measureAlternating(specs: Spec[]): Promise<Figure[]> {
       await autocannon({ ...opts, connections: options?.connections ?? CONNECTIONS, duration: WARMUP });
   const slices: Slice[][] = specs.map(() => []);
   const seconds = Math.max(1, Math.round(DURATION / ROUNDS));
+  const order = [...specs.keys()];
   for (let round = 0; round < ROUNDS; round++)
-    for (const [i, spec] of specs.entries()) slices[i]!.push(await slice(spec, seconds, round === 0));
+    for (const i of round % 2 ? [...order].reverse() : order)
+      slices[i]!.push(await slice(specs[i]!, seconds, round === 0));
   return specs.map((spec, i) => figureOf(spec.name, slices[i]!));
 }
