@@ -2,7 +2,7 @@
 export const etagOf = (version: number): string => `"v${version}"`;
 
 /** At most this many entity tags are read from one If-Match or If-None-Match header. */
-export const MAX_ENTITY_TAGS = 16;
+const MAX_ENTITY_TAGS = 16;
 
 /** An `If-Match` / `If-None-Match` value: `*`, or the listed entity tags (quotes kept, `W/` kept). */
 export type EntityTags = "*" | readonly string[];

@@ -101,6 +101,23 @@ describe("ETag and version on every single-resource GET", () => {
   });
 });
 
+describe("replays", () => {
+  it("a replayed write answers the first answer's ETag with its body", async () => {
+    const t = await makeTenant();
+    const tour = await newTour(t);
+    const path = `/api/v1/tours/${tour.tour_number}`;
+    const idempotencyKey = crypto.randomUUID();
+    const first = await call(path, { key: t.key, method: "PUT", body: { price: 7 }, idempotencyKey });
+    expect(first.status, first.text).toBe(200);
+    await call(path, { key: t.key, method: "PUT", body: { price: 8 } });
+    const again = await call(path, { key: t.key, method: "PUT", body: { price: 7 }, idempotencyKey });
+    expect(again.headers.get("x-idempotent-replay")).toBe("true");
+    expect(again.json).toEqual(first.json);
+    expect(again.headers.get("etag")).toBe('"v2"');
+    expect((await etagOf(t, path)).version).toBe(3);
+  });
+});
+
 describe("If-None-Match", () => {
   it("answers 304 with no body and the ETag when a listed tag matches (weak comparison, lists, *)", async () => {
     const t = await makeTenant();
