@@ -6,7 +6,7 @@ import type { RateDecision } from "../durable/key-gate";
 import { DomainError } from "../lib/errors";
 import { countAuthFailure, holdBackAddress } from "./auth-throttle";
 import { authorize, type Permission } from "./authorize";
-import { ifNoneMatch, settleConditionalRead } from "./conditional";
+import { countConditionalRead, ifNoneMatch, settleConditionalRead } from "./conditional";
 import { type D1Session, openSession, sessionConstraint } from "./d1-session";
 import type { Admission, AppEnv } from "./env";
 import { callerIdentity, EarlyClaim, type Hold, hold, type RecordOwner, release, settle } from "./idempotency-hold";
@@ -63,6 +63,7 @@ export function admission(policy: AdmissionPolicy): MiddlewareHandler<AppEnv> {
     let early: EarlyClaim | undefined;
     let held: Hold | undefined;
     let identified: Identified;
+    let count: (() => Promise<void>) | undefined;
     try {
       const cookie = policy.session ? getCookie(c, SESSION_COOKIE) : undefined;
       try {
@@ -86,8 +87,15 @@ export function admission(policy: AdmissionPolicy): MiddlewareHandler<AppEnv> {
       const { caller, rate } = identified;
       noteCaller(c, caller, rate);
       if (policy.endpoint) applyRate(c, policy.endpoint, rate);
-      authorize(caller, policy);
-      await readBody(c, policy.bodyLimit);
+      count = tags && policy.endpoint && identified.key ? uncounted(c, caller, policy.endpoint) : undefined;
+      try {
+        authorize(caller, policy);
+        await readBody(c, policy.bodyLimit);
+      } catch (err) {
+        // A conditional read refused here is not a 304: it is counted like any refused read.
+        if (count) await count();
+        throw err;
+      }
       if (policy.idempotent) {
         const taken = await hold(c, ownerOf(caller, policy), early);
         if (taken instanceof Response) return taken;
@@ -108,14 +116,16 @@ export function admission(policy: AdmissionPolicy): MiddlewareHandler<AppEnv> {
       (handed ??= timed(c.var.event, "gateMs", handOffBookmark(c.env, key.hash, session.bookmark())));
     await inSession(c, session, () => respond(c, next, held, handOff));
     if (!read) await handOff();
-    const { endpoint } = policy;
-    const keyId = admitted.caller.keyId;
-    if (tags && endpoint && keyId) {
-      await settleConditionalRead(c, tags, endpoint, () =>
-        timed(c.var.event, "gateMs", countAtGate(c.env, keyId, endpoint)),
-      );
-    }
+    if (tags && count) await settleConditionalRead(c, tags, count);
   };
+}
+
+/** Counts a conditional read of a key that the gate admitted without counting, once. */
+function uncounted(c: Context<AppEnv>, caller: Caller, endpoint: EndpointName): (() => Promise<void>) | undefined {
+  const keyId = caller.keyId;
+  if (!keyId) return undefined;
+  return () =>
+    countConditionalRead(c, endpoint, () => timed(c.var.event, "gateMs", countAtGate(c.env, keyId, endpoint)));
 }
 
 /** Who the request is and what is left of its window, for its wide event (key ids only). */

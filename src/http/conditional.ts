@@ -44,8 +44,7 @@ export function ifNoneMatch(c: Context<AppEnv>): EntityTags | undefined {
 export async function settleConditionalRead(
   c: Context<AppEnv>,
   tags: EntityTags,
-  endpoint: EndpointName,
-  count: () => Promise<RateDecision | undefined>,
+  count: () => Promise<void>,
 ): Promise<void> {
   const etag = c.res.headers.get("etag");
   if (c.res.status === 200 && etag && weaklyMatches(tags, etag)) {
@@ -54,6 +53,18 @@ export async function settleConditionalRead(
     c.res.headers.delete("content-length");
     return;
   }
+  await count();
+}
+
+/**
+ * Counts a conditional read whose answer is not 304 (a refusal before the handler too),
+ * and applies the decision: its rate headers, and 429 when the budget is spent.
+ */
+export async function countConditionalRead(
+  c: Context<AppEnv>,
+  endpoint: EndpointName,
+  count: () => Promise<RateDecision | undefined>,
+): Promise<void> {
   const rate = await count();
   if (c.var.event) c.var.event.rateRemaining = rate?.remaining;
   try {

@@ -184,6 +184,18 @@ describe("If-None-Match", () => {
     expect(remaining(plain)).toBe(left - 3);
   });
 
+  it("a conditional read refused before the handler (scope) is counted like any refused read", async () => {
+    const owner = await makeTenant();
+    const { listing_number } = await makeListing(owner);
+    const t = await makeTenant({ scopes: ["tours:read"] });
+    const path = `/api/v1/listings/${listing_number}`;
+    const first = await read(t, path, { "If-None-Match": "*" });
+    expectError(first, 403, "auth.scope_denied");
+    const second = await read(t, path, { "If-None-Match": "*" });
+    expectError(second, 403, "auth.scope_denied");
+    expect(remaining(second)).toBe(remaining(first) - 1);
+  });
+
   it("a key at its limit still gets 304, while an unconditional or non-matching GET is 429", async () => {
     const t = await makeTenant();
     const { listing_number } = await makeListing(t);
