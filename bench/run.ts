@@ -2,15 +2,16 @@
 // agencies of listings and tours, through SQL files), starts the baseline Worker and the
 // product Worker under `wrangler dev`, and measures with autocannon: the bare route, each
 // product route against its floor (the same primitives with no product code), many
-// tenants at once, what observability costs (on against off), the list routes at a small
-// and a big agency, the webhook pipeline from a change to its receipt, and the Worker's
-// bundle size and cold start. It prints one table and the goals judged from it; a
+// tenants at once, what the event sequence costs the POST (with against without), what
+// observability costs (on against off), the list routes at a small and a big agency,
+// the webhook pipeline from a change to its receipt, and the Worker's bundle size and
+// cold start. It prints one table and the goals judged from it; a
 // missed goal is reported, not a failure (exit 1 only when the bench itself broke).
 //
 // Shorter runs for development: BENCH_SECONDS (per row, default 10), BENCH_WARMUP (3),
 // BENCH_ROWS (rows of the big agency, default 100000), BENCH_HOOK_SECONDS (15),
 // BENCH_HOOK_RATE (20 creates/s), BENCH_LAYERS=1 adds the guard-layer rows, BENCH_PHASES (a comma-separated
-// list of core, tenants, post, observability, growth, webhooks, startup; every phase when unset) runs
+// list of core, tenants, post, sequence, observability, growth, webhooks, startup; every phase when unset) runs
 // only those phases. BENCH_COLD_STARTS (3): fresh starts of each Worker in the startup phase.
 // BENCH_ROUNDS (3): the slices in which a route and its floor (or single key) are measured in turns.
 // BENCH_PROFILE=<dir> writes a CPU profile of each row's Worker and prints its heaviest functions.
@@ -34,6 +35,7 @@ import { measureObservability } from "./lib/observability.ts";
 import { cleanupNow, errorLines, freePorts, runChild, startServer, stateDir, stopChildren } from "./lib/processes.ts";
 import { printGoals, printTable, type Row, size } from "./lib/report.ts";
 import { type GrowthAgency, generateAgency } from "./lib/seed.ts";
+import { measureSequence } from "./lib/sequence.ts";
 import { type BundleFile, type ColdStarts, measureBundle, measureColdStarts, printStartup } from "./lib/startup.ts";
 import { measurePipeline, type PipelineRun, Receiver } from "./lib/webhooks.ts";
 
@@ -45,7 +47,7 @@ const TENANT_AGENCIES = 8;
 const KEYS_PER_AGENCY = 8;
 const READY_TIMEOUT_MS = 180_000;
 const COLD_STARTS = Number(process.env.BENCH_COLD_STARTS ?? 3);
-const PHASES = ["core", "tenants", "post", "observability", "growth", "webhooks", "startup"] as const;
+const PHASES = ["core", "tenants", "post", "sequence", "observability", "growth", "webhooks", "startup"] as const;
 const chosen = (process.env.BENCH_PHASES ?? "")
   .split(",")
   .map((p) => p.trim())
@@ -258,12 +260,23 @@ async function main() {
     runs("post"),
   );
   await phase(
+    "event sequence",
+    async () => {
+      const s = await measureSequence(operatorToken, READY_TIMEOUT_MS);
+      keep("seqWith", s.with);
+      keep("seqWithout", s.without);
+    },
+    runs("sequence"),
+  );
+  await phase(
     "observability",
     async () => {
       const o = await measureObservability(operatorToken, READY_TIMEOUT_MS);
       keep("obsGetOn", o.getOn);
+      keep("obsGetSampled", o.getSampled);
       keep("obsGetOff", o.getOff);
       keep("obsPostOn", o.postOn);
+      keep("obsPostSampled", o.postSampled);
       keep("obsPostOff", o.postOff);
     },
     runs("observability"),
@@ -333,7 +346,8 @@ async function main() {
   );
   printTable(rows);
   console.log(
-    "\ncpu ms: CPU time of the serving wrangler dev (workerd and all) per request, steadier than req/s on a busy machine." +
+    "\ncpu ms: CPU time of the serving wrangler dev (workerd and all) per request, steadier than req/s on a busy machine;" +
+      " wkd ms: the part the workerd that runs the Worker spent (without wrangler's Node process and its proxy's workerd, which relay requests and console lines)." +
       "\n×bare, ×floor: req/s against the bare route and the route's floor. ×ref: many tenants against the single key;" +
       ` @${size(BIG_ROWS)} rows against @${size(SMALL_ROWS)}.` +
       "\nWebhook rows: req/s = receipts per second; p50/p99 from sending the create to the receipt, per endpoint;" +
@@ -354,6 +368,8 @@ async function main() {
     if (odd.length) console.log(`  ${r.name}: status ${odd.map(([c, n]) => `${c} ×${n}`).join(", ")}`);
   }
   for (const note of notes) console.log(`  ${note}`);
+  const [withSeq, withoutSeq] = [figures.get("seqWith"), figures.get("seqWithout")];
+  if (withSeq && withoutSeq) console.log(`  ${sequenceCost(withSeq, withoutSeq)}`);
   printStartup(bundles, coldStarts);
   const errors = [...errorLines("product")].sort((a, b) => b[1] - a[1]);
   const errorCount = errors.reduce((n, [, count]) => n + count, 0);
@@ -366,6 +382,19 @@ async function main() {
     return 1;
   }
   return 0;
+}
+
+/** The event sequence's cost on the POST, in CPU per request and in throughput. */
+function sequenceCost(withSeq: Figure, withoutSeq: Figure): string {
+  const cpu =
+    withSeq.cpuMs !== undefined && withoutSeq.cpuMs !== undefined
+      ? `${withSeq.cpuMs.toFixed(2)} cpu ms with, ${withoutSeq.cpuMs.toFixed(2)} without ` +
+        `(${(withSeq.cpuMs - withoutSeq.cpuMs).toFixed(2)} ms, ${(withSeq.cpuMs / withoutSeq.cpuMs).toFixed(3)}×); `
+      : "";
+  return (
+    `event sequence on POST /api/v1/listings: ${cpu}${withSeq.rps.toFixed(0)} req/s with, ` +
+    `${withoutSeq.rps.toFixed(0)} without (${(withSeq.rps / withoutSeq.rps).toFixed(3)}×)`
+  );
 }
 
 /** 64 keys over 8 agencies (8 per agency), each agency with its own owner. */

@@ -25,6 +25,8 @@ interface OptionalSecrets {
   CALENDAR_TIMEOUT_MS?: string;
   /** "off" skips each request's wide event, usage data point and trace (default "on"). */
   OBSERVABILITY?: string;
+  /** The share of ordinary requests whose wide event is logged, 0 to 1 (default 1); errors and slow ones always are. */
+  WIDE_EVENT_SAMPLE_RATE?: string;
 }
 
 interface Env extends OptionalSecrets {}

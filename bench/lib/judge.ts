@@ -6,8 +6,9 @@ import type { PipelineRun } from "./webhooks.ts";
 
 /**
  * `figures` holds the core rows by id (bare, do, d1, 401, floorGet, get, single, tenants,
- * floorPost, post, the observability rows obsGetOn, obsGetOff, obsPostOn, obsPostOff and
- * the optional layer rows); `growthRows` come judged already.
+ * floorPost, post, the sequence rows seqWith and seqWithout, the observability rows
+ * obsGetOn, obsGetSampled, obsGetOff, obsPostOn, obsPostSampled, obsPostOff and the
+ * optional layer rows); `growthRows` come judged already.
  */
 const cpu = (f: Figure) => (f.cpuMs === undefined ? "?" : f.cpuMs.toFixed(2));
 
@@ -71,9 +72,13 @@ export function judgeRun(
   add("tenants", { ref: single, goal: tenantsVerdict });
   add("floorPost");
   add("post", { floor: floorPost, goal: postVerdict });
+  add("seqWithout");
+  add("seqWith", { floor: f("seqWithout") });
   add("obsGetOff");
+  add("obsGetSampled", { floor: f("obsGetOff") });
   add("obsGetOn", { floor: f("obsGetOff"), goal: getObserved });
   add("obsPostOff");
+  add("obsPostSampled", { floor: f("obsPostOff") });
   add("obsPostOn", { floor: f("obsPostOff"), goal: postObserved });
   for (const id of ["layer-format", "layer-unknown", "layer-scope"]) add(id);
   rows.push(...growthRows);

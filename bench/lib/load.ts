@@ -21,6 +21,8 @@ export interface Figure {
   statuses: Record<string, number>;
   /** CPU milliseconds the serving `wrangler dev` (workerd and all) spent per request, when known. */
   cpuMs?: number;
+  /** The part of `cpuMs` the workerd that runs the Worker spent, without wrangler's Node process and proxy. */
+  workerdMs?: number;
 }
 
 interface Server {
@@ -60,6 +62,7 @@ interface Slice {
   unexpected: number;
   statuses: Record<string, number>;
   cpuMs?: number;
+  workerdMs?: number;
 }
 
 async function slice(spec: Spec, seconds: number, profile: boolean): Promise<Slice> {
@@ -83,7 +86,8 @@ async function slice(spec: Spec, seconds: number, profile: boolean): Promise<Sli
     p99: r.latency.p99,
     unexpected: wrong + r.errors + r.timeouts,
     statuses,
-    cpuMs: cpuBefore !== undefined && cpuAfter !== undefined ? cpuAfter - cpuBefore : undefined,
+    cpuMs: cpuBefore && cpuAfter ? cpuAfter.total - cpuBefore.total : undefined,
+    workerdMs: cpuBefore && cpuAfter ? cpuAfter.workerd - cpuBefore.workerd : undefined,
   };
 }
 
@@ -100,7 +104,10 @@ function figureOf(name: string, slices: Slice[]): Figure {
   const statuses: Record<string, number> = {};
   for (const s of slices)
     for (const [code, n] of Object.entries(s.statuses)) statuses[code] = (statuses[code] ?? 0) + n;
-  const cpu = slices.every((s) => s.cpuMs !== undefined) ? slices.reduce((n, s) => n + s.cpuMs!, 0) : undefined;
+  const perRequest = (of: (s: Slice) => number | undefined) =>
+    slices.every((s) => of(s) !== undefined) && requests > 0
+      ? slices.reduce((n, s) => n + of(s)!, 0) / requests
+      : undefined;
   return {
     name,
     rps: seconds > 0 ? requests / seconds : 0,
@@ -108,7 +115,8 @@ function figureOf(name: string, slices: Slice[]): Figure {
     p99: median(slices.map((s) => s.p99)),
     unexpected: slices.reduce((n, s) => n + s.unexpected, 0),
     statuses,
-    cpuMs: cpu !== undefined && requests > 0 ? cpu / requests : undefined,
+    cpuMs: perRequest((s) => s.cpuMs),
+    workerdMs: perRequest((s) => s.workerdMs),
   };
 }
 
@@ -125,9 +133,11 @@ export async function measure(
 
 /**
  * Rows compared with each other, measured in turns: after a warm-up each, every row runs
- * for DURATION / ROUNDS seconds, then the next, ROUNDS times over. A drift of the machine
- * (another process, a heap growing) then falls on every row alike instead of on whichever
- * ran second, so their ratio is the routes' own.
+ * for DURATION / ROUNDS seconds, then the next, ROUNDS times over, in an order that
+ * reverses every other round (A B, B A, A B). A drift of the machine (another process, a
+ * heap growing) then falls on every row alike instead of on whichever ran second, and no
+ * row is always the one measured first in a round (on a busy machine that row came out
+ * cheaper), so their ratio is the routes' own.
  */
 export async function measureAlternating(specs: Spec[]): Promise<Figure[]> {
   process.stderr.write(`· in turns (${ROUNDS} rounds): ${specs.map((s) => s.name).join(" | ")}\n`);
@@ -136,7 +146,9 @@ export async function measureAlternating(specs: Spec[]): Promise<Figure[]> {
       await autocannon({ ...opts, connections: options?.connections ?? CONNECTIONS, duration: WARMUP });
   const slices: Slice[][] = specs.map(() => []);
   const seconds = Math.max(1, Math.round(DURATION / ROUNDS));
+  const order = [...specs.keys()];
   for (let round = 0; round < ROUNDS; round++)
-    for (const [i, spec] of specs.entries()) slices[i]!.push(await slice(spec, seconds, round === 0));
+    for (const i of round % 2 ? [...order].reverse() : order)
+      slices[i]!.push(await slice(specs[i]!, seconds, round === 0));
   return specs.map((spec, i) => figureOf(spec.name, slices[i]!));
 }

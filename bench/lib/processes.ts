@@ -189,13 +189,33 @@ export async function startServer(
 const TICKS_PER_SECOND = 100;
 
 /**
+ * CPU milliseconds of a process group: all of it, and the part the workerd that runs the
+ * Worker spent (the one `wrangler dev` opens an inspector on), without wrangler's own Node
+ * process and the workerd of its proxy, which relay each request and each console line.
+ */
+export interface GroupCpu {
+  total: number;
+  workerd: number;
+}
+
+/** Whether a workerd process is the one that runs the Worker rather than wrangler's proxy. */
+function runsTheWorker(pid: string): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("--inspector-addr");
+  } catch {
+    return false;
+  }
+}
+
+/**
  * CPU milliseconds (user and system) spent so far by the live processes of a process
  * group, from /proc; undefined where there is no /proc. A process that exits meanwhile
  * takes its time with it, so compare two readings only across a steady server.
  */
-export function cpuMsOfGroup(group: number): number | undefined {
+export function cpuMsOfGroup(group: number): GroupCpu | undefined {
   if (!existsSync("/proc/self/stat")) return undefined;
   let ticks = 0;
+  let workerd = 0;
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
     let stat: string;
@@ -205,8 +225,12 @@ export function cpuMsOfGroup(group: number): number | undefined {
       continue; // gone meanwhile
     }
     // The fields after the command name (which may hold spaces): state, ppid, pgrp, …, utime (11), stime (12).
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    if (Number(fields[2]) === group) ticks += Number(fields[11]) + Number(fields[12]);
+    const close = stat.lastIndexOf(")");
+    const fields = stat.slice(close + 2).split(" ");
+    if (Number(fields[2]) !== group) continue;
+    const used = Number(fields[11]) + Number(fields[12]);
+    ticks += used;
+    if (stat.slice(stat.indexOf("(") + 1, close).startsWith("workerd") && runsTheWorker(entry)) workerd += used;
   }
-  return (ticks * 1000) / TICKS_PER_SECOND;
+  return { total: (ticks * 1000) / TICKS_PER_SECOND, workerd: (workerd * 1000) / TICKS_PER_SECOND };
 }

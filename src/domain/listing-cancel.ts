@@ -4,6 +4,7 @@ import type { Db } from "../db/client";
 import { agencies, appointments, events, type Listing, listings } from "../db/schema";
 import { DomainError } from "../lib/errors";
 import { newEventId, outboxInsertIfChanged } from "./outbox";
+import { nextVersion } from "./versions";
 
 /** Rounds a cancel runs when shoots keep changing between its reads and its write. */
 const CANCEL_ROUNDS = 3;
@@ -94,7 +95,13 @@ async function cancelOnce(
   const [[updated]] = await db.batch([
     db
       .update(listings)
-      .set({ status: "Cancelled", cancelledAt: at, cancellationReason: opts.reason ?? null, updatedAt: at })
+      .set({
+        status: "Cancelled",
+        cancelledAt: at,
+        cancellationReason: opts.reason ?? null,
+        updatedAt: at,
+        version: nextVersion(listings.version),
+      })
       .where(
         and(
           eq(listings.id, listing.id),

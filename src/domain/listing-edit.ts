@@ -6,6 +6,7 @@ import { nowIso } from "../lib/ids";
 import { checkPeople } from "./listing-people";
 import { outboxInsert } from "./outbox";
 import { quotaRefusal } from "./quotas";
+import { nextVersion } from "./versions";
 
 interface ListingEdit {
   address?: string;
@@ -41,7 +42,11 @@ export async function editListing(
     .batch([
       db
         .update(listings)
-        .set({ ...Object.fromEntries(changed.map((k) => [k, edit[k]])), updatedAt: nowIso() })
+        .set({
+          ...Object.fromEntries(changed.map((k) => [k, edit[k]])),
+          updatedAt: nowIso(),
+          version: nextVersion(listings.version),
+        })
         .where(eq(listings.id, listing.id))
         .returning(),
       outboxInsert(db, listing.agencyId, "listing.updated", {

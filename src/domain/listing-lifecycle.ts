@@ -5,6 +5,7 @@ import { type Listing, listings } from "../db/schema";
 import { DomainError } from "../lib/errors";
 import { nowIso } from "../lib/ids";
 import { outboxInsertIfChanged } from "./outbox";
+import { checkVersion, type IfVersion, nextVersion, versionAccepted, versionIn, versionMismatch } from "./versions";
 
 export const LISTING_STATUSES = ["Coming Soon", "Active", "Pending", "Sold", "Off Market", "Cancelled"] as const;
 export type ListingStatus = (typeof LISTING_STATUSES)[number];
@@ -35,13 +36,28 @@ export async function changeStatus(
   listing: Listing,
   next: (typeof SETTABLE_STATUSES)[number],
   alsoWrite: BatchItem<"sqlite">[] = [],
+  ifVersion?: IfVersion,
 ): Promise<Listing> {
+  checkVersion(listing.version, ifVersion);
   checkTransition(listing, next);
   const [[updated]] = await db.batch([
     db
       .update(listings)
-      .set({ status: next, cancelledAt: null, cancellationReason: null, updatedAt: nowIso() })
-      .where(and(eq(listings.id, listing.id), eq(listings.status, listing.status), eq(listings.isActivated, true)))
+      .set({
+        status: next,
+        cancelledAt: null,
+        cancellationReason: null,
+        updatedAt: nowIso(),
+        version: nextVersion(listings.version),
+      })
+      .where(
+        and(
+          eq(listings.id, listing.id),
+          eq(listings.status, listing.status),
+          eq(listings.isActivated, true),
+          versionIn(listings.version, ifVersion),
+        ),
+      )
       .returning(),
     outboxInsertIfChanged(db, listing.agencyId, "listing.status_changed", {
       listing_number: listing.listingNumber,
@@ -50,6 +66,7 @@ export async function changeStatus(
     }),
     ...alsoWrite,
   ]);
+  if (!updated && ifVersion !== undefined) await refuseStale(db, listing.id, ifVersion);
   // Lost a race with another change: answer from the state that won.
   if (!updated)
     throw new DomainError("no_op_transition", {
@@ -70,10 +87,20 @@ export async function activateListing(
   const [[updated]] = await db.batch([
     db
       .update(listings)
-      .set({ isActivated: true, activatedAt: at, updatedAt: at })
+      .set({ isActivated: true, activatedAt: at, updatedAt: at, version: nextVersion(listings.version) })
       .where(eq(listings.id, listing.id))
       .returning(),
     ...alsoWrite,
   ]);
   return updated!;
+}
+
+/**
+ * After a conditional write of a listing changed nothing: 404 when it is gone, 412 when
+ * its version is no longer one the write accepted; otherwise the caller's own refusal.
+ */
+export async function refuseStale(db: Db, id: string, ifVersion: readonly number[]): Promise<void> {
+  const row = await db.select({ version: listings.version }).from(listings).where(eq(listings.id, id)).get();
+  if (!row) throw new DomainError("listing_not_found");
+  if (!versionAccepted(row.version, ifVersion)) throw versionMismatch(ifVersion, row.version);
 }

@@ -4,8 +4,10 @@ import type { Db } from "../db/client";
 import { type Listing, listings } from "../db/schema";
 import { DomainError } from "../lib/errors";
 import { nowIso } from "../lib/ids";
+import { refuseStale } from "./listing-lifecycle";
 import { outboxInsertIfChanged } from "./outbox";
 import { quotaRefusal } from "./quotas";
+import { checkVersion, type IfVersion, nextVersion, versionIn } from "./versions";
 
 export const EXPOSED_SECTIONS = ["floorplan", "matterport"] as const;
 export const MAX_FLOORPLANS = 50;
@@ -95,14 +97,23 @@ export async function writeSection(
   operation: string,
   value: SectionValue,
   alsoWrite: BatchItem<"sqlite">[] = [],
+  ifVersion?: IfVersion,
 ): Promise<Listing> {
+  checkVersion(listing.version, ifVersion);
   const { guard, ...set } = value;
   const [[updated]] = await db
     .batch([
       db
         .update(listings)
-        .set({ ...set, updatedAt: nowIso() })
-        .where(and(eq(listings.id, listing.id), eq(listings.agencyId, listing.agencyId), guard?.holds))
+        .set({ ...set, updatedAt: nowIso(), version: nextVersion(listings.version) })
+        .where(
+          and(
+            eq(listings.id, listing.id),
+            eq(listings.agencyId, listing.agencyId),
+            guard?.holds,
+            versionIn(listings.version, ifVersion),
+          ),
+        )
         .returning(),
       outboxInsertIfChanged(db, listing.agencyId, "listing.section_modified", {
         listing_number: listing.listingNumber,
@@ -112,6 +123,7 @@ export async function writeSection(
       ...alsoWrite,
     ])
     .catch((err: unknown) => quotaRefusal(db, listing.agencyId, err));
+  if (!updated && ifVersion !== undefined) await refuseStale(db, listing.id, ifVersion);
   if (!updated) throw guard?.refusal ?? new DomainError("listing_not_found");
   return updated;
 }

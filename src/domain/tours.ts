@@ -6,6 +6,7 @@ import { DomainError } from "../lib/errors";
 import { newId, nowIso, randomAlnum } from "../lib/ids";
 import { isUniqueViolation } from "./constraint";
 import { quotaRefusal } from "./quotas";
+import { checkVersion, type IfVersion, nextVersion, versionAccepted, versionIn, versionMismatch } from "./versions";
 
 export const TOUR_STATUSES = ["active", "inactive", "archived"] as const;
 export type TourStatus = (typeof TOUR_STATUSES)[number];
@@ -81,17 +82,20 @@ export async function updateTour(
   tour: Tour,
   patch: { status?: TourStatus; price?: number | null; description?: string | null },
   alsoWrite: BatchItem<"sqlite">[] = [],
+  ifVersion?: IfVersion,
 ): Promise<Tour> {
+  checkVersion(tour.version, ifVersion);
   const [[updated]] = await db
     .batch([
       db
         .update(tours)
-        .set({ ...patch, updatedAt: nowIso() })
-        .where(and(eq(tours.id, tour.id), eq(tours.agencyId, tour.agencyId)))
+        .set({ ...patch, updatedAt: nowIso(), version: nextVersion(tours.version) })
+        .where(and(eq(tours.id, tour.id), eq(tours.agencyId, tour.agencyId), versionIn(tours.version, ifVersion)))
         .returning(),
       ...alsoWrite,
     ])
     .catch((err: unknown) => quotaRefusal(db, tour.agencyId, err));
+  if (!updated && ifVersion !== undefined) await refuseStaleTour(db, tour, ifVersion);
   if (!updated) throw new DomainError("tour_not_found");
   return updated;
 }
@@ -100,15 +104,32 @@ export async function updateTour(
  * Deletes a tour; one deleted meanwhile (a concurrent delete) is `tour_not_found`, as it
  * would be a moment later. `alsoWrite` follows the DELETE, like `updateTour`'s.
  */
-export async function deleteTour(db: Db, tour: Tour, alsoWrite: BatchItem<"sqlite">[] = []): Promise<void> {
+export async function deleteTour(
+  db: Db,
+  tour: Tour,
+  alsoWrite: BatchItem<"sqlite">[] = [],
+  ifVersion?: IfVersion,
+): Promise<void> {
+  checkVersion(tour.version, ifVersion);
   const [deleted] = await db.batch([
     db
       .delete(tours)
-      .where(and(eq(tours.id, tour.id), eq(tours.agencyId, tour.agencyId)))
+      .where(and(eq(tours.id, tour.id), eq(tours.agencyId, tour.agencyId), versionIn(tours.version, ifVersion)))
       .returning({ id: tours.id }),
     ...alsoWrite,
   ]);
+  if (!deleted.length && ifVersion !== undefined) await refuseStaleTour(db, tour, ifVersion);
   if (!deleted.length) throw new DomainError("tour_not_found");
+}
+
+/** After a conditional write of a tour changed nothing: 412 while the tour exists with another version. */
+async function refuseStaleTour(db: Db, tour: Tour, ifVersion: readonly number[]): Promise<void> {
+  const row = await db
+    .select({ version: tours.version })
+    .from(tours)
+    .where(and(eq(tours.id, tour.id), eq(tours.agencyId, tour.agencyId)))
+    .get();
+  if (row && !versionAccepted(row.version, ifVersion)) throw versionMismatch(ifVersion, row.version);
 }
 
 /** The longest `search` term, in characters. */

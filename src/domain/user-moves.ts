@@ -17,6 +17,7 @@ import {
 import { handOverListings } from "./listing-people";
 import { outboxInsert, outboxInsertIfChanged } from "./outbox";
 import type { Role } from "./roles";
+import { nextVersion } from "./versions";
 
 /**
  * Who takes over an agency's listings from people who left it, as a scalar subquery: the
@@ -83,7 +84,7 @@ export async function changeManager(
   const moving = db.batch([
     db
       .update(users)
-      .set({ managerId: manager?.id ?? null, agencyId, updatedAt: at })
+      .set({ managerId: manager?.id ?? null, agencyId, updatedAt: at, version: nextVersion(users.version) })
       .where(eq(users.id, userId))
       .returning(),
     db

@@ -223,7 +223,9 @@ export class KeyGate extends DurableObject<Env> {
 
   /**
    * Authenticates the presented secret (by hash) and, for a rate-limited route, counts
-   * the request against the key's window for `endpoint`.
+   * the request against the key's window for `endpoint`. With `counted` false (a
+   * conditional read, counted by `count` only when it is not answered 304) the window is
+   * reported as it stands, counting nothing.
    */
   async admit(
     keyId: string,
@@ -232,8 +234,9 @@ export class KeyGate extends DurableObject<Env> {
     endpoint: EndpointName | null,
     now = Date.now(),
     traceparent?: string,
+    counted = true,
   ): Promise<GateVerdict> {
-    const verdict = await this.#admit(keyId, secretHash, environmentMode, endpoint, now);
+    const verdict = await this.#admit(keyId, secretHash, environmentMode, endpoint, now, counted);
     tracedCall(traceparent, "key gate admit", () => ({
       key_id: keyId,
       endpoint,
@@ -250,6 +253,7 @@ export class KeyGate extends DurableObject<Env> {
     environmentMode: KeyMode,
     endpoint: EndpointName | null,
     now: number,
+    counted: boolean,
   ): Promise<GateVerdict> {
     const loaded = await this.#load(keyId);
     const secret = loaded?.secrets.get(secretHash);
@@ -266,7 +270,42 @@ export class KeyGate extends DurableObject<Env> {
     if (!endpoint) return { ok: true, key, bookmark };
     const limit = budgetFor(endpoint, loaded.key.rateLimitOverrides);
     if (limit === undefined) return refuse(new DomainError("rate_limit_misconfigured", { details: { endpoint } }));
+    if (!counted) return { ok: true, key, rate: this.#peek(endpoint, limit, now), bookmark };
     return { ok: true, key, rate: await this.#admitCounted(agencyId, endpoint, limit, now), bookmark };
+  }
+
+  /**
+   * Counts a request that `admit` authenticated without counting (a conditional read not
+   * answered 304), as `admit` would have counted it. Undefined when the key is unknown or
+   * the endpoint has no budget.
+   */
+  async count(
+    keyId: string,
+    endpoint: EndpointName,
+    now = Date.now(),
+    traceparent?: string,
+  ): Promise<RateDecision | undefined> {
+    const loaded = await this.#load(keyId);
+    const limit = loaded && budgetFor(endpoint, loaded.key.rateLimitOverrides);
+    const rate = limit === undefined ? undefined : await this.#admitCounted(loaded!.key.agencyId, endpoint, limit, now);
+    tracedCall(traceparent, "key gate count", () => ({
+      key_id: keyId,
+      endpoint,
+      rate_remaining: rate?.remaining ?? null,
+    }));
+    return rate;
+  }
+
+  /** The key's window for `endpoint` as it stands, counting nothing. */
+  #peek(endpoint: EndpointName, limit: number, now: number): RateDecision {
+    const window = this.#window(endpoint);
+    window.evict(now - WINDOW_MS);
+    const newest = window.newest();
+    return {
+      limit,
+      remaining: Math.max(0, limit - window.size),
+      reset: Math.ceil(((newest ?? now - WINDOW_MS) + WINDOW_MS) / 1000),
+    };
   }
 
   /**

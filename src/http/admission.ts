@@ -6,10 +6,11 @@ import type { RateDecision } from "../durable/key-gate";
 import { DomainError } from "../lib/errors";
 import { countAuthFailure, holdBackAddress } from "./auth-throttle";
 import { authorize, type Permission } from "./authorize";
+import { countConditionalRead, ifNoneMatch, settleConditionalRead } from "./conditional";
 import { type D1Session, openSession, sessionConstraint } from "./d1-session";
 import type { Admission, AppEnv } from "./env";
 import { callerIdentity, EarlyClaim, type Hold, hold, type RecordOwner, release, settle } from "./idempotency-hold";
-import { askGate, handOffBookmark, hashOfKey, isKnownKey, knownCaller, sameCaller } from "./key-auth";
+import { askGate, countAtGate, handOffBookmark, hashOfKey, isKnownKey, knownCaller, sameCaller } from "./key-auth";
 import { applyRate } from "./rate-limit";
 import { callerFromSession, SESSION_COOKIE, sessionRate } from "./session-auth";
 import { timed } from "./wide-event";
@@ -21,6 +22,8 @@ export interface AdmissionPolicy extends Permission {
   session?: boolean;
   /** The route's rate-limit budget: counted by the key's gate in the same round trip. */
   endpoint?: EndpointName;
+  /** A read answering an ETag: with If-None-Match, counted only when it is not answered 304. */
+  conditionalRead?: boolean;
   /** The largest body the route accepts, read through this cap before anything uses it. */
   bodyLimit: number;
   /** A mutating route: it takes an idempotency key and is answered once per key. */
@@ -55,9 +58,12 @@ export function admission(policy: AdmissionPolicy): MiddlewareHandler<AppEnv> {
   return async function admission(c, next) {
     c.set("bodyLimit", policy.bodyLimit);
     const read = READS.has(c.req.method);
+    // A conditional read by key: authenticated now, counted once its answer is known not to be 304.
+    const tags = policy.conditionalRead && policy.endpoint && read ? ifNoneMatch(c) : undefined;
     let early: EarlyClaim | undefined;
     let held: Hold | undefined;
     let identified: Identified;
+    let count: (() => Promise<void>) | undefined;
     try {
       const cookie = policy.session ? getCookie(c, SESSION_COOKIE) : undefined;
       try {
@@ -69,7 +75,7 @@ export function admission(policy: AdmissionPolicy): MiddlewareHandler<AppEnv> {
           if (!isKnownKey(hash)) holdBackAddress(c);
           const last = policy.idempotent && !read ? knownCaller(hash) : undefined;
           early = last && EarlyClaim.start(c, ownerOf(last.caller, policy), policy.bodyLimit);
-          const answer = await timed(c.var.event, "gateMs", askGate(c.env, hash, policy.endpoint ?? null));
+          const answer = await timed(c.var.event, "gateMs", askGate(c.env, hash, policy.endpoint ?? null, !tags));
           // Work started on another caller than the one confirmed is not kept.
           if (last && !sameCaller(last.caller, answer.caller)) await early?.drop();
           identified = { caller: answer.caller, rate: answer.rate, key: { hash, bookmark: answer.bookmark } };
@@ -81,8 +87,15 @@ export function admission(policy: AdmissionPolicy): MiddlewareHandler<AppEnv> {
       const { caller, rate } = identified;
       noteCaller(c, caller, rate);
       if (policy.endpoint) applyRate(c, policy.endpoint, rate);
-      authorize(caller, policy);
-      await readBody(c, policy.bodyLimit);
+      count = tags && policy.endpoint && identified.key ? uncounted(c, caller, policy.endpoint) : undefined;
+      try {
+        authorize(caller, policy);
+        await readBody(c, policy.bodyLimit);
+      } catch (err) {
+        // A conditional read refused here is not a 304: it is counted like any refused read.
+        if (count) await count();
+        throw err;
+      }
       if (policy.idempotent) {
         const taken = await hold(c, ownerOf(caller, policy), early);
         if (taken instanceof Response) return taken;
@@ -103,7 +116,16 @@ export function admission(policy: AdmissionPolicy): MiddlewareHandler<AppEnv> {
       (handed ??= timed(c.var.event, "gateMs", handOffBookmark(c.env, key.hash, session.bookmark())));
     await inSession(c, session, () => respond(c, next, held, handOff));
     if (!read) await handOff();
+    if (tags && count) await settleConditionalRead(c, tags, count);
   };
+}
+
+/** Counts a conditional read of a key that the gate admitted without counting, once. */
+function uncounted(c: Context<AppEnv>, caller: Caller, endpoint: EndpointName): (() => Promise<void>) | undefined {
+  const keyId = caller.keyId;
+  if (!keyId) return undefined;
+  return () =>
+    countConditionalRead(c, endpoint, () => timed(c.var.event, "gateMs", countAtGate(c.env, keyId, endpoint)));
 }
 
 /** Who the request is and what is left of its window, for its wide event (key ids only). */

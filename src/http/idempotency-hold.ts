@@ -17,7 +17,7 @@ import { readBodyText } from "./wire";
 
 const IDEMPOTENCY_HEADER = "X-Idempotency-Key";
 const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,128}$/;
-const REPLAYED_HEADERS = new Set(["content-type", "location", "retry-after"]);
+const REPLAYED_HEADERS = new Set(["content-type", "location", "retry-after", "etag"]);
 /** Where a replay names the request that made the answer; its own `X-Request-Id` is its own. */
 const ORIGINAL_REQUEST_ID = "X-Original-Request-Id";
 const RESPONSE_PURPOSE = "idempotency-response";

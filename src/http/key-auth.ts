@@ -78,9 +78,14 @@ async function keyIdFor(d1: D1Database, hash: string): Promise<string | undefine
  * Authenticates the key and counts the request in its gate, in one round trip; what the
  * gate confirms is remembered for this isolate's next requests of the key.
  */
-export async function askGate(env: Env, hash: string, endpoint: EndpointName | null): Promise<GateAnswer> {
+export async function askGate(
+  env: Env,
+  hash: string,
+  endpoint: EndpointName | null,
+  counted = true,
+): Promise<GateAnswer> {
   try {
-    const answer = await askGateOnce(env, hash, endpoint);
+    const answer = await askGateOnce(env, hash, endpoint, counted);
     if (confirmed.size >= KEY_CACHE_LIMIT) confirmed.clear();
     confirmed.set(hash, { caller: answer.caller, bookmark: answer.bookmark });
     return answer;
@@ -90,7 +95,12 @@ export async function askGate(env: Env, hash: string, endpoint: EndpointName | n
   }
 }
 
-async function askGateOnce(env: Env, hash: string, endpoint: EndpointName | null): Promise<GateAnswer> {
+async function askGateOnce(
+  env: Env,
+  hash: string,
+  endpoint: EndpointName | null,
+  counted: boolean,
+): Promise<GateAnswer> {
   const keyId = await keyIdFor(env.DB, hash);
   if (!keyId) throw new DomainError("api_key_invalid");
   let answer: unknown;
@@ -102,6 +112,7 @@ async function askGateOnce(env: Env, hash: string, endpoint: EndpointName | null
       endpoint,
       undefined,
       outboundTraceparent(),
+      counted,
     );
   } catch (err) {
     throw new DomainError("rate_limit_unavailable", { retryAfter: unavailableRetryAfter(err) });
@@ -125,6 +136,20 @@ async function askGateOnce(env: Env, hash: string, endpoint: EndpointName | null
     rate,
     bookmark: typeof bookmark === "string" ? bookmark : undefined,
   };
+}
+
+/**
+ * Counts a request the gate authenticated without counting (a conditional read that is
+ * not answered 304) in the key's window; a gate that cannot answer is 503, as on admission.
+ */
+export async function countAtGate(env: Env, keyId: string, endpoint: EndpointName): Promise<RateDecision | undefined> {
+  let rate: unknown;
+  try {
+    rate = await env.KEY_GATE.getByName(keyId).count(keyId, endpoint, undefined, outboundTraceparent());
+  } catch (err) {
+    throw new DomainError("rate_limit_unavailable", { retryAfter: unavailableRetryAfter(err) });
+  }
+  return rate && typeof rate === "object" ? (rate as RateDecision) : undefined;
 }
 
 /** Hands a write's bookmark to the key's gate (the truth for every isolate) and keeps it here too. */

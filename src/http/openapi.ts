@@ -3,6 +3,7 @@ import { DEFAULT_BUDGETS } from "../domain/budgets";
 import { EVENT_TYPE_NAMES, EVENT_TYPES } from "../domain/events";
 import { envelopeSchema } from "../schemas/events";
 import type { AppEnv } from "./env";
+import { decorateConditional, registerConditionalParameters } from "./openapi-conditional";
 import { withExamples } from "./openapi-examples";
 import { RATE_LIMIT_HEADERS } from "./rate-limit";
 import type { RouteRegistry } from "./registry";
@@ -58,6 +59,7 @@ function decorate(doc: Doc, routes: RouteRegistry): Doc {
     if (mutating) {
       op.parameters = [{ $ref: "#/components/parameters/IdempotencyKey" }, ...(op.parameters ?? [])];
     }
+    if (meta.conditional) decorateConditional(op, meta.conditional);
     op["x-body-limit"] = meta.bodyLimit;
     if (meta.scope) op["x-required-scope"] = meta.scope;
     if (meta.roles) op["x-allowed-roles"] = meta.roles;
@@ -134,6 +136,7 @@ export function publicDocument(app: OpenAPIHono<AppEnv>, routes: RouteRegistry, 
     description:
       "Dashboard session cookie, accepted only by POST /api/v1/media/upload. When both are sent, the cookie wins.",
   });
+  registerConditionalParameters(app);
   app.openAPIRegistry.registerComponent("parameters", "IdempotencyKey", {
     name: "X-Idempotency-Key",
     in: "header",

@@ -20,6 +20,12 @@ export interface Guard {
    * idempotency key is 409 `idempotency_key_conflict` and learns nothing.
    */
   replaysToCallerOnly?: true;
+  /**
+   * Conditional requests: `read`, a GET answering the resource's ETag, where a matching
+   * If-None-Match is 304 and costs no budget; `write`, a change that takes If-Match and is
+   * 412 `resource_version_mismatch` when the resource has another version.
+   */
+  conditional?: "read" | "write";
   /** Largest accepted body in bytes (413 above it). */
   bodyLimit?: number;
   /** The route's own error codes, beyond those its guards can answer. */

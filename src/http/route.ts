@@ -80,6 +80,7 @@ function routeCodes(route: RouteConfig, guard: Guard): ErrorCode[] {
   if (guard.endpoint) codes.push("rate_limit_misconfigured");
   if (guard.scope) codes.push("auth.scope_denied");
   if (guard.roles) codes.push("role_forbidden");
+  if (guard.conditional === "write") codes.push("if_match_malformed", "resource_version_mismatch");
   if (MUTATING.has(route.method)) {
     codes.push(
       "idempotency.missing",
@@ -143,6 +144,7 @@ export function publicRoute<const R extends RouteConfig>(guard: Guard, route: R)
           scope: guard.scope,
           roles: guard.roles,
           bodyLimit: limit,
+          conditionalRead: guard.conditional === "read" && route.method === "get",
           idempotent: MUTATING.has(route.method),
           replaysToCallerOnly: guard.replaysToCallerOnly,
         }),

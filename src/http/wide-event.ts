@@ -1,6 +1,6 @@
 import type { ErrorCode } from "../lib/errors";
 import { log } from "../lib/log";
-import type { Trace } from "../lib/trace";
+import { isSampled, type Trace } from "../lib/trace";
 import { recordRequest } from "../lib/usage";
 
 /** How the idempotency ledger answered a mutating request. */
@@ -50,35 +50,67 @@ interface Ending {
   requestId: string;
   method: string;
   status: number;
-  env: Pick<Env, "ENVIRONMENT" | "API_MODE" | "USAGE"> | undefined;
+  env: Pick<Env, "ENVIRONMENT" | "API_MODE" | "USAGE" | "WIDE_EVENT_SAMPLE_RATE"> | undefined;
+}
+
+/** A request at least this slow always writes its wide event, whatever the sample rate. */
+export const SLOW_REQUEST_MS = 1_000;
+
+/**
+ * The share of ordinary requests whose wide event is written: `WIDE_EVENT_SAMPLE_RATE`, a
+ * number from 0 to 1; unset or anything else is 1, every request.
+ */
+function sampleRate(setting: string | undefined): number {
+  if (setting === undefined || setting.trim() === "") return 1;
+  const rate = Number(setting);
+  return rate >= 0 && rate <= 1 ? rate : 1;
+}
+
+/**
+ * Whether a request's wide event is written. A refused or failed request (status 400 and
+ * up), a slow one and one whose caller marked its trace as sampled always are; an
+ * ordinary one with the probability of the sample rate.
+ */
+export function keepsWideEvent(
+  status: number,
+  latencyMs: number,
+  trace: Trace,
+  setting: string | undefined,
+  draw: () => number = Math.random,
+): boolean {
+  if (status >= 400 || latencyMs >= SLOW_REQUEST_MS || isSampled(trace)) return true;
+  const rate = sampleRate(setting);
+  return rate >= 1 || (rate > 0 && draw() < rate);
 }
 
 /**
  * The request's one wide event, through the one logger, and its usage data point. Key
  * ids only, never a secret; the path is not logged, the operation id names the route.
+ * Every request writes its data point; its line is kept as `keepsWideEvent` says.
  */
 export function writeWideEvent(event: RequestEvent, end: Ending): void {
   const latencyMs = Date.now() - event.started;
   const environment = end.env?.ENVIRONMENT ?? "unknown";
-  log.info("request", {
-    request_id: end.requestId,
-    trace_id: event.trace.traceId,
-    environment,
-    route: event.route ?? null,
-    method: end.method,
-    status: end.status,
-    error_code: event.errorCode ?? null,
-    agency_id: event.agencyId ?? null,
-    key_id: event.keyId ?? null,
-    mode: end.env?.API_MODE ?? null,
-    latency_ms: latencyMs,
-    gate_ms: event.gateMs,
-    ledger_ms: event.ledgerMs,
-    d1_ms: event.d1Ms,
-    idempotency: event.idempotency ?? null,
-    rate_remaining: event.rateRemaining ?? null,
-    body_bytes: event.bodyBytes ?? 0,
-  });
+  if (keepsWideEvent(end.status, latencyMs, event.trace, end.env?.WIDE_EVENT_SAMPLE_RATE))
+    log.info("request", {
+      request_id: end.requestId,
+      trace_id: event.trace.traceId,
+      environment,
+      route: event.route ?? null,
+      method: end.method,
+      status: end.status,
+      error_code: event.errorCode ?? null,
+      agency_id: event.agencyId ?? null,
+      key_id: event.keyId ?? null,
+      mode: end.env?.API_MODE ?? null,
+      latency_ms: latencyMs,
+      gate_ms: event.gateMs,
+      ledger_ms: event.ledgerMs,
+      d1_ms: event.d1Ms,
+      idempotency: event.idempotency ?? null,
+      rate_remaining: event.rateRemaining ?? null,
+      body_bytes: event.bodyBytes ?? 0,
+    });
   recordRequest(end.env?.USAGE, {
     agencyId: event.agencyId ?? null,
     keyId: event.keyId ?? null,

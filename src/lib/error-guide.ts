@@ -47,6 +47,11 @@ const ERROR_GUIDE = {
   idempotency_key_conflict: fix("This key was used for a different request; use a new key for a new operation."),
   idempotency_key_in_progress: wait("The first request with this key is still running; retry after Retry-After."),
   idempotency_unavailable: wait("Nothing was processed; retry with the same idempotency key after Retry-After."),
+  resource_version_mismatch: later(
+    "Someone changed the resource since you read it (details.current is its ETag now): read it again, " +
+      "decide, and send the change with the new ETag in If-Match and a new idempotency key.",
+  ),
+  if_match_malformed: fix('Send If-Match as the ETag a read answered, quotes included (e.g. "v7"), or *.'),
   listing_not_found: fix("Check the listing_number: 7 characters of [a-z0-9], of a listing of your agency."),
   endpoint_not_in_scope: fix("Only the documented listing routes are public; see the API reference."),
   listing_not_activated: later("Activate the listing in the dashboard first, then change its status."),

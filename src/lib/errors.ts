@@ -30,6 +30,12 @@ export const ERRORS = {
     503,
     "The idempotency store is unreachable; the request was not processed. Retry with the same key.",
   ],
+  // Conditional requests
+  resource_version_mismatch: [
+    412,
+    "The resource changed since the version named in If-Match; nothing was written. Read it again and retry.",
+  ],
+  if_match_malformed: [400, 'If-Match must be * or a list of quoted entity tags, such as "v7".'],
   // Listings
   listing_not_found: [404, "No such listing."],
   endpoint_not_in_scope: [404, "This path under /api/v1/listings/ is not a public route."],

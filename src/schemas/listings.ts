@@ -2,6 +2,7 @@ import { z } from "@hono/zod-openapi";
 import type { Listing } from "../db/schema";
 import { LISTING_STATUSES } from "../domain/listing-lifecycle";
 import { publicUrl } from "../domain/listing-reads";
+import { versionField } from "./version";
 
 export const listingNumberParam = z.object({
   listing_number: z
@@ -56,6 +57,7 @@ export const ListingSchema = z
       .openapi({ description: "When the listing was cancelled; null otherwise.", example: null }),
     created_at: z.string().openapi({ description: "ISO 8601 UTC.", example: "2026-11-22T12:00:00.000Z" }),
     updated_at: z.string().openapi({ description: "ISO 8601 UTC.", example: "2026-11-22T12:00:00.000Z" }),
+    version: versionField,
   })
   .openapi("Listing");
 
@@ -74,6 +76,7 @@ export const presentListing = (l: Listing, siteUrl: string): ListingBody => ({
   cancelled_at: l.cancelledAt,
   created_at: l.createdAt,
   updated_at: l.updatedAt,
+  version: l.version,
 });
 
 /** Writes are refused to viewers; every other role of the hierarchy may write. */

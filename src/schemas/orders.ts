@@ -1,5 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import type { ListingOrder } from "../db/schema";
+import { versionField } from "./version";
 
 export const OrderSchema = z
   .object({
@@ -27,6 +28,7 @@ export const OrderSchema = z
       .openapi({ description: "When the invoice was issued.", example: "2026-11-20T09:00:00.000Z" }),
     paid_at: z.string().nullable().openapi({ description: "When it was paid.", example: "2026-11-21T10:30:00.000Z" }),
     created_at: z.string().openapi({ example: "2026-11-20T09:00:00.000Z" }),
+    version: versionField,
   })
   .openapi("Order");
 
@@ -41,4 +43,5 @@ export const presentOrder = (o: ListingOrder) => ({
   issued_at: o.issuedAt,
   paid_at: o.paidAt,
   created_at: o.createdAt,
+  version: o.version,
 });

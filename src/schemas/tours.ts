@@ -2,6 +2,7 @@ import { z } from "@hono/zod-openapi";
 import type { Tour } from "../db/schema";
 import { TOUR_STATUSES } from "../domain/tours";
 import { renderedUrl } from "./urls";
+import { versionField } from "./version";
 
 export const tourNumberParam = z.object({
   tourNumber: z.string().openapi({ description: "The tour's number: 8 characters of [a-z0-9].", example: "q7x2m9ka" }),
@@ -45,6 +46,7 @@ export const TourSummarySchema = z
     state: z.string().openapi({ example: "CA" }),
     status: statusField,
     created_at: z.string().openapi({ example: "2026-11-22T12:00:00.000Z" }),
+    version: versionField,
   })
   .openapi("TourSummary");
 
@@ -100,6 +102,7 @@ export const presentSummary = (t: Tour) => ({
   state: t.state,
   status: t.status as (typeof TOUR_STATUSES)[number],
   created_at: t.createdAt,
+  version: t.version,
 });
 
 export const presentTour = (t: Tour) => ({

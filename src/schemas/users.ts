@@ -1,6 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import type { User } from "../db/schema";
 import { ROLES } from "../domain/roles";
+import { versionField } from "./version";
 
 export const UserSchema = z
   .object({
@@ -19,6 +20,7 @@ export const UserSchema = z
       .openapi({ description: "False once the user was deactivated or suspended in the dashboard.", example: true }),
     created_at: z.string().openapi({ description: "ISO 8601 UTC.", example: "2026-11-22T12:00:00.000Z" }),
     updated_at: z.string().openapi({ description: "ISO 8601 UTC.", example: "2026-11-22T12:00:00.000Z" }),
+    version: versionField,
   })
   .openapi("User");
 
@@ -33,4 +35,5 @@ export const presentUser = (u: User): UserBody => ({
   is_active: u.isActive,
   created_at: u.createdAt,
   updated_at: u.updatedAt,
+  version: u.version,
 });

@@ -2,6 +2,7 @@ import { z } from "@hono/zod-openapi";
 import type { WebhookEndpoint } from "../db/schema";
 import { EVENT_TYPE_NAMES } from "../domain/events";
 import { MAX_URL_LENGTH } from "./urls";
+import { versionField } from "./version";
 
 export const endpointIdParam = z.object({ endpoint_id: z.string().openapi({ example: "we_0mhx3k2a1q8v2l0c9z7rj4" }) });
 
@@ -22,6 +23,7 @@ export const WebhookEndpointSchema = z
     description: z.string().nullable().openapi({ example: "Production CRM sync" }),
     is_active: z.boolean().openapi({ example: true }),
     created_at: z.string().openapi({ example: "2026-11-22T12:00:00.000Z" }),
+    version: versionField,
   })
   .openapi("WebhookEndpoint");
 
@@ -69,4 +71,5 @@ export const presentEndpoint = (e: WebhookEndpoint) => ({
   description: e.description,
   is_active: e.isActive,
   created_at: e.createdAt,
+  version: e.version,
 });

@@ -7,6 +7,7 @@ import { checkEventTypesReadable, readableEventTypes } from "../domain/event-acc
 import { EVENT_TYPE_NAMES, type EventType } from "../domain/events";
 import type { Scope } from "../domain/roles";
 import { seal, webhookSigningSecret } from "../domain/sealed-columns";
+import { checkVersion, type IfVersion, versionAccepted, versionIn, versionMismatch } from "../domain/versions";
 import { DomainError } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { type KeyringSecrets, keyringOf } from "../lib/keyring";
@@ -143,14 +144,30 @@ export async function deleteEndpoint(
   db: Db,
   endpoint: WebhookEndpoint,
   alsoWrite: BatchItem<"sqlite">[] = [],
+  ifVersion?: IfVersion,
 ): Promise<void> {
+  checkVersion(endpoint.version, ifVersion);
   const [deleted] = await db.batch([
     db
       .delete(webhookEndpoints)
-      .where(and(eq(webhookEndpoints.id, endpoint.id), eq(webhookEndpoints.agencyId, endpoint.agencyId)))
+      .where(
+        and(
+          eq(webhookEndpoints.id, endpoint.id),
+          eq(webhookEndpoints.agencyId, endpoint.agencyId),
+          versionIn(webhookEndpoints.version, ifVersion),
+        ),
+      )
       .returning({ id: webhookEndpoints.id }),
     ...alsoWrite,
   ]);
+  if (!deleted.length && ifVersion !== undefined) {
+    const row = await db
+      .select({ version: webhookEndpoints.version })
+      .from(webhookEndpoints)
+      .where(and(eq(webhookEndpoints.id, endpoint.id), eq(webhookEndpoints.agencyId, endpoint.agencyId)))
+      .get();
+    if (row && !versionAccepted(row.version, ifVersion)) throw versionMismatch(ifVersion, row.version);
+  }
   if (!deleted.length) throw new DomainError("webhook_endpoint_not_found");
 }
 

@@ -68,6 +68,7 @@ describe("tours", () => {
       "state",
       "status",
       "tour_number",
+      "version",
     ]);
     const p3 = await call("/api/v1/tours?limit=2&page=3", { key: t.key });
     expect(p3.json.tours).toHaveLength(1);

@@ -1,12 +1,13 @@
 import type { RouteHandler } from "@hono/zod-openapi";
 import { findListing } from "../../domain/listing-reads";
+import { setEtag } from "../../http/conditional";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
 import { ListingSchema, listingNumberParam, presentListing } from "../../schemas/listings";
 
 export const getListingRoute = publicRoute(
-  { endpoint: "read_listing_single", scope: "listings:read", errors: ["listing_not_found"] },
+  { endpoint: "read_listing_single", scope: "listings:read", conditional: "read", errors: ["listing_not_found"] },
   {
     method: "get",
     path: "/api/v1/listings/{listing_number}",
@@ -23,5 +24,6 @@ export const getListingRoute = publicRoute(
 
 export const getListingHandler: RouteHandler<typeof getListingRoute, AppEnv> = async (c) => {
   const listing = await findListing(c.var.db, c.get("caller").agencyId, c.req.valid("param").listing_number);
+  setEtag(c, listing.version);
   return c.json(ListingSchema.parse(presentListing(listing, c.env.SITE_URL)), 200);
 };

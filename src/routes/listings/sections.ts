@@ -3,6 +3,7 @@ import type { Context } from "hono";
 import type { Listing } from "../../db/schema";
 import { findListing } from "../../domain/listing-reads";
 import { floorplanValue, MAX_FLOORPLANS, nextMatterport, type SectionValue, writeSection } from "../../domain/sections";
+import { ifMatch, setEtag } from "../../http/conditional";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency-mark";
@@ -14,6 +15,7 @@ const guard = {
   endpoint: "update_section",
   scope: "listings:write",
   roles: WRITER_ROLES,
+  conditional: "write",
   errors: ["listing_not_found", "invalid_section_payload", "agency_quota_exceeded"],
 } as const;
 const url = (description: string) =>
@@ -70,6 +72,7 @@ async function updateSection(
   operation: string,
   value: (listing: Listing) => SectionValue,
 ) {
+  const ifVersion = ifMatch(c);
   const db = c.var.db;
   const listing = await findListing(db, c.get("caller").agencyId, listingNumber);
   const mark = idempotencyMark(c, db, {
@@ -78,7 +81,8 @@ async function updateSection(
     resourceId: listing.id,
     ifChanged: true,
   });
-  const updated = await writeSection(db, listing, section, operation, value(listing), mark);
+  const updated = await writeSection(db, listing, section, operation, value(listing), mark, ifVersion);
+  setEtag(c, updated.version);
   return ListingSchema.parse(presentListing(updated, c.env.SITE_URL));
 }
 

@@ -1,6 +1,7 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { changeStatus, SETTABLE_STATUSES } from "../../domain/listing-lifecycle";
 import { findListing } from "../../domain/listing-reads";
+import { ifMatch, setEtag } from "../../http/conditional";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency-mark";
@@ -12,6 +13,7 @@ export const updateStatusRoute = publicRoute(
     endpoint: "update_listing_status",
     scope: "listings:write",
     roles: WRITER_ROLES,
+    conditional: "write",
     errors: ["listing_not_found", "listing_not_activated", "no_op_transition"],
   },
   {
@@ -43,6 +45,7 @@ export const updateStatusRoute = publicRoute(
 );
 
 export const updateStatusHandler: RouteHandler<typeof updateStatusRoute, AppEnv> = async (c) => {
+  const ifVersion = ifMatch(c);
   const db = c.var.db;
   const listing = await findListing(db, c.get("caller").agencyId, c.req.valid("param").listing_number);
   const mark = idempotencyMark(c, db, {
@@ -51,6 +54,7 @@ export const updateStatusHandler: RouteHandler<typeof updateStatusRoute, AppEnv>
     resourceId: listing.id,
     ifChanged: true,
   });
-  const updated = await changeStatus(db, listing, c.req.valid("json").new_status, mark);
+  const updated = await changeStatus(db, listing, c.req.valid("json").new_status, mark, ifVersion);
+  setEtag(c, updated.version);
   return c.json(ListingSchema.parse(presentListing(updated, c.env.SITE_URL)), 200);
 };

@@ -1,5 +1,6 @@
 import type { RouteHandler } from "@hono/zod-openapi";
 import { deleteTour, findTour } from "../../domain/tours";
+import { ifMatch } from "../../http/conditional";
 import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency-mark";
 import { publicRoute } from "../../http/route";
@@ -7,7 +8,13 @@ import { WRITER_ROLES } from "../../schemas/listings";
 import { tourNumberParam } from "../../schemas/tours";
 
 export const deleteTourRoute = publicRoute(
-  { endpoint: "delete_tour", scope: "tours:write", roles: WRITER_ROLES, errors: ["tour_not_found"] },
+  {
+    endpoint: "delete_tour",
+    scope: "tours:write",
+    roles: WRITER_ROLES,
+    conditional: "write",
+    errors: ["tour_not_found"],
+  },
   {
     method: "delete",
     path: "/api/v1/tours/{tourNumber}",
@@ -20,9 +27,10 @@ export const deleteTourRoute = publicRoute(
 );
 
 export const deleteTourHandler: RouteHandler<typeof deleteTourRoute, AppEnv> = async (c) => {
+  const ifVersion = ifMatch(c);
   const db = c.var.db;
   const tour = await findTour(db, c.get("caller").agencyId, c.req.valid("param").tourNumber);
   const mark = idempotencyMark(c, db, { status: 204, resourceType: "tour", resourceId: tour.id, ifChanged: true });
-  await deleteTour(db, tour, mark);
+  await deleteTour(db, tour, mark, ifVersion);
   return c.body(null, 204);
 };

@@ -1,5 +1,6 @@
 import type { RouteHandler } from "@hono/zod-openapi";
 import { findTour } from "../../domain/tours";
+import { setEtag } from "../../http/conditional";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
@@ -9,7 +10,7 @@ const tourAnswer = (status: 200 | 201, description: string) =>
   ({ [status]: { description, content: json(TourSchema) } }) as const;
 
 export const getTourRoute = publicRoute(
-  { endpoint: "read_tour_single", scope: "tours:read", errors: ["tour_not_found"] },
+  { endpoint: "read_tour_single", scope: "tours:read", conditional: "read", errors: ["tour_not_found"] },
   {
     method: "get",
     path: "/api/v1/tours/{tourNumber}",
@@ -21,8 +22,8 @@ export const getTourRoute = publicRoute(
   },
 );
 
-export const getTour: RouteHandler<typeof getTourRoute, AppEnv> = async (c) =>
-  c.json(
-    TourSchema.parse(presentTour(await findTour(c.var.db, c.get("caller").agencyId, c.req.valid("param").tourNumber))),
-    200,
-  );
+export const getTour: RouteHandler<typeof getTourRoute, AppEnv> = async (c) => {
+  const tour = await findTour(c.var.db, c.get("caller").agencyId, c.req.valid("param").tourNumber);
+  setEtag(c, tour.version);
+  return c.json(TourSchema.parse(presentTour(tour)), 200);
+};

@@ -1,5 +1,6 @@
 import type { RouteHandler } from "@hono/zod-openapi";
 import { findTour, updateTour } from "../../domain/tours";
+import { ifMatch, setEtag } from "../../http/conditional";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency-mark";
@@ -16,6 +17,7 @@ export const updateTourRoute = publicRoute(
     endpoint: "update_tour",
     scope: "tours:write",
     roles: WRITER_ROLES,
+    conditional: "write",
     errors: ["tour_not_found", "agency_quota_exceeded"],
   },
   {
@@ -48,8 +50,11 @@ export const updateTourHandler: RouteHandler<typeof updateTourRoute, AppEnv> = a
       },
     });
   }
+  const ifVersion = ifMatch(c);
   const db = c.var.db;
   const tour = await findTour(db, c.get("caller").agencyId, c.req.valid("param").tourNumber);
   const mark = idempotencyMark(c, db, { status: 200, resourceType: "tour", resourceId: tour.id, ifChanged: true });
-  return c.json(TourSchema.parse(presentTour(await updateTour(db, tour, b, mark))), 200);
+  const updated = await updateTour(db, tour, b, mark, ifVersion);
+  setEtag(c, updated.version);
+  return c.json(TourSchema.parse(presentTour(updated)), 200);
 };

@@ -1,13 +1,14 @@
 import type { RouteHandler } from "@hono/zod-openapi";
 import { z } from "@hono/zod-openapi";
 import { userOfAgency } from "../../domain/users";
+import { setEtag } from "../../http/conditional";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
 import { presentUser, UserSchema } from "../../schemas/users";
 
 export const getUserRoute = publicRoute(
-  { endpoint: "read_user_single", scope: "users:read", errors: ["user_not_found"] },
+  { endpoint: "read_user_single", scope: "users:read", conditional: "read", errors: ["user_not_found"] },
   {
     method: "get",
     path: "/api/v1/users/{user_id}",
@@ -24,5 +25,6 @@ export const getUserRoute = publicRoute(
 
 export const getUser: RouteHandler<typeof getUserRoute, AppEnv> = async (c) => {
   const user = await userOfAgency(c.var.db, c.get("caller").agencyId, c.req.valid("param").user_id);
+  setEtag(c, user.version);
   return c.json(UserSchema.parse(presentUser(user)), 200);
 };

@@ -1,4 +1,5 @@
 import type { RouteHandler } from "@hono/zod-openapi";
+import { ifMatch } from "../../http/conditional";
 import type { AppEnv } from "../../http/env";
 import { idempotencyMark } from "../../http/idempotency-mark";
 import { publicRoute } from "../../http/route";
@@ -10,6 +11,7 @@ export const deleteEndpointRoute = publicRoute(
     endpoint: "manage_webhook_endpoints",
     scope: "webhooks:write",
     roles: ["super_admin", "admin", "media_agency", "broker", "team_lead"],
+    conditional: "write",
     errors: ["webhook_endpoint_not_found"],
   },
   {
@@ -25,6 +27,7 @@ export const deleteEndpointRoute = publicRoute(
 );
 
 export const deleteEndpointHandler: RouteHandler<typeof deleteEndpointRoute, AppEnv> = async (c) => {
+  const ifVersion = ifMatch(c);
   const db = c.var.db;
   const endpoint = await findEndpoint(db, c.get("caller").agencyId, c.req.valid("param").endpoint_id);
   const mark = idempotencyMark(c, db, {
@@ -33,6 +36,6 @@ export const deleteEndpointHandler: RouteHandler<typeof deleteEndpointRoute, App
     resourceId: endpoint.id,
     ifChanged: true,
   });
-  await deleteEndpoint(db, endpoint, mark);
+  await deleteEndpoint(db, endpoint, mark, ifVersion);
   return c.body(null, 204);
 };

@@ -1,4 +1,5 @@
 import type { RouteHandler } from "@hono/zod-openapi";
+import { setEtag } from "../../http/conditional";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
@@ -6,7 +7,12 @@ import { endpointIdParam, presentEndpoint, WebhookEndpointSchema } from "../../s
 import { findEndpoint } from "../../webhooks/endpoints";
 
 export const getEndpointRoute = publicRoute(
-  { endpoint: "read_webhook_endpoints", scope: "webhooks:read", errors: ["webhook_endpoint_not_found"] },
+  {
+    endpoint: "read_webhook_endpoints",
+    scope: "webhooks:read",
+    conditional: "read",
+    errors: ["webhook_endpoint_not_found"],
+  },
   {
     method: "get",
     path: "/api/v1/webhooks/endpoints/{endpoint_id}",
@@ -23,10 +29,8 @@ export const getEndpointRoute = publicRoute(
   },
 );
 
-export const getEndpointHandler: RouteHandler<typeof getEndpointRoute, AppEnv> = async (c) =>
-  c.json(
-    WebhookEndpointSchema.parse(
-      presentEndpoint(await findEndpoint(c.var.db, c.get("caller").agencyId, c.req.valid("param").endpoint_id)),
-    ),
-    200,
-  );
+export const getEndpointHandler: RouteHandler<typeof getEndpointRoute, AppEnv> = async (c) => {
+  const endpoint = await findEndpoint(c.var.db, c.get("caller").agencyId, c.req.valid("param").endpoint_id);
+  setEtag(c, endpoint.version);
+  return c.json(WebhookEndpointSchema.parse(presentEndpoint(endpoint)), 200);
+};

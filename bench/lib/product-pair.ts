@@ -1,0 +1,125 @@
+// Product Workers that differ in one thing, each on fresh state of its own, measured in
+// turns: what that one thing costs a route. The observability phase sets variables on
+// them; the sequence phase changes one Worker's local database after its migrations.
+import { randomBytes, randomUUID } from "node:crypto";
+import { join } from "node:path";
+import { Api } from "./api.ts";
+import { type Figure, measureAlternating, registerServer, type Spec } from "./load.ts";
+import { freePorts, runChild, startServer, stateDir, stopServer } from "./processes.ts";
+
+/** One side of a pair: its label in the row names, its variables, and what to run on its state before it starts. */
+export interface Side {
+  label: string;
+  vars?: Record<string, string>;
+  /** Called with `--persist-to <dir>` after the migrations, before the Worker starts. */
+  prepare?: (persist: string[]) => Promise<void>;
+}
+
+export interface RunningProduct {
+  label: string;
+  origin: string;
+  ownerId: string;
+  getKey: string;
+  postKey: string;
+}
+
+/** A product Worker on state of its own, with an agency, its owner, a key for reads and one for writes. */
+async function startProduct(side: Side, ports: number[], token: string, readyMs: number) {
+  const name = `pair-${side.label.replace(/[^a-z0-9]+/gi, "-")}`;
+  const persist = ["--persist-to", join(stateDir, name)];
+  await runChild("wrangler", ["d1", "migrations", "apply", "DB", "--local", ...persist], `migrate-${name}`, 300_000);
+  await side.prepare?.(persist);
+  const [port, inspector] = ports as [number, number];
+  const origin = `http://127.0.0.1:${port}`;
+  const vars = { SECRET_KEY: randomBytes(32).toString("base64url"), OPERATOR_TOKEN: token, ...side.vars };
+  const child = await startServer(
+    "wrangler",
+    [
+      "dev",
+      "--port",
+      String(port),
+      "--inspector-port",
+      String(inspector),
+      "--ip",
+      "127.0.0.1",
+      "--log-level",
+      "warn",
+      "--show-interactive-dev-session=false",
+      ...persist,
+      ...Object.entries(vars).flatMap(([k, v]) => ["--var", `${k}:${v}`]),
+    ],
+    name,
+    `${origin}/api/v1/openapi.json`,
+    readyMs,
+  );
+  try {
+    registerServer(origin, { group: child.pid, inspector });
+    const api = new Api(origin, token);
+    const agency = await api.agency(`Bench ${side.label}`);
+    const owner = await api.user(agency.id, "media_agency", `Owner ${side.label}`);
+    const [getKey, postKey] = [await api.key(agency.id, owner.id), await api.key(agency.id, owner.id)];
+    const product: RunningProduct = {
+      label: side.label,
+      origin,
+      ownerId: owner.id,
+      getKey: getKey.secret,
+      postKey: postKey.secret,
+    };
+    return { child, product };
+  } catch (err) {
+    await stopServer(child);
+    throw err;
+  }
+}
+
+/** The authenticated GET of the owner. */
+export const getUserSpec = (p: RunningProduct, name: string): Spec => ({
+  name,
+  opts: { url: `${p.origin}/api/v1/users/${p.ownerId}`, headers: { "X-API-Key": p.getKey } },
+});
+
+/** The idempotent create of a listing, each request with a fresh idempotency key. */
+export const createListingSpec = (p: RunningProduct, name: string): Spec => ({
+  name,
+  opts: {
+    url: `${p.origin}/api/v1/listings`,
+    requests: [
+      {
+        method: "POST",
+        body: JSON.stringify({ address: "1 Bench Street", owner_user_id: p.ownerId, agent_one_id: p.ownerId }),
+        setupRequest: (req: any) => ({
+          ...req,
+          headers: {
+            ...req.headers,
+            "X-API-Key": p.postKey,
+            "Content-Type": "application/json",
+            "X-Idempotency-Key": randomUUID(),
+          },
+        }),
+      },
+    ],
+  },
+});
+
+/**
+ * Starts every side, then measures each group of specs in turns (one spec per side, in
+ * the order of `sides`), and stops every Worker whatever happened.
+ */
+export async function measureSides(
+  sides: Side[],
+  token: string,
+  readyMs: number,
+  groups: ((p: RunningProduct) => Spec)[],
+): Promise<Figure[][]> {
+  const ports = await freePorts(2 * sides.length);
+  const started: Awaited<ReturnType<typeof startProduct>>[] = [];
+  try {
+    for (const [i, side] of sides.entries())
+      started.push(await startProduct(side, ports.slice(2 * i, 2 * i + 2), token, readyMs));
+    const out: Figure[][] = [];
+    for (const spec of groups) out.push(await measureAlternating(started.map((s) => spec(s.product))));
+    return out;
+  } finally {
+    await Promise.all(started.map((s) => stopServer(s.child)));
+  }
+}
