@@ -374,6 +374,7 @@ describe("the example mirror, fed by webhooks and the feed, under loss", () => {
       expect(copy.orders).toBe(fresh.orders);
       expect(copy.tours).toBe(fresh.tours);
       expect(a.mirror.stats.fills, "the mirror never had to fill a gap").toBeGreaterThan(1);
+      expect(a.mirror.stats.skipped, "no delivery was found stale by its version").toBeGreaterThan(0);
 
       // The same deliveries without filling: a copy that shows the loss the test injected.
       await a.blind.sweepTours();
