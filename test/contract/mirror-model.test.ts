@@ -1,7 +1,7 @@
 import { env, exports } from "cloudflare:workers";
 import { and, count, eq, inArray, lte, max } from "drizzle-orm";
 import { describe, expect, it, vi } from "vitest";
-import { createMirror, type Mirror, type SyncEvent } from "../../examples/mirror.mjs";
+import { createMirror, type Mirror, type SyncEvent, verifyDelivery } from "../../examples/mirror.mjs";
 import { events, webhookDeliveries, webhookDeliveryAttempts } from "../../src/db/schema";
 import { mintKey, updateKey } from "../../src/domain/api-keys";
 import { ENDPOINT_NAMES } from "../../src/domain/budgets";
@@ -54,6 +54,8 @@ interface Agency {
   users: string[];
   tours: string[];
   mirrorKey: string;
+  /** The endpoint's signing secret. */
+  secret: string;
 }
 
 /** Canonical JSON (sorted keys), so two copies compare whatever order their maps were filled in. */
@@ -146,6 +148,8 @@ describe("the example mirror, fed by webhooks and the feed, under loss", () => {
     // The receivers: each agency's answers 503 at random, and keeps what it accepted.
     const byUrl = new Map<string, Agency>();
     let receiverDown = 0;
+    let unverified = 0;
+    let viaWebhooks = 0;
     mockFetch(async (req) => {
       const agency = byUrl.get(req.url);
       if (!agency) return new Response("no such receiver", { status: 404 });
@@ -153,7 +157,10 @@ describe("the example mirror, fed by webhooks and the feed, under loss", () => {
         receiverDown++;
         return new Response("down", { status: 503 });
       }
-      agency.inbox.push(JSON.parse(await req.text()));
+      // Each delivery is taken as the example's receiver takes it: only once its signature verifies.
+      const envelope = await verifyDelivery(await req.text(), req.headers.get("X-Webhook-Signature"), agency.secret);
+      if (!envelope) unverified++;
+      else agency.inbox.push(envelope);
       return new Response("ok");
     });
 
@@ -170,7 +177,10 @@ describe("the example mirror, fed by webhooks and the feed, under loss", () => {
         baseUrl: BASE,
         apiKey: secret,
         fetch: selfFetch,
-        onEvent: (e) => accounted.add(e.sequence!),
+        onEvent: (e, source) => {
+          accounted.add(e.sequence!);
+          if (source === "webhook") viaWebhooks++;
+        },
       });
       const blind = createMirror({ baseUrl: BASE, apiKey: secret, fetch: selfFetch, fillGaps: false });
       const agency: Agency = {
@@ -184,6 +194,7 @@ describe("the example mirror, fed by webhooks and the feed, under loss", () => {
         users: [t.teamLead.id, t.agent.id, t.viewer.id],
         tours: [],
         mirrorKey: secret,
+        secret: hook.signing_secret,
       };
       byUrl.set(url, agency);
       agencies.push(agency);
@@ -407,6 +418,9 @@ describe("the example mirror, fed by webhooks and the feed, under loss", () => {
     expect(late.stats.resyncs, "the expired feed made the mirror resync").toBe(1);
     expect(late.through).toBe((await lastSequence(first!.t.agencyId)).last);
     expect(copyOf(late)).toEqual(await freshReads(first!.t));
+    expect(unverified, "deliveries whose signature did not verify").toBe(0);
+    // Shuffled deliveries jump ahead often, so the feed brings most events first; deliveries still bring some.
+    expect(viaWebhooks, "events the mirrors took from deliveries").toBeGreaterThan(AGENCIES);
     expect(dropsAsked).toBeGreaterThan(AGENCIES);
     expect(receiverDown + refusedSends).toBeGreaterThan(0);
     // The only error logs are the refused sends' failed drains.
