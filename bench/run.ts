@@ -19,6 +19,7 @@
 // BENCH_RUNNER=wrangler serves the measured Workers with `wrangler dev` instead.
 import { randomBytes, randomUUID } from "node:crypto";
 import { cpus, loadavg, totalmem } from "node:os";
+import { join } from "node:path";
 import { Api, type BenchKey } from "./lib/api.ts";
 import { measureGrowth } from "./lib/growth.ts";
 import { judgeRun } from "./lib/judge.ts";
@@ -95,7 +96,8 @@ async function main() {
     needsBaseline &&
       serveWorker({
         config: "bench/baseline/wrangler.jsonc",
-        persist: stateDir,
+        // State of its own: two dev servers starting at once on one state directory can stall.
+        persist: join(stateDir, "baseline"),
         vars: {},
         logName: "baseline",
         readyPath: "/bare",
