@@ -1,6 +1,7 @@
 // npm run bench: a repeatable load run on loopback. It seeds a fresh local state (two
 // agencies of listings and tours, through SQL files), starts the baseline Worker and the
-// product Worker under `wrangler dev`, and measures with autocannon: the bare route, each
+// product Worker (bench/lib/workers.ts: wrangler's dev server without an inspector, or
+// `wrangler dev` with BENCH_RUNNER=wrangler), and measures with autocannon: the bare route, each
 // product route against its floor (the same primitives with no product code), many
 // tenants at once, what the event sequence costs the POST (with against without), what
 // observability costs (on against off), the list routes at a small and a big agency,
@@ -15,8 +16,10 @@
 // only those phases. BENCH_COLD_STARTS (3): fresh starts of each Worker in the startup phase.
 // BENCH_ROUNDS (3): the slices in which a route and its floor (or single key) are measured in turns.
 // BENCH_PROFILE=<dir> writes a CPU profile of each row's Worker and prints its heaviest functions.
+// BENCH_RUNNER=wrangler serves the measured Workers with `wrangler dev` instead.
 import { randomBytes, randomUUID } from "node:crypto";
 import { cpus, loadavg, totalmem } from "node:os";
+import { join } from "node:path";
 import { Api, type BenchKey } from "./lib/api.ts";
 import { measureGrowth } from "./lib/growth.ts";
 import { judgeRun } from "./lib/judge.ts";
@@ -28,16 +31,16 @@ import {
   measure,
   measureAlternating,
   ROUNDS,
-  registerServer,
   WARMUP,
 } from "./lib/load.ts";
 import { measureObservability } from "./lib/observability.ts";
-import { cleanupNow, errorLines, freePorts, runChild, startServer, stateDir, stopChildren } from "./lib/processes.ts";
+import { cleanupNow, errorLines, runChild, stateDir, stopChildren } from "./lib/processes.ts";
 import { printGoals, printTable, type Row, size } from "./lib/report.ts";
 import { type GrowthAgency, generateAgency } from "./lib/seed.ts";
 import { measureSequence } from "./lib/sequence.ts";
 import { type BundleFile, type ColdStarts, measureBundle, measureColdStarts, printStartup } from "./lib/startup.ts";
 import { measurePipeline, type PipelineRun, Receiver } from "./lib/webhooks.ts";
+import { RUNNER_NAME, serveWorker } from "./lib/workers.ts";
 
 const BIG_ROWS = Number(process.env.BENCH_ROWS ?? 100_000);
 const SMALL_ROWS = Math.min(1_000, Math.max(1, Math.round(BIG_ROWS / 10)));
@@ -65,9 +68,6 @@ let stopping = false;
 async function main() {
   const began = Date.now();
   const loadAtStart = loadavg();
-  const [basePort, appPort, baseInspector, appInspector] = await freePorts(4);
-  const baseOrigin = `http://127.0.0.1:${basePort}`;
-  const appOrigin = `http://127.0.0.1:${appPort}`;
   const operatorToken = randomBytes(18).toString("base64url");
   const runId = randomBytes(4).toString("hex");
   const persist = ["--persist-to", stateDir];
@@ -92,48 +92,31 @@ async function main() {
     growth.push(agency);
   }
 
-  const common = ["--ip", "127.0.0.1", "--log-level", "warn", "--show-interactive-dev-session=false", ...persist];
   const [baseline, product] = await Promise.all([
     needsBaseline &&
-      startServer(
-        "wrangler",
-        [
-          "dev",
-          "--config",
-          "bench/baseline/wrangler.jsonc",
-          "--port",
-          String(basePort),
-          "--inspector-port",
-          String(baseInspector),
-          ...common,
-        ],
-        "baseline",
-        `${baseOrigin}/bare`,
-        READY_TIMEOUT_MS,
-      ),
-    startServer(
-      "wrangler",
-      [
-        "dev",
-        "--port",
-        String(appPort),
-        "--inspector-port",
-        String(appInspector),
-        ...common,
-        "--var",
-        `OPERATOR_TOKEN:${operatorToken}`,
-        "--var",
-        `SECRET_KEY:${randomBytes(32).toString("base64url")}`,
-        "--var",
-        "ALLOW_HTTP_RECEIVERS:true",
-      ],
-      "product",
-      `${appOrigin}/api/v1/openapi.json`,
-      READY_TIMEOUT_MS,
-    ),
+      serveWorker({
+        config: "bench/baseline/wrangler.jsonc",
+        // State of its own: two dev servers starting at once on one state directory can stall.
+        persist: join(stateDir, "baseline"),
+        vars: {},
+        logName: "baseline",
+        readyPath: "/bare",
+        readyMs: READY_TIMEOUT_MS,
+      }),
+    serveWorker({
+      persist: stateDir,
+      vars: {
+        OPERATOR_TOKEN: operatorToken,
+        SECRET_KEY: randomBytes(32).toString("base64url"),
+        ALLOW_HTTP_RECEIVERS: "true",
+      },
+      logName: "product",
+      readyPath: "/api/v1/openapi.json",
+      readyMs: READY_TIMEOUT_MS,
+    }),
   ]);
-  if (baseline) registerServer(baseOrigin, { group: baseline.pid, inspector: baseInspector });
-  registerServer(appOrigin, { group: product.pid, inspector: appInspector });
+  const baseOrigin = baseline ? baseline.origin : "";
+  const appOrigin = product.origin;
   if (needsBaseline) {
     const setup = await fetch(`${baseOrigin}/setup`, { method: "POST", signal: AbortSignal.timeout(30_000) });
     if (!setup.ok) throw new Error(`baseline setup answered ${setup.status}`);
@@ -335,7 +318,7 @@ async function main() {
   const loadAtEnd = loadavg();
   console.log(
     `\nMachine: ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, ${Math.round(totalmem() / 2 ** 30)} GiB; ` +
-      `Node ${process.version}; wrangler dev (local workerd); load average ${loadAtStart[0]!.toFixed(1)} at start, ` +
+      `Node ${process.version}; served by ${RUNNER_NAME}; load average ${loadAtStart[0]!.toFixed(1)} at start, ` +
       `${loadAtEnd[0]!.toFixed(1)} at end`,
   );
   console.log(
@@ -346,8 +329,8 @@ async function main() {
   );
   printTable(rows);
   console.log(
-    "\ncpu ms: CPU time of the serving wrangler dev (workerd and all) per request, steadier than req/s on a busy machine;" +
-      " wkd ms: the part the workerd that runs the Worker spent (without wrangler's Node process and its proxy's workerd, which relay requests and console lines)." +
+    "\ncpu ms: CPU time of the serving processes (workerd and all) per request, steadier than req/s on a busy machine;" +
+      " wkd ms: the part the workerd that runs the Worker spent (without the Node process around it and, under wrangler dev, its proxy's workerd)." +
       "\n×bare, ×floor: req/s against the bare route and the route's floor. ×ref: many tenants against the single key;" +
       ` @${size(BIG_ROWS)} rows against @${size(SMALL_ROWS)}.` +
       "\nWebhook rows: req/s = receipts per second; p50/p99 from sending the create to the receipt, per endpoint;" +

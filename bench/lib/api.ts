@@ -138,12 +138,22 @@ export class Api {
     return { id: minted.key.id, secret: minted.secret };
   }
 
-  /** Runs the every-minute Cron once, as the platform would (wrangler dev never fires crons itself). */
+  /**
+   * Runs the every-minute Cron once, as the platform would (wrangler dev never fires crons
+   * itself): through wrangler's proxy at /cdn-cgi/handler/, on the Worker's own workerd at
+   * /cdn-cgi/local/.
+   */
   async cronTick(): Promise<void> {
-    const res = await fetch(`${this.origin}/cdn-cgi/handler/scheduled?cron=${encodeURIComponent("* * * * *")}`, {
-      signal: AbortSignal.timeout(CALL_TIMEOUT_MS),
-    });
-    await res.body?.cancel();
-    if (!res.ok) throw new Error(`the Cron trigger answered ${res.status}`);
+    let status = 0;
+    for (const path of ["/cdn-cgi/handler/scheduled", "/cdn-cgi/local/scheduled"]) {
+      const res = await fetch(`${this.origin}${path}?cron=${encodeURIComponent("* * * * *")}`, {
+        signal: AbortSignal.timeout(CALL_TIMEOUT_MS),
+      });
+      await res.body?.cancel();
+      if (res.ok) return;
+      status = res.status;
+      if (status !== 404) break;
+    }
+    throw new Error(`the Cron trigger answered ${status}`);
   }
 }

@@ -1,7 +1,7 @@
 // One measured row: autocannon against one route after a warm-up, with the CPU time its
 // server spent per request (steadier than throughput on a shared machine).
 import autocannon from "autocannon";
-import { cpuMsOfGroup } from "./processes.ts";
+import { cpuMsOfGroup } from "./cpu.ts";
 import { PROFILE_DIR, startProfile } from "./profile.ts";
 
 export const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
@@ -19,15 +19,17 @@ export interface Figure {
   unexpected: number;
   /** Status codes seen and how often. */
   statuses: Record<string, number>;
-  /** CPU milliseconds the serving `wrangler dev` (workerd and all) spent per request, when known. */
+  /** CPU milliseconds the serving Worker's processes (workerd and all) spent per request, when known. */
   cpuMs?: number;
-  /** The part of `cpuMs` the workerd that runs the Worker spent, without wrangler's Node process and proxy. */
+  /** The part of `cpuMs` the workerd that runs the Worker spent, without the Node process and proxy around it. */
   workerdMs?: number;
 }
 
-interface Server {
-  /** The process group of its `wrangler dev`, which holds its workerd. */
+export interface Server {
+  /** The process group of its `wrangler dev` or runner, which holds its workerd. */
   group?: number;
+  /** The workerd that runs the Worker, when known (else the one with an inspector). */
+  workerPid?: number;
   /** Its inspector port, for BENCH_PROFILE. */
   inspector?: number;
 }
@@ -70,9 +72,9 @@ async function slice(spec: Spec, seconds: number, profile: boolean): Promise<Sli
   const server = opts.url ? servers.get(new URL(String(opts.url)).origin) : undefined;
   const stop =
     profile && PROFILE_DIR && server?.inspector ? await startProfile(server.inspector, spec.name) : undefined;
-  const cpuBefore = server?.group ? cpuMsOfGroup(server.group) : undefined;
+  const cpuBefore = server?.group ? cpuMsOfGroup(server.group, server.workerPid) : undefined;
   const r = await autocannon({ ...opts, connections, duration: seconds });
-  const cpuAfter = server?.group ? cpuMsOfGroup(server.group) : undefined;
+  const cpuAfter = server?.group ? cpuMsOfGroup(server.group, server.workerPid) : undefined;
   await stop?.();
   const statuses = Object.fromEntries(Object.entries(r.statusCodeStats ?? {}).map(([code, s]) => [code, s.count]));
   const wrong =

@@ -2,7 +2,7 @@
 // process group, so stopping it also stops what it started (workerd); whatever is still
 // running when the bench exits, for any reason, is killed, and the state directory goes.
 import { type ChildProcess, spawn } from "node:child_process";
-import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -140,17 +140,31 @@ export async function freePorts(n: number): Promise<number[]> {
 
 const exited = (child: ChildProcess) => child.exitCode !== null || child.signalCode !== null;
 
-/** Polls `url` until it answers below 500, for at most `timeoutMs`, or until `child` has exited. */
-async function waitForHttp(url: string, timeoutMs: number, child?: ChildProcess, logName?: string, pollMs = 250) {
+/**
+ * Polls `url` until it answers below 500, for at most `timeoutMs`, or until `child` has
+ * exited; a function gives the address once the server has said it (undefined until then).
+ */
+async function waitForHttp(
+  url: string | (() => string | undefined),
+  timeoutMs: number,
+  child?: ChildProcess,
+  logName?: string,
+  pollMs = 250,
+) {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (child && exited(child)) {
       throw new Error(
-        `the server for ${url} exited (${child.exitCode ?? child.signalCode}):\n${logTail(logName ?? "")}`,
+        `the server for ${typeof url === "string" ? url : logName} exited (${child.exitCode ?? child.signalCode}):\n${logTail(logName ?? "")}`,
       );
     }
+    const known = typeof url === "string" ? url : url();
+    if (known === undefined) {
+      await sleep(pollMs);
+      continue;
+    }
     try {
-      const res = await fetch(url, { signal: AbortSignal.timeout(5_000) });
+      const res = await fetch(known, { signal: AbortSignal.timeout(5_000) });
       await res.body?.cancel();
       if (res.status < 500) return;
     } catch {
@@ -158,7 +172,8 @@ async function waitForHttp(url: string, timeoutMs: number, child?: ChildProcess,
     }
     await sleep(pollMs);
   }
-  throw new Error(`${url} did not come up within ${timeoutMs / 1000} s${logName ? `:\n${logTail(logName)}` : ""}`);
+  const what = typeof url === "string" ? url : (url() ?? `the server of ${logName}`);
+  throw new Error(`${what} did not come up within ${timeoutMs / 1000} s${logName ? `:\n${logTail(logName)}` : ""}`);
 }
 
 /**
@@ -169,7 +184,7 @@ export async function startServer(
   command: string,
   args: string[],
   logName: string,
-  url: string,
+  url: string | (() => string | undefined),
   timeoutMs: number,
   pollMs?: number,
 ) {
@@ -183,54 +198,4 @@ export async function startServer(
       process.stderr.write(`! ${logName} exited while starting; starting it again\n`);
     }
   }
-}
-
-/** Clock ticks per second of /proc's CPU times (USER_HZ, 100 on Linux). */
-const TICKS_PER_SECOND = 100;
-
-/**
- * CPU milliseconds of a process group: all of it, and the part the workerd that runs the
- * Worker spent (the one `wrangler dev` opens an inspector on), without wrangler's own Node
- * process and the workerd of its proxy, which relay each request and each console line.
- */
-export interface GroupCpu {
-  total: number;
-  workerd: number;
-}
-
-/** Whether a workerd process is the one that runs the Worker rather than wrangler's proxy. */
-function runsTheWorker(pid: string): boolean {
-  try {
-    return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("--inspector-addr");
-  } catch {
-    return false;
-  }
-}
-
-/**
- * CPU milliseconds (user and system) spent so far by the live processes of a process
- * group, from /proc; undefined where there is no /proc. A process that exits meanwhile
- * takes its time with it, so compare two readings only across a steady server.
- */
-export function cpuMsOfGroup(group: number): GroupCpu | undefined {
-  if (!existsSync("/proc/self/stat")) return undefined;
-  let ticks = 0;
-  let workerd = 0;
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    let stat: string;
-    try {
-      stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-    } catch {
-      continue; // gone meanwhile
-    }
-    // The fields after the command name (which may hold spaces): state, ppid, pgrp, …, utime (11), stime (12).
-    const close = stat.lastIndexOf(")");
-    const fields = stat.slice(close + 2).split(" ");
-    if (Number(fields[2]) !== group) continue;
-    const used = Number(fields[11]) + Number(fields[12]);
-    ticks += used;
-    if (stat.slice(stat.indexOf("(") + 1, close).startsWith("workerd") && runsTheWorker(entry)) workerd += used;
-  }
-  return { total: (ticks * 1000) / TICKS_PER_SECOND, workerd: (workerd * 1000) / TICKS_PER_SECOND };
 }

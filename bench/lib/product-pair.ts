@@ -4,8 +4,9 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { join } from "node:path";
 import { Api } from "./api.ts";
-import { type Figure, measureAlternating, registerServer, type Spec } from "./load.ts";
-import { freePorts, runChild, startServer, stateDir, stopServer } from "./processes.ts";
+import { type Figure, measureAlternating, type Spec } from "./load.ts";
+import { runChild, stateDir, stopServer } from "./processes.ts";
+import { serveWorker } from "./workers.ts";
 
 /** One side of a pair: its label in the row names, its variables, and what to run on its state before it starts. */
 export interface Side {
@@ -24,36 +25,20 @@ export interface RunningProduct {
 }
 
 /** A product Worker on state of its own, with an agency, its owner, a key for reads and one for writes. */
-async function startProduct(side: Side, ports: number[], token: string, readyMs: number) {
+async function startProduct(side: Side, token: string, readyMs: number) {
   const name = `pair-${side.label.replace(/[^a-z0-9]+/gi, "-")}`;
   const persist = ["--persist-to", join(stateDir, name)];
   await runChild("wrangler", ["d1", "migrations", "apply", "DB", "--local", ...persist], `migrate-${name}`, 300_000);
   await side.prepare?.(persist);
-  const [port, inspector] = ports as [number, number];
-  const origin = `http://127.0.0.1:${port}`;
   const vars = { SECRET_KEY: randomBytes(32).toString("base64url"), OPERATOR_TOKEN: token, ...side.vars };
-  const child = await startServer(
-    "wrangler",
-    [
-      "dev",
-      "--port",
-      String(port),
-      "--inspector-port",
-      String(inspector),
-      "--ip",
-      "127.0.0.1",
-      "--log-level",
-      "warn",
-      "--show-interactive-dev-session=false",
-      ...persist,
-      ...Object.entries(vars).flatMap(([k, v]) => ["--var", `${k}:${v}`]),
-    ],
-    name,
-    `${origin}/api/v1/openapi.json`,
+  const { child, origin } = await serveWorker({
+    persist: persist[1]!,
+    vars,
+    logName: name,
+    readyPath: "/api/v1/openapi.json",
     readyMs,
-  );
+  });
   try {
-    registerServer(origin, { group: child.pid, inspector });
     const api = new Api(origin, token);
     const agency = await api.agency(`Bench ${side.label}`);
     const owner = await api.user(agency.id, "media_agency", `Owner ${side.label}`);
@@ -111,11 +96,9 @@ export async function measureSides(
   readyMs: number,
   groups: ((p: RunningProduct) => Spec)[],
 ): Promise<Figure[][]> {
-  const ports = await freePorts(2 * sides.length);
   const started: Awaited<ReturnType<typeof startProduct>>[] = [];
   try {
-    for (const [i, side] of sides.entries())
-      started.push(await startProduct(side, ports.slice(2 * i, 2 * i + 2), token, readyMs));
+    for (const side of sides) started.push(await startProduct(side, token, readyMs));
     const out: Figure[][] = [];
     for (const spec of groups) out.push(await measureAlternating(started.map((s) => spec(s.product))));
     return out;

@@ -1,7 +1,8 @@
 // BENCH_PROFILE=<dir>: a CPU profile of the product Worker during each measured product
-// row, taken through the inspector port that `wrangler dev` opens. Each profile is written
-// as `<dir>/<row>.cpuprofile` (open it in Chrome DevTools), and its heaviest functions by
-// self time are printed, so a slow row says where its JavaScript time goes.
+// row, taken through the inspector port of its dev server (bench/serve.ts opens one only
+// then). Each profile is written as `<dir>/<row>.cpuprofile` (open it in Chrome DevTools),
+// and its heaviest functions by self time are printed, so a slow row says where its
+// JavaScript time goes.
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
