@@ -40,8 +40,18 @@ const collectionOf = (path: string, param: string) => path.slice(0, path.indexOf
 const statusOf = (code: ErrorCode) => ERRORS[code][0];
 const notFoundCodes = (op: RouteMeta) => op.codes.filter((c) => statusOf(c) === 404);
 
+const ENDPOINTS = "/api/v1/webhooks/endpoints";
+
 /** Path parameters with a fixture of their own; any other is made through its collection. */
-const PARAM_FIXTURES = new Set(["agency_id", "user_id", "key_id", "listing_number", "upload_id", "request_id"]);
+const PARAM_FIXTURES = new Set([
+  "agency_id",
+  "user_id",
+  "key_id",
+  "listing_number",
+  "upload_id",
+  "request_id",
+  "endpoint_id",
+]);
 
 /** A path parameter has a fixture when it is in the table or its collection is a registered route. */
 function hasFixture(op: RouteMeta, param: string) {
@@ -220,6 +230,8 @@ async function param(w: World, name: string, prefix: string, template = prefix):
   else if (name === "listing_number") value = await activatedListing(w);
   else if (name === "upload_id") value = await listingUpload(w);
   else if (name === "request_id") value = await committedWrite(w);
+  // The agency's webhook endpoint, also for the sandbox helpers that act on it.
+  else if (name === "endpoint_id") value = await member(w, ENDPOINTS, ENDPOINTS, name);
   else value = await member(w, prefix, template, name);
   w.params.set(name, value);
   return value;
