@@ -92,29 +92,28 @@ async function main() {
     growth.push(agency);
   }
 
-  const [baseline, product] = await Promise.all([
+  // One after the other: two of wrangler's dev servers starting at once in one process tree can stall.
+  const baseline =
     needsBaseline &&
-      serveWorker({
-        config: "bench/baseline/wrangler.jsonc",
-        // State of its own: two dev servers starting at once on one state directory can stall.
-        persist: join(stateDir, "baseline"),
-        vars: {},
-        logName: "baseline",
-        readyPath: "/bare",
-        readyMs: READY_TIMEOUT_MS,
-      }),
-    serveWorker({
-      persist: stateDir,
-      vars: {
-        OPERATOR_TOKEN: operatorToken,
-        SECRET_KEY: randomBytes(32).toString("base64url"),
-        ALLOW_HTTP_RECEIVERS: "true",
-      },
-      logName: "product",
-      readyPath: "/api/v1/openapi.json",
+    (await serveWorker({
+      config: "bench/baseline/wrangler.jsonc",
+      persist: join(stateDir, "baseline"),
+      vars: {},
+      logName: "baseline",
+      readyPath: "/bare",
       readyMs: READY_TIMEOUT_MS,
-    }),
-  ]);
+    }));
+  const product = await serveWorker({
+    persist: stateDir,
+    vars: {
+      OPERATOR_TOKEN: operatorToken,
+      SECRET_KEY: randomBytes(32).toString("base64url"),
+      ALLOW_HTTP_RECEIVERS: "true",
+    },
+    logName: "product",
+    readyPath: "/api/v1/openapi.json",
+    readyMs: READY_TIMEOUT_MS,
+  });
   const baseOrigin = baseline ? baseline.origin : "";
   const appOrigin = product.origin;
   if (needsBaseline) {
