@@ -1,11 +1,12 @@
-// Prints the plain closing line of a test run ("N passed, N failed, N skipped") from
-// vitest's JSON report, and keeps vitest's exit status. Given the run's printed output too,
-// it holds the run to being quiet: a line that shows an uncaught error, a runtime exception
-// or warning, an error or warning log no test captured, or a toolchain warning fails the run
-// (exit 1) and is listed, even when every test passed.
+// Prints the plain closing line of a test run ("N passed, N failed, N skipped") from the
+// per-file results `scripts/test-results-reporter.ts` wrote, and keeps the run's exit status.
+// Given the run's printed output too, it holds the run to being quiet: a line that shows an
+// uncaught error, a runtime exception or warning, an error or warning log no test captured,
+// or a toolchain warning fails the run (exit 1) and is listed, even when every test passed.
 //
-//   node scripts/test-summary.ts .vitest/report.json <vitest exit status> [.vitest/output.log]
+//   node scripts/test-summary.ts .vitest/results.jsonl <exit status> [.vitest/output.log]
 import { readFileSync } from "node:fs";
+import type { FileResult } from "./test-results-reporter.ts";
 
 /** What a quiet run never prints; each names the kind of noise it catches. */
 export const NOISE: [kind: string, pattern: RegExp][] = [
@@ -33,22 +34,44 @@ export function noise(output: string): { kind: string; line: string }[] {
   return found;
 }
 
-if (import.meta.main) {
-  const [reportPath, status, outputPath] = process.argv.slice(2);
-  let exitCode = Number(status ?? 1);
+/** The results of every file, the last line of a file winning; none when nothing was written. */
+export function readResults(path: string): FileResult[] {
+  let text: string;
   try {
-    const report = JSON.parse(readFileSync(reportPath!, "utf8")) as {
-      numPassedTests: number;
-      numFailedTests: number;
-      numPendingTests: number;
-      numTodoTests: number;
-    };
-    console.log(
-      `\n${report.numPassedTests} passed, ${report.numFailedTests} failed, ` +
-        `${report.numPendingTests + report.numTodoTests} skipped`,
-    );
+    text = readFileSync(path, "utf8");
   } catch {
-    console.log("\nNo test report was written: the run did not complete.");
+    return [];
+  }
+  const byFile = new Map<string, FileResult>();
+  for (const line of text.split("\n")) {
+    if (!line.trim()) continue;
+    const result = JSON.parse(line) as FileResult;
+    byFile.set(`${result.project}\u0000${result.file}`, result);
+  }
+  return [...byFile.values()];
+}
+
+/** The run's totals: a file that failed without a failing test counts as one failure. */
+export function totals(results: FileResult[]): { passed: number; failed: number; skipped: number } {
+  const sum = { passed: 0, failed: 0, skipped: 0 };
+  for (const r of results) {
+    sum.passed += r.passed;
+    sum.failed += r.failed + (r.fileFailed ? 1 : 0);
+    sum.skipped += r.skipped;
+  }
+  return sum;
+}
+
+/** Prints the closing line and the noise found; answers the run's exit code. */
+export function summarize(resultsPath: string, status: number, outputPath?: string): number {
+  let exitCode = status;
+  const results = readResults(resultsPath);
+  if (results.length) {
+    const t = totals(results);
+    console.log(`\n${t.passed} passed, ${t.failed} failed, ${t.skipped} skipped`);
+    if (t.failed && !exitCode) exitCode = 1;
+  } else {
+    console.log("\nNo test results were written: the run did not complete.");
     if (!exitCode) exitCode = 1;
   }
   if (outputPath) {
@@ -67,5 +90,10 @@ if (import.meta.main) {
       if (!exitCode) exitCode = 1;
     }
   }
-  process.exit(exitCode);
+  return exitCode;
+}
+
+if (import.meta.main) {
+  const [resultsPath, status, outputPath] = process.argv.slice(2);
+  process.exit(summarize(resultsPath!, Number(status ?? 1), outputPath));
 }

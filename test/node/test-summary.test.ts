@@ -44,14 +44,13 @@ describe("the quiet-run check of npm test", () => {
 
   it("fails the run, with the lines listed, when the tests passed but the output was noisy", () => {
     const dir = mkdtempSync(join(tmpdir(), "alms-summary-"));
-    const report = join(dir, "report.json");
-    writeFileSync(
-      report,
-      JSON.stringify({ numPassedTests: 3, numFailedTests: 0, numPendingTests: 0, numTodoTests: 0 }),
-    );
+    const results = join(dir, "results.jsonl");
+    const file = (name: string, passed: number) =>
+      JSON.stringify({ project: "node", file: name, passed, failed: 0, skipped: 0, fileFailed: false });
+    writeFileSync(results, `${file("test/node/a.test.ts", 1)}\n${file("test/node/b.test.ts", 2)}\n`);
     const run = (output: string) => {
       writeFileSync(join(dir, "output.log"), output);
-      return spawnSync(process.execPath, ["scripts/test-summary.ts", report, "0", join(dir, "output.log")], {
+      return spawnSync(process.execPath, ["scripts/test-summary.ts", results, "0", join(dir, "output.log")], {
         encoding: "utf8",
       });
     };

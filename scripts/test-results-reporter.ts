@@ -1,0 +1,42 @@
+// A vitest reporter that appends one JSON line per test file as soon as the file ends:
+// its project, its path and how many of its tests passed, failed and were skipped. Unlike
+// vitest's JSON report, written once the whole run ends, these lines survive a run that is
+// stopped partway, so `scripts/test-run.ts` knows which files have their results and
+// which must run again. The file is named by TEST_RESULTS_FILE.
+import { appendFileSync } from "node:fs";
+import type { Reporter, TestModule } from "vitest/node";
+
+/** One finished test file, as the reporter writes it. */
+export interface FileResult {
+  project: string;
+  file: string;
+  passed: number;
+  failed: number;
+  skipped: number;
+  /** The file itself failed (an import, a hook) beyond the tests counted as failed. */
+  fileFailed: boolean;
+}
+
+export default class TestResultsReporter implements Reporter {
+  readonly #path = process.env.TEST_RESULTS_FILE;
+
+  onTestModuleEnd(module: TestModule): void {
+    if (!this.#path) return;
+    const result: FileResult = {
+      project: module.project.name,
+      file: module.relativeModuleId,
+      passed: 0,
+      failed: 0,
+      skipped: 0,
+      fileFailed: false,
+    };
+    for (const test of module.children.allTests()) {
+      const state = test.result().state;
+      if (state === "passed") result.passed++;
+      else if (state === "failed") result.failed++;
+      else result.skipped++;
+    }
+    result.fileFailed = module.state() === "failed" && result.failed === 0;
+    appendFileSync(this.#path, `${JSON.stringify(result)}\n`);
+  }
+}

@@ -1,0 +1,151 @@
+// Runs every test file through vitest, guarded against a run that stops making progress.
+// The local Workers runtime's test pool can stall between two files: the last file's
+// results are printed, then nothing, for ever, with no error. A run that prints nothing
+// for TEST_STALL_SECONDS (480 by default; the slowest file takes about a minute and the
+// longest test timeout is 300 s) is stopped with its whole process group, and the files
+// that have no results yet run again, up to two more times. Every file's results are kept
+// as it ends (`scripts/test-results-reporter.ts`), so no result is run twice or lost, and
+// a file that failed stays failed. Then the plain closing line and the quiet-run check.
+//
+//   node scripts/test-run.ts [filters]   (npm test runs it after lint and typecheck;
+//                                        filters are vitest's, e.g. test/node)
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { appendFileSync, mkdirSync, readFileSync, rmSync } from "node:fs";
+import { relative } from "node:path";
+import type { FileResult } from "./test-results-reporter.ts";
+import { readResults, summarize } from "./test-summary.ts";
+
+const DIR = ".vitest";
+const RESULTS = `${DIR}/results.jsonl`;
+const OUTPUT = `${DIR}/output.log`;
+const LIST = `${DIR}/files.json`;
+const STALL_MS = Number(process.env.TEST_STALL_SECONDS ?? 480) * 1000;
+/** The first run, then reruns of what a stalled run left without results. */
+const ATTEMPTS = 3;
+
+export interface GuardedRun {
+  status: number;
+  stalled: boolean;
+}
+
+function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  try {
+    if (child.pid) process.kill(-child.pid, signal);
+  } catch {
+    // The group has already exited.
+  }
+}
+
+/**
+ * Runs a command in a process group of its own, copying what it prints to this process's
+ * output and to `log`. Once it has printed nothing for `stallMs`, the whole group (the
+ * runtimes it started among it) is stopped: SIGTERM, then SIGKILL 5 s later.
+ */
+export function runGuarded(
+  command: string,
+  args: string[],
+  opts: { stallMs: number; log?: string; env?: NodeJS.ProcessEnv; echo?: boolean },
+): Promise<GuardedRun> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, {
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe"],
+      env: opts.env ?? process.env,
+    });
+    let last = Date.now();
+    let stalled = false;
+    const copy = (chunk: Buffer) => {
+      last = Date.now();
+      if (opts.echo !== false) process.stdout.write(chunk);
+      if (opts.log) appendFileSync(opts.log, chunk);
+    };
+    child.stdout.on("data", copy);
+    child.stderr.on("data", copy);
+    const forward = (signal: NodeJS.Signals) => () => {
+      signalGroup(child, signal);
+      process.exit(1);
+    };
+    const onInt = forward("SIGINT");
+    const onTerm = forward("SIGTERM");
+    process.once("SIGINT", onInt);
+    process.once("SIGTERM", onTerm);
+    const watch = setInterval(
+      () => {
+        if (stalled || Date.now() - last < opts.stallMs) return;
+        stalled = true;
+        signalGroup(child, "SIGTERM");
+        setTimeout(() => signalGroup(child, "SIGKILL"), 5_000).unref();
+      },
+      Math.min(1_000, Math.max(50, opts.stallMs / 4)),
+    );
+    const done = () => {
+      clearInterval(watch);
+      process.off("SIGINT", onInt);
+      process.off("SIGTERM", onTerm);
+    };
+    child.once("error", (err) => {
+      done();
+      reject(err);
+    });
+    child.once("exit", (code, signal) => {
+      // What is still in the pipes is copied before the answer; a process left holding
+      // them (started outside the group) does not hold the run.
+      const drained = Promise.all(
+        [child.stdout, child.stderr].map((s) => new Promise((r) => (s.readableEnded ? r(0) : s.once("end", r)))),
+      );
+      const late = new Promise((r) => setTimeout(r, 2_000).unref());
+      void Promise.race([drained, late]).then(() => {
+        done();
+        child.stdout.destroy();
+        child.stderr.destroy();
+        resolve({ status: code ?? (signal ? 1 : 0), stalled });
+      });
+    });
+  });
+}
+
+/** The files of `all` (paths relative to the root) that have no results yet. */
+export function unreported(all: { project: string; file: string }[], results: FileResult[]): string[] {
+  const seen = new Set(results.map((r) => `${r.project}\u0000${r.file}`));
+  return all.filter((f) => !seen.has(`${f.project}\u0000${f.file}`)).map((f) => f.file);
+}
+
+/** Every test file of every project that the filters select, as vitest finds them (no test runs). */
+function listFiles(filters: string[]): { project: string; file: string }[] {
+  const listed = spawnSync("vitest", ["list", "--filesOnly", `--json=${LIST}`, ...filters], { encoding: "utf8" });
+  if (listed.status !== 0) throw new Error(`vitest list failed:\n${listed.stdout}${listed.stderr}`);
+  const files = JSON.parse(readFileSync(LIST, "utf8")) as { file: string; projectName: string }[];
+  return files.map((f) => ({ project: f.projectName, file: relative(process.cwd(), f.file) }));
+}
+
+function say(line: string): void {
+  const text = `\n${line}\n`;
+  process.stdout.write(text);
+  appendFileSync(OUTPUT, text);
+}
+
+async function main(filters: string[]): Promise<number> {
+  mkdirSync(DIR, { recursive: true });
+  for (const f of [RESULTS, OUTPUT, LIST]) rmSync(f, { force: true });
+  const env = { ...process.env, TEST_RESULTS_FILE: RESULTS };
+  const base = ["run", "--reporter=default", "--reporter=./scripts/test-results-reporter.ts"];
+  let files = filters;
+  for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
+    const run = await runGuarded("vitest", [...base, ...files], { stallMs: STALL_MS, log: OUTPUT, env });
+    if (!run.stalled) return run.status;
+    files = unreported(listFiles(filters), readResults(RESULTS));
+    say(
+      `vitest printed nothing for ${STALL_MS / 1000} s: the test pool stalled and was stopped. ` +
+        `${files.length} file(s) have no results yet${files.length ? `: ${files.join(", ")}` : ""}.`,
+    );
+    if (!files.length) return 0;
+    if (attempt === ATTEMPTS) {
+      say(`The pool stalled ${ATTEMPTS} times; those files did not run to the end.`);
+      return 1;
+    }
+    say(`Running those file(s) again (run ${attempt + 1} of at most ${ATTEMPTS}).`);
+  }
+  return 1;
+}
+
+if (import.meta.main) process.exit(summarize(RESULTS, await main(process.argv.slice(2)), OUTPUT));

@@ -1,0 +1,82 @@
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import type { FileResult } from "../../scripts/test-results-reporter.ts";
+import { runGuarded, unreported } from "../../scripts/test-run.ts";
+import { totals } from "../../scripts/test-summary.ts";
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+const result = (file: string, counts: Partial<FileResult> = {}): FileResult => ({
+  project: "workers",
+  file,
+  passed: 1,
+  failed: 0,
+  skipped: 0,
+  fileFailed: false,
+  ...counts,
+});
+
+describe("the guard around the test run", () => {
+  it("stops a run that prints nothing for the stall time, with every process of its group", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "alms-run-"));
+    const pidFile = join(dir, "child.pid");
+    // A runner that prints, starts a helper in its group, then hangs without a word.
+    const script = [
+      "const { spawn } = require('node:child_process');",
+      "const helper = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });",
+      `require('node:fs').writeFileSync(${JSON.stringify(pidFile)}, String(helper.pid));`,
+      "console.log('first file done');",
+      "setInterval(() => {}, 1000);",
+    ].join("\n");
+    const log = join(dir, "output.log");
+    const started = Date.now();
+    const run = await runGuarded(process.execPath, ["-e", script], { stallMs: 400, log, echo: false });
+    expect(run.stalled).toBe(true);
+    expect(run.status).not.toBe(0);
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(readFileSync(log, "utf8")).toContain("first file done");
+    const helper = Number(readFileSync(pidFile, "utf8"));
+    await expect.poll(() => alive(helper), { timeout: 8_000 }).toBe(false);
+  });
+
+  it("lets a run that keeps printing finish, with its own exit status and all it printed", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "alms-run-"));
+    const log = join(dir, "output.log");
+    // Ten lines 100 ms apart: quiet for less than the stall time at every point, longer than it in all.
+    const script =
+      "let n = 0; const t = setInterval(() => { console.log('file ' + ++n); if (n === 10) { clearInterval(t); process.exitCode = 3; } }, 100);";
+    const run = await runGuarded(process.execPath, ["-e", script], { stallMs: 400, log, echo: false });
+    expect(run).toEqual({ status: 3, stalled: false });
+    expect(readFileSync(log, "utf8").match(/^file \d+$/gm)).toHaveLength(10);
+  });
+
+  it("runs again exactly the files with no results, and keeps a failure already recorded", () => {
+    const all = ["a", "b", "c", "d"].map((f) => ({ project: "workers", file: `test/${f}.test.ts` }));
+    const done = [result("test/a.test.ts"), result("test/c.test.ts", { passed: 0, failed: 2 })];
+    expect(unreported(all, done)).toEqual(["test/b.test.ts", "test/d.test.ts"]);
+    // The same path in another project is another file.
+    expect(unreported([{ project: "node", file: "test/a.test.ts" }], done)).toEqual(["test/a.test.ts"]);
+    const after = [...done, result("test/b.test.ts"), result("test/d.test.ts", { fileFailed: true, passed: 0 })];
+    expect(unreported(all, after)).toEqual([]);
+    expect(totals(after)).toEqual({ passed: 2, failed: 3, skipped: 0 });
+  });
+
+  it("fails the summary of a run whose results hold a failure, even when the status was 0", () => {
+    const dir = mkdtempSync(join(tmpdir(), "alms-run-"));
+    const results = join(dir, "results.jsonl");
+    writeFileSync(results, `${JSON.stringify(result("test/a.test.ts", { failed: 1 }))}\n`);
+    const summary = spawnSync(process.execPath, ["scripts/test-summary.ts", results, "0"], { encoding: "utf8" });
+    expect(summary.status).toBe(1);
+    expect(summary.stdout).toContain("1 passed, 1 failed, 0 skipped");
+  });
+});
