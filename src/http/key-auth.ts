@@ -41,6 +41,7 @@ const unknownHashes = new RecentMisses(KEY_CACHE_LIMIT, 60_000);
 export function forgetKeys(): void {
   keyIdByHash.clear();
   confirmed.clear();
+  handOffs.clear();
   unknownHashes.clear();
 }
 
@@ -152,7 +153,24 @@ export async function countAtGate(env: Env, keyId: string, endpoint: EndpointNam
   return rate && typeof rate === "object" ? (rate as RateDecision) : undefined;
 }
 
-/** Hands a write's bookmark to the key's gate (the truth for every isolate) and keeps it here too. */
+/**
+ * A key's bookmark hand-offs from this isolate: the newest bookmark its writes reported,
+ * the newest the key's gate has acknowledged, and the call under way. Concurrent writes of
+ * one key share calls: each waits for a call that carries its bookmark or a newer one, so
+ * a burst of writes makes about one call per round trip instead of one per write.
+ */
+interface KeyHandOffs {
+  newest: string;
+  acknowledged?: string;
+  call?: Promise<{ sent: string; ok: boolean }>;
+}
+const handOffs = new Map<string, KeyHandOffs>();
+
+/**
+ * Hands a write's bookmark to the key's gate (the truth for every isolate) and keeps it
+ * here too; resolves once the gate holds this bookmark or a newer one, so that any read
+ * the caller makes after the answer, on any isolate, starts at least there.
+ */
 export async function handOffBookmark(env: Env, hash: string, bookmark: string | null): Promise<void> {
   const known = confirmed.get(hash);
   const keyId = known?.caller.keyId ?? keyIdByHash.get(hash);
@@ -160,12 +178,35 @@ export async function handOffBookmark(env: Env, hash: string, bookmark: string |
   if (known && (known.bookmark === undefined || bookmark > known.bookmark)) {
     confirmed.set(hash, { ...known, bookmark });
   }
-  try {
-    await env.KEY_GATE.getByName(keyId).wrote(bookmark, outboundTraceparent());
-  } catch (err) {
-    // The write has committed; a later read of another isolate may then start before it.
-    log.warn("bookmark hand-off failed", { key_id: keyId, trace_id: currentTrace()?.traceId, error: String(err) });
+  let key = handOffs.get(keyId);
+  if (!key) {
+    if (handOffs.size >= KEY_CACHE_LIMIT) handOffs.clear();
+    key = { newest: bookmark };
+    handOffs.set(keyId, key);
+  } else if (bookmark > key.newest) key.newest = bookmark;
+  // Each turn either sees this bookmark acknowledged, ends on a failed call that carried
+  // it, or starts a call carrying the newest bookmark, which includes it: at most two calls.
+  while (key.acknowledged === undefined || key.acknowledged < bookmark) {
+    const state = key;
+    state.call ??= sendBookmark(env, keyId, state).finally(() => {
+      state.call = undefined;
+    });
+    const { sent, ok } = await state.call;
+    if (!ok && sent >= bookmark) return;
   }
+}
+
+async function sendBookmark(env: Env, keyId: string, key: KeyHandOffs): Promise<{ sent: string; ok: boolean }> {
+  const sent = key.newest;
+  try {
+    await env.KEY_GATE.getByName(keyId).wrote(sent, outboundTraceparent());
+  } catch (err) {
+    // The writes have committed; a later read of another isolate may then start before them.
+    log.warn("bookmark hand-off failed", { key_id: keyId, trace_id: currentTrace()?.traceId, error: String(err) });
+    return { sent, ok: false };
+  }
+  if (key.acknowledged === undefined || sent > key.acknowledged) key.acknowledged = sent;
+  return { sent, ok: true };
 }
 
 /** The same authority: agency, key, user, role and scopes. */

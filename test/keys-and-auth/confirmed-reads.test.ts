@@ -1,10 +1,10 @@
 import { env } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { database } from "../../src/db/client";
 import { agencies, apiKeys } from "../../src/db/schema";
 import { changeKey, keyGate } from "../../src/durable/key-changes";
-import { forgetKeys } from "../../src/http/key-auth";
+import { forgetKeys, handOffBookmark, hashOfKey } from "../../src/http/key-auth";
 import { realSession } from "../support/d1-guard";
 import { call, db, direct, expectError, keyed, makeTenant } from "../support/harness";
 
@@ -260,5 +260,81 @@ describe("reads run in a D1 session from the key's latest write", () => {
     const own = await direct(keyed("/api/v1/listings", a.key), { DB });
     expect(own.status, own.text).toBe(200);
     expect(seen.sessions.at(-1)).toMatch(TEST_BOOKMARK);
+  });
+});
+
+/**
+ * Key gates whose `wrote` answers only when the test says so, each call noted with its
+ * bookmark; `fail` makes the next answer a failure.
+ */
+function heldGates() {
+  const calls: string[] = [];
+  const answers: ((ok: boolean) => void)[] = [];
+  const gates = {
+    getByName: () => ({
+      wrote: (bookmark: string) => {
+        calls.push(bookmark);
+        return new Promise<void>((resolve, reject) =>
+          answers.push((ok) => (ok ? resolve() : reject(new Error("gate unreachable")))),
+        );
+      },
+    }),
+  } as unknown as Env["KEY_GATE"];
+  const answer = async (ok = true) => {
+    await vi.waitFor(() => expect(answers.length).toBeGreaterThan(0));
+    answers.shift()!(ok);
+    await new Promise((r) => setTimeout(r, 0));
+  };
+  return { calls, gates, answer };
+}
+
+/** A key this isolate has seen confirmed, as after any request of it, and its secret's hash. */
+async function knownKey() {
+  const t = await makeTenant();
+  const seen = await direct(keyed(`/api/v1/users/${t.owner.id}`, t.key));
+  expect(seen.status, seen.text).toBe(200);
+  return { t, hash: await hashOfKey(env, t.key) };
+}
+
+describe("a key's bookmark hand-offs from one isolate", () => {
+  it("share calls under concurrent writes, each answered once the gate holds its bookmark", async () => {
+    const { hash } = await knownKey();
+    const { calls, gates, answer } = heldGates();
+    const withGates = { ...env, KEY_GATE: gates } as Env;
+    const done: string[] = [];
+    const handOff = (bookmark: string) => handOffBookmark(withGates, hash, bookmark).then(() => done.push(bookmark));
+    const first = handOff("bm-0001");
+    const during = ["bm-0002", "bm-0004", "bm-0003"].map(handOff);
+    await new Promise((r) => setTimeout(r, 0));
+    expect(calls, "one call under way; the writes during it wait").toEqual(["bm-0001"]);
+    await answer();
+    expect(done).toEqual(["bm-0001"]);
+    expect(calls, "one call carries the newest bookmark for all three").toEqual(["bm-0001", "bm-0004"]);
+    await answer();
+    await Promise.all([first, ...during]);
+    expect([...done].sort()).toEqual(["bm-0001", "bm-0002", "bm-0003", "bm-0004"]);
+    expect(calls).toHaveLength(2);
+    // A bookmark the gate already holds a newer one than needs no call.
+    await handOff("bm-0002");
+    expect(calls).toHaveLength(2);
+  });
+
+  it("end the writes a failed call carried, and a later write makes a call of its own", async () => {
+    const warned = vi.spyOn(console, "warn").mockImplementation(() => undefined);
+    const { hash } = await knownKey();
+    const { calls, gates, answer } = heldGates();
+    const withGates = { ...env, KEY_GATE: gates } as Env;
+    const first = handOffBookmark(withGates, hash, "bm-0001");
+    await new Promise((r) => setTimeout(r, 0));
+    const later = handOffBookmark(withGates, hash, "bm-0002");
+    await answer(false);
+    await first;
+    expect(warned).toHaveBeenCalledWith(expect.stringContaining("bookmark hand-off failed"));
+    // The write after the failed call was not carried by it: its own call follows.
+    expect(calls).toEqual(["bm-0001", "bm-0002"]);
+    await answer();
+    await later;
+    expect(calls).toHaveLength(2);
+    warned.mockRestore();
   });
 });
