@@ -150,7 +150,13 @@ async function main() {
   await phase(
     "core routes",
     async () => {
-      keep("bare", await measure("bare route (baseline Worker)", { url: `${baseOrigin}/bare` }));
+      // The bare route and the same route writing one log line, in turns: what a line costs.
+      const [bare, bareLogged] = await measureAlternating([
+        { name: "bare route (baseline Worker)", opts: { url: `${baseOrigin}/bare` } },
+        { name: "bare route + one wide-event-shaped log line (baseline)", opts: { url: `${baseOrigin}/bare/logged` } },
+      ]);
+      keep("bare", bare!);
+      keep("bareLogged", bareLogged!);
       keep("do", await measure("bare route + one Durable Object RPC (baseline)", { url: `${baseOrigin}/do` }));
       keep("d1", await measure("bare route + one D1 read (baseline)", { url: `${baseOrigin}/d1` }));
       keep(
@@ -352,6 +358,12 @@ async function main() {
   for (const note of notes) console.log(`  ${note}`);
   const [withSeq, withoutSeq] = [figures.get("seqWith"), figures.get("seqWithout")];
   if (withSeq && withoutSeq) console.log(`  ${sequenceCost(withSeq, withoutSeq)}`);
+  const [bare, bareLogged] = [figures.get("bare"), figures.get("bareLogged")];
+  if (bare?.cpuMs !== undefined && bareLogged?.cpuMs !== undefined && bare.workerdMs !== undefined)
+    console.log(
+      `  one log line on the bare route: ${(bareLogged.cpuMs - bare.cpuMs).toFixed(3)} cpu ms per request ` +
+        `(${(bareLogged.workerdMs! - bare.workerdMs).toFixed(3)} of it in the Worker's workerd)`,
+    );
   printStartup(bundles, coldStarts);
   const errors = [...errorLines("product")].sort((a, b) => b[1] - a[1]);
   const errorCount = errors.reduce((n, [, count]) => n + count, 0);

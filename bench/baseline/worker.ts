@@ -44,12 +44,46 @@ const SETUP = [
   "INSERT OR IGNORE INTO floor_users (id, agency_id, name) VALUES ('usr_floor', 'agy_floor', 'Floor User')",
 ];
 
-// The baseline: bare Hono routes in the same runtime, no guards. /do and /d1 price one
-// Durable Object RPC and one D1 read; the floors price each product route's primitives
+/**
+ * A line shaped like the product's wide event (the same fields, typical values), built
+ * and written with console.log per request: what the runtime charges for one log line.
+ */
+function logLine(): void {
+  console.log(
+    JSON.stringify({
+      level: "info",
+      message: "request",
+      request_id: `req_${crypto.randomUUID().replaceAll("-", "").slice(0, 21)}`,
+      trace_id: crypto.randomUUID().replaceAll("-", ""),
+      environment: "local",
+      route: "getUser",
+      method: "GET",
+      status: 200,
+      error_code: null,
+      agency_id: "agy_bench0000000000000",
+      key_id: "key_bench0000000000000",
+      mode: "test",
+      latency_ms: 3,
+      gate_ms: 1,
+      ledger_ms: 0,
+      d1_ms: 1,
+      idempotency: null,
+      rate_remaining: 998,
+      body_bytes: 0,
+    }),
+  );
+}
+
+// The baseline: bare Hono routes in the same runtime, no guards. /bare/logged adds one log
+// line; /do and /d1 price one Durable Object RPC and one D1 read; the floors price each product route's primitives
 // with no product code: GET = gate RPC then D1 read; POST = gate RPC, ledger RPC with a
 // storage write, then one D1 batch of three inserts.
 const app = new Hono<{ Bindings: BaselineEnv }>()
   .get("/bare", (c) => c.json({ ok: true }))
+  .get("/bare/logged", (c) => {
+    logLine();
+    return c.json({ ok: true });
+  })
   .get("/do", async (c) => c.json({ ok: await c.env.ECHO.getByName("bench").ping() }))
   .get("/d1", async (c) => c.json({ ok: await c.env.DB.prepare("SELECT 1 AS one").first("one") }))
   .post("/setup", async (c) => {
