@@ -2,8 +2,8 @@
 // Worker as migrated, against one whose local database has the trigger that numbers each
 // agency's events (`events_sequence`) dropped after the migrations, in turns. Everything
 // else (the event row, its resource and version, the outbox) is the same on both, so the
-// difference is the trigger's two writes in the create's batch: the agency's counter and
-// the event's `sequence` (with its unique index).
+// difference is the trigger's two writes in the create's batch: the agency's counter (with
+// its latest event time) and the event's `sequence` (with its unique index) and time.
 import type { Figure } from "./load.ts";
 import { runChild } from "./processes.ts";
 import { createListingSpec, measureSides, type Side } from "./product-pair.ts";

@@ -337,6 +337,8 @@ export const events = sqliteTable(
 export const eventSequences = sqliteTable("event_sequences", {
   agencyId: text("agency_id").primaryKey(),
   last: integer("last").notNull(),
+  /** The `created_at` of the agency's latest event: no later event is recorded as older. */
+  lastCreatedAt: text("last_created_at"),
 });
 
 export type Agency = typeof agencies.$inferSelect;

@@ -1,9 +1,12 @@
+import { env } from "cloudflare:workers";
 import { and, eq, lte } from "drizzle-orm";
 import Stripe from "stripe";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { eventSequences, events, listings, users, webhookDeliveries } from "../../src/db/schema";
 import { outboxInsert } from "../../src/domain/outbox";
+import { newId } from "../../src/lib/ids";
 import { EventPageSchema } from "../../src/schemas/event-log";
+import { sweepRetention } from "../../src/webhooks/retention";
 import { call, db, expectError, internal, makeListing, makeTenant, type Tenant, unique } from "../support/harness";
 import {
   consume,
@@ -317,6 +320,38 @@ describe("GET /api/v1/events?after_sequence=N", () => {
     });
     const end = await call(`/api/v1/events?after_sequence=${s0 + 10}`, { key: t.key });
     expect(end.json, end.text).toEqual({ data: [], next_cursor: "", last_sequence: s0 + 10 });
+  });
+
+  it("never loses an event to the sweep while keeping one before it, whatever the writers' clocks", async () => {
+    const { t, s0 } = await tenant();
+    // Three writers whose clocks disagree by milliseconds, around the 30-day horizon: the
+    // second event is recorded as written before the first.
+    const horizon = Date.now() - 30 * DAY;
+    const at = (ms: number) => new Date(horizon + ms).toISOString();
+    const d = db();
+    for (const ms of [20_000, 19_990, 21_000]) {
+      // Each writer records its event at its own clock's time; the drain has sent it.
+      await d.insert(events).values({
+        id: newId("evt"),
+        agencyId: t.agencyId,
+        eventType: "user.deactivated",
+        apiVersion: "2026-11-01",
+        timestamp: Math.floor((horizon + ms) / 1000),
+        data: { user_id: "usr_clock", reason: "deactivated" },
+        createdAt: at(ms),
+        enqueuedAt: at(ms),
+      });
+    }
+    // Recorded in sequence order, each no older than its predecessor.
+    const rows = (await stored(t.agencyId)).filter((r) => r.sequence! > s0);
+    expect(rows.map((r) => r.sequence)).toEqual(range(s0 + 1, s0 + 3));
+    const times = rows.map((r) => r.createdAt);
+    expect(times).toEqual([...times].sort());
+    // The sweep at a horizon between the writers' clocks keeps both first events.
+    await sweepRetention(env, horizon + 30 * DAY + 19_995);
+    const kept = (await stored(t.agencyId)).filter((r) => r.sequence! > s0);
+    expect(kept.map((r) => r.sequence)).toEqual(range(s0 + 1, s0 + 3));
+    expect((await feed(t.key, s0)).sequences).toEqual(range(s0 + 1, s0 + 3));
   });
 
   it("never shows another agency's events", async () => {
