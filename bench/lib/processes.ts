@@ -111,7 +111,7 @@ export async function stopServer(child: ChildProcess, graceMs = 5_000): Promise<
 /** The synchronous last resort: kill everything and remove the state directory. */
 export function cleanupNow() {
   for (const child of children) signalGroup(child, "SIGKILL");
-  rmSync(stateDir, { recursive: true, force: true });
+  if (!process.env.BENCH_KEEP_STATE) rmSync(stateDir, { recursive: true, force: true });
 }
 
 process.on("exit", cleanupNow);

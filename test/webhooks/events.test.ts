@@ -24,12 +24,15 @@ afterEach(() => vi.restoreAllMocks());
 const DAY = 24 * 3600 * 1000;
 const iso = (ms: number) => new Date(ms).toISOString();
 
-/** An event row written as the outbox would, at a chosen creation time. */
+/**
+ * An event row written as the outbox would, at a chosen creation time. An insert records
+ * no event earlier than the agency's latest, so a time in the agency's past is set after it.
+ */
 async function insertEvent<T extends EventType>(agencyId: string, type: T, data: EventData<T>, createdAt: string) {
   const id = newId("evt");
-  await db()
-    .insert(events)
-    .values({
+  const d = db();
+  await d.batch([
+    d.insert(events).values({
       id,
       agencyId,
       eventType: type,
@@ -38,7 +41,9 @@ async function insertEvent<T extends EventType>(agencyId: string, type: T, data:
       data,
       enqueuedAt: createdAt,
       createdAt,
-    });
+    }),
+    d.update(events).set({ createdAt }).where(eq(events.id, id)),
+  ]);
   return id;
 }
 
