@@ -318,6 +318,8 @@ export const events = sqliteTable(
   (t) => [
     // The sync feed: an agency's events in sequence order; unique, so a repeat cannot be stored.
     uniqueIndex("events_agency_sequence").on(t.agencyId, t.sequence),
+    // The feed of one type reads that type's entries only, in sequence order.
+    index("events_agency_type_sequence").on(t.agencyId, t.eventType, t.sequence),
     // The events API: a keyset page of one agency's events, all of them or of one type.
     index("events_agency_page").on(t.agencyId, t.createdAt, t.id),
     index("events_agency_type_page").on(t.agencyId, t.eventType, t.createdAt, t.id),

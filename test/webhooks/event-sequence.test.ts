@@ -3,6 +3,8 @@ import { and, eq, lte } from "drizzle-orm";
 import Stripe from "stripe";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { eventSequences, events, listings, users, webhookDeliveries } from "../../src/db/schema";
+import { feedRows } from "../../src/domain/event-feed";
+import type { EventType } from "../../src/domain/events";
 import { outboxInsert } from "../../src/domain/outbox";
 import { newId } from "../../src/lib/ids";
 import { EventPageSchema } from "../../src/schemas/event-log";
@@ -352,6 +354,24 @@ describe("GET /api/v1/events?after_sequence=N", () => {
     const kept = (await stored(t.agencyId)).filter((r) => r.sequence! > s0);
     expect(kept.map((r) => r.sequence)).toEqual(range(s0 + 1, s0 + 3));
     expect((await feed(t.key, s0)).sequences).toEqual(range(s0 + 1, s0 + 3));
+  });
+
+  it("reads a page of one type from that type's index entries, not from every event of the agency", async () => {
+    const planOf = async (type?: EventType) => {
+      const { sql: text, params } = feedRows(db(), "agy_x", { readable: ["user.deactivated"], type }, 0, 99, 8).toSQL();
+      const plan = await env.DB.prepare(`EXPLAIN QUERY PLAN ${text}`)
+        .bind(...params)
+        .all<{ detail: string }>();
+      return plan.results.map((r) => r.detail).join("; ");
+    };
+    const typed = await planOf("user.deactivated");
+    expect(typed).toContain(
+      "USING INDEX events_agency_type_sequence (agency_id=? AND event_type=? AND sequence>? AND sequence<?)",
+    );
+    // The page's own rows (at most its limit) are then read by id and put in order.
+    expect(typed).toContain("USING INDEX sqlite_autoindex_events_1 (id=?)");
+    expect(typed).not.toMatch(/SCAN events|events_agency_sequence/);
+    expect(await planOf()).toContain("USING INDEX events_agency_sequence (agency_id=? AND sequence>? AND sequence<?)");
   });
 
   it("never shows another agency's events", async () => {

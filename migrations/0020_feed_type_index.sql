@@ -1,0 +1,1 @@
+CREATE INDEX `events_agency_type_sequence` ON `events` (`agency_id`,`event_type`,`sequence`);
