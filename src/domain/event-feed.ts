@@ -81,7 +81,9 @@ export async function pageFeed(
  * given), in sequence order: on `events_agency_sequence`, or with a type on
  * `events_agency_type_sequence`, so a page of a rare type reads that type's entries only.
  * Without statistics SQLite prefers the unique index even when a type is given, so the
- * type's page is chosen by a subquery that names its index.
+ * type's page is chosen by a subquery that names its index; the subquery holds it to the
+ * agency (ids are unique across agencies), and the outer query reads those rows by id
+ * alone, since naming the agency there too makes SQLite walk the agency's index again.
  */
 export function feedRows(
   db: Db,
