@@ -1,6 +1,6 @@
 import { and, eq, gte, inArray, lt, type SQL, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { keysetPage, type PageRequest } from "../db/pages";
+import { keysetPage, literal, type PageRequest, unionOfIds } from "../db/pages";
 import { type EventRow, events } from "../db/schema";
 import { DomainError } from "../lib/errors";
 import { nowIso } from "../lib/ids";
@@ -63,20 +63,44 @@ const ofTypes = (types: readonly EventType[]): SQL =>
  * window. The retention horizon is a floor under `created_after`; it moves with the
  * clock, so it is not part of the list a cursor is bound to. Neither are the types a
  * caller may read: they are in the statement, so a cursor never shows more than they allow.
+ *
+ * A caller who may read only some types, asking for no one type, gets the first page's
+ * worth of each of those types from `events_agency_type_page`, merged: walking the
+ * agency's events and filtering them would read every event of the types it may not see
+ * before the page fills. The outer query reads those rows by id alone, as the feed's does.
  */
 export function pageEvents(db: Db, agencyId: string, filters: EventFilters, req: PageRequest, now = Date.now()) {
   const { readable, type, createdAfter, createdBefore } = filters;
   const cutoff = retentionCutoff(now);
   const from = createdAfter !== undefined && createdAfter > cutoff ? createdAfter : cutoff;
-  const where = and(
+  const inWindow = and(
     eq(events.agencyId, agencyId),
-    ofTypes(readable),
-    type ? eq(events.eventType, type) : undefined,
     gte(events.createdAt, from),
     createdBefore !== undefined ? lt(events.createdAt, createdBefore) : undefined,
   );
   const list = `events:${agencyId}:${type ?? ""}:${createdAfter ?? ""}:${createdBefore ?? ""}`;
-  return keysetPage(db, events, list, where, req);
+  if (type || readable.length === EVENT_TYPE_NAMES.length)
+    return keysetPage(
+      db,
+      events,
+      list,
+      and(inWindow, ofTypes(readable), type ? eq(events.eventType, type) : undefined),
+      req,
+    );
+  const ofEachType = (after: SQL | undefined) =>
+    readable.length
+      ? inArray(
+          events.id,
+          unionOfIds(
+            readable.map(
+              (t) => sql`SELECT id FROM (SELECT ${events.id} FROM ${events} INDEXED BY events_agency_type_page
+                WHERE ${and(inWindow, sql`${events.eventType} = ${literal(t)}`, after)}
+                ORDER BY ${events.createdAt}, ${events.id} LIMIT ${literal(req.limit + 1)})`,
+            ),
+          ),
+        )
+      : sql`0`;
+  return keysetPage(db, events, list, ofEachType, req);
 }
 
 /** One event of the agency, still kept; another agency's, an expired or an unknown one is `event_not_found`. */

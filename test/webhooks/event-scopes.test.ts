@@ -1,10 +1,16 @@
-import { eq } from "drizzle-orm";
+import { env } from "cloudflare:workers";
+import { asc, eq, inArray } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import { webhookEndpoints } from "../../src/db/schema";
+import { type Db, database } from "../../src/db/client";
+import { events, webhookEndpoints } from "../../src/db/schema";
 import { mintKey } from "../../src/domain/api-keys";
+import { readableEventTypes } from "../../src/domain/event-access";
+import { pageEvents } from "../../src/domain/event-log";
 import { EVENT_TYPE_NAMES } from "../../src/domain/events";
 import type { Scope } from "../../src/domain/roles";
+import { keyringOf } from "../../src/lib/keyring";
 import { call, db, expectError, makeListing, makeTenant, type Tenant } from "../support/harness";
+import { insertEvents } from "../support/webhook-fixtures";
 
 /** Another key of the tenant's agency, minted by its owner with only `scopes`. */
 async function keyWith(t: Tenant, scopes: Scope[]) {
@@ -72,6 +78,82 @@ describe("events are read with the scope of their data", () => {
     expect((await call(`/api/v1/events/${signedUp.event_id}`, { key: t.key })).status).toBe(200);
     await makeListing(t);
     expect(await typesListed(narrow, "&type=listing.created")).toEqual(new Set(["listing.created"]));
+  });
+});
+
+describe("a key that reads some types", () => {
+  /** Runs `read` on a database that notes each statement it binds; each is then run again for D1's rows read. */
+  async function rowsRead(read: (d: Db) => Promise<unknown>): Promise<number[]> {
+    const seen: { query: string; params: unknown[] }[] = [];
+    const noting = new Proxy(env.DB, {
+      get(target, prop) {
+        if (prop !== "prepare") return Reflect.get(target, prop, target);
+        return (query: string) => {
+          const statement = target.prepare(query);
+          return new Proxy(statement, {
+            get(s, p) {
+              if (p === "bind")
+                return (...params: unknown[]) => {
+                  seen.push({ query, params });
+                  return s.bind(...params);
+                };
+              const value = Reflect.get(s, p, s);
+              return typeof value === "function" ? value.bind(s) : value;
+            },
+          });
+        };
+      },
+    });
+    await read(database(noting));
+    const counts: number[] = [];
+    for (const { query, params } of seen)
+      counts.push(
+        (
+          await env.DB.prepare(query)
+            .bind(...params)
+            .all()
+        ).meta.rows_read,
+      );
+    return counts;
+  }
+
+  it("lists its types past any number of events it may not read, reading only a page's worth", async () => {
+    const t = await makeTenant();
+    const narrow = await keyWith(t, ["webhooks:read", "listings:read"]);
+    const start = Date.now() - 3_600_000;
+    const early = await insertEvents(t.agencyId, 3, { type: "listing.created", firstCreatedAt: start });
+    await insertEvents(t.agencyId, 300, { type: "invoice.payment_made", firstCreatedAt: start + 1_000 });
+    const late = await insertEvents(t.agencyId, 2, { type: "listing.status_changed", firstCreatedAt: start + 5_000 });
+    const more = await insertEvents(t.agencyId, 2, { type: "media.delivery.completed", firstCreatedAt: start + 5_000 });
+    const seen: string[] = [];
+    let cursor = "";
+    for (let page = 0; page < 10; page++) {
+      const r = await call(`/api/v1/events?limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`, {
+        key: narrow,
+      });
+      expect(r.status, r.text).toBe(200);
+      expect(r.json.data.length, r.text).toBeLessThanOrEqual(2);
+      seen.push(...r.json.data.map((e: { event_id: string }) => e.event_id));
+      cursor = r.json.next_cursor;
+      if (!cursor) break;
+    }
+    // Oldest first, ties broken by id, as every list of events is ordered.
+    const mine = [...early, ...late, ...more];
+    const stored = await db()
+      .select({ id: events.id })
+      .from(events)
+      .where(inArray(events.id, mine))
+      .orderBy(asc(events.createdAt), asc(events.id));
+    expect(seen).toEqual(stored.map((e) => e.id));
+    expect(seen).toHaveLength(7);
+    // A first page of 4 reads the first entries of each readable type, not the 300 events of another scope.
+    const readable = readableEventTypes(new Set<Scope>(["webhooks:read", "listings:read"]));
+    const req = { keyring: keyringOf(env), limit: 4 };
+    const reads = await rowsRead((d) => pageEvents(d, t.agencyId, { readable }, req));
+    expect(reads).toHaveLength(1);
+    expect(reads[0]).toBeLessThan(40);
+    const walked = await rowsRead((d) => pageEvents(d, t.agencyId, { readable: EVENT_TYPE_NAMES }, req));
+    expect(walked[0]).toBeLessThan(40);
   });
 });
 

@@ -3,8 +3,9 @@ import { and, eq, lte } from "drizzle-orm";
 import Stripe from "stripe";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { eventSequences, events, listings, users, webhookDeliveries } from "../../src/db/schema";
+import { readableEventTypes } from "../../src/domain/event-access";
 import { feedRows } from "../../src/domain/event-feed";
-import type { EventType } from "../../src/domain/events";
+import { EVENT_TYPE_NAMES, type EventType } from "../../src/domain/events";
 import { outboxInsert } from "../../src/domain/outbox";
 import { newId } from "../../src/lib/ids";
 import { EventPageSchema } from "../../src/schemas/event-log";
@@ -356,22 +357,81 @@ describe("GET /api/v1/events?after_sequence=N", () => {
     expect((await feed(t.key, s0)).sequences).toEqual(range(s0 + 1, s0 + 3));
   });
 
-  it("reads a page of one type from that type's index entries, not from every event of the agency", async () => {
-    const planOf = async (type?: EventType) => {
-      const { sql: text, params } = feedRows(db(), "agy_x", { readable: ["user.deactivated"], type }, 0, 99, 8).toSQL();
+  it("reads a page of one type, or of the types a key may read, from those types' index entries", async () => {
+    const planOf = async (readable: readonly EventType[], type?: EventType) => {
+      const { sql: text, params } = feedRows(db(), "agy_x", { readable, type }, 0, 99, 8).toSQL();
       const plan = await env.DB.prepare(`EXPLAIN QUERY PLAN ${text}`)
         .bind(...params)
         .all<{ detail: string }>();
       return plan.results.map((r) => r.detail).join("; ");
     };
-    const typed = await planOf("user.deactivated");
-    expect(typed).toContain(
-      "USING INDEX events_agency_type_sequence (agency_id=? AND event_type=? AND sequence>? AND sequence<?)",
+    const byType =
+      "USING INDEX events_agency_type_sequence (agency_id=? AND event_type=? AND sequence>? AND sequence<?)";
+    for (const [readable, type] of [
+      [["user.deactivated"], "user.deactivated"],
+      [EVENT_TYPE_NAMES, "user.deactivated"],
+      [["user.deactivated"], undefined],
+      [["user.deactivated", "listing.status_changed"], undefined],
+    ] as const) {
+      const plan = await planOf(readable, type);
+      expect(plan).toContain(byType);
+      // The page's own rows (at most its limit) are then read by id and put in order.
+      expect(plan).toContain("USING INDEX sqlite_autoindex_events_1 (id=?)");
+      expect(plan).not.toMatch(/SCAN events|events_agency_sequence/);
+    }
+    expect(await planOf(EVENT_TYPE_NAMES)).toContain(
+      "USING INDEX events_agency_sequence (agency_id=? AND sequence>? AND sequence<?)",
     );
-    // The page's own rows (at most its limit) are then read by id and put in order.
-    expect(typed).toContain("USING INDEX sqlite_autoindex_events_1 (id=?)");
-    expect(typed).not.toMatch(/SCAN events|events_agency_sequence/);
-    expect(await planOf()).toContain("USING INDEX events_agency_sequence (agency_id=? AND sequence>? AND sequence<?)");
+  });
+
+  it("pages a key that reads some types past any number of events it may not read, reading only a page's worth", async () => {
+    const { t, s0 } = await tenant({ scopes: ["webhooks:read", "listings:read", "users:read"] });
+    await writeEvents(t.agencyId, 4);
+    const d = db();
+    const hidden = Array.from({ length: 300 }, () =>
+      d.insert(events).values({
+        id: newId("evt"),
+        agencyId: t.agencyId,
+        eventType: "invoice.payment_made",
+        apiVersion: "2026-11-01",
+        timestamp: Math.floor(Date.now() / 1000),
+        data: { invoice_id: "inv_hidden" },
+        createdAt: new Date().toISOString(),
+      }),
+    );
+    for (let i = 0; i < hidden.length; i += 20) {
+      const chunk = hidden.slice(i, i + 20);
+      await d.batch(chunk as [(typeof chunk)[0], ...typeof chunk]);
+    }
+    await writeEvents(t.agencyId, 5);
+    const last = s0 + 309;
+    const seen = await feed(t.key, s0);
+    expect(seen.sequences).toEqual([...range(s0 + 1, s0 + 4), ...range(s0 + 305, last)]);
+    expect(seen.items.map((e) => e.event_type)).toEqual([
+      "user.deactivated",
+      "listing.status_changed",
+      "user.deactivated",
+      "listing.status_changed",
+      "user.deactivated",
+      "listing.status_changed",
+      "user.deactivated",
+      "listing.status_changed",
+      "user.deactivated",
+    ]);
+    expect(seen.last).toBe(last);
+    // The page after the fourth event reads the entries of the two readable types, not the 300 between.
+    const readable = readableEventTypes(new Set(["listings:read", "users:read"] as const));
+    const { sql: text, params } = feedRows(db(), t.agencyId, { readable }, s0 + 4, last, 8).toSQL();
+    const read = await env.DB.prepare(text)
+      .bind(...params)
+      .all();
+    expect(read.results).toHaveLength(5);
+    expect(read.meta.rows_read).toBeLessThan(60);
+    const walked = feedRows(db(), t.agencyId, { readable: EVENT_TYPE_NAMES }, s0 + 4, last, 8).toSQL();
+    const all = await env.DB.prepare(walked.sql)
+      .bind(...walked.params)
+      .all();
+    expect(all.results).toHaveLength(8);
   });
 
   it("never shows another agency's events", async () => {
