@@ -168,11 +168,17 @@ async function main() {
         ),
       );
       // The product route and its floor in turns, so a drift of the machine falls on both.
-      const [floorGet, get] = await measureAlternating([
+      // With the floor writing one log line too: what a line costs a request that waited on I/O.
+      const [floorGet, floorGetLogged, get] = await measureAlternating([
         { name: "floor GET: gate DO RPC, then D1 read (baseline)", opts: { url: `${baseOrigin}/floor/get` } },
+        {
+          name: "floor GET + one wide-event-shaped log line (baseline)",
+          opts: { url: `${baseOrigin}/floor/get/logged` },
+        },
         { name: "GET /api/v1/users/{id} (auth + rate limit + D1 read)", opts: singleKeyGet },
       ]);
       keep("floorGet", floorGet!);
+      keep("floorGetLogged", floorGetLogged!);
       keep("get", get!);
     },
     runs("core"),
@@ -358,16 +364,13 @@ async function main() {
   for (const note of notes) console.log(`  ${note}`);
   const [withSeq, withoutSeq] = [figures.get("seqWith"), figures.get("seqWithout")];
   if (withSeq && withoutSeq) console.log(`  ${sequenceCost(withSeq, withoutSeq)}`);
-  const [bare, bareLogged] = [figures.get("bare"), figures.get("bareLogged")];
-  const lineCost = (of: (f: Figure) => number | undefined) => {
-    const [logged, plain] = [bareLogged && of(bareLogged), bare && of(bare)];
-    return logged === undefined || plain === undefined ? "?" : (logged - plain).toFixed(3);
-  };
-  if (bare && bareLogged)
-    console.log(
-      `  one log line on the bare route: ${lineCost((f) => f.cpuMs)} cpu ms per request ` +
-        `(${lineCost((f) => f.workerdMs)} of it in the Worker's workerd)`,
-    );
+  for (const [plainId, loggedId, where] of [
+    ["bare", "bareLogged", "the bare route"],
+    ["floorGet", "floorGetLogged", "the GET floor"],
+  ] as const) {
+    const [plain, logged] = [figures.get(plainId), figures.get(loggedId)];
+    if (plain && logged) console.log(`  ${lineCost(plain, logged, where)}`);
+  }
   printStartup(bundles, coldStarts);
   const errors = [...errorLines("product")].sort((a, b) => b[1] - a[1]);
   const errorCount = errors.reduce((n, [, count]) => n + count, 0);
@@ -392,6 +395,19 @@ function sequenceCost(withSeq: Figure, withoutSeq: Figure): string {
   return (
     `event sequence on POST /api/v1/listings: ${cpu}${withSeq.rps.toFixed(0)} req/s with, ` +
     `${withoutSeq.rps.toFixed(0)} without (${(withSeq.rps / withoutSeq.rps).toFixed(3)}×)`
+  );
+}
+
+/** What one log line adds to a route: CPU ms per request (all, and the Worker's workerd) and throughput. */
+function lineCost(plain: Figure, logged: Figure, where: string): string {
+  const diff = (of: (f: Figure) => number | undefined) => {
+    const [a, b] = [of(logged), of(plain)];
+    return a === undefined || b === undefined ? "?" : (a - b).toFixed(3);
+  };
+  return (
+    `one log line on ${where}: ${diff((f) => f.cpuMs)} cpu ms per request ` +
+    `(${diff((f) => f.workerdMs)} of it in the Worker's workerd), ` +
+    `${(100 * (1 - logged.rps / plain.rps)).toFixed(1)}% of its throughput`
   );
 }
 

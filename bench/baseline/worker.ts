@@ -74,8 +74,16 @@ function logLine(): void {
   );
 }
 
-// The baseline: bare Hono routes in the same runtime, no guards. /bare/logged adds one log
-// line; /do and /d1 price one Durable Object RPC and one D1 read; the floors price each product route's primitives
+/** The GET floor's primitives: the gate's RPC, then the D1 read. */
+async function floorRead(env: BaselineEnv) {
+  await env.GATE.getByName("key_floor").admit();
+  return env.DB.prepare("SELECT * FROM floor_users WHERE id = ? AND agency_id = ?")
+    .bind("usr_floor", "agy_floor")
+    .first();
+}
+
+// The baseline: bare Hono routes in the same runtime, no guards. /bare/logged and
+// /floor/get/logged add one log line, to a route with no I/O and to the GET floor; /do and /d1 price one Durable Object RPC and one D1 read; the floors price each product route's primitives
 // with no product code: GET = gate RPC then D1 read; POST = gate RPC, ledger RPC with a
 // storage write, then one D1 batch of three inserts.
 const app = new Hono<{ Bindings: BaselineEnv }>()
@@ -90,11 +98,10 @@ const app = new Hono<{ Bindings: BaselineEnv }>()
     await c.env.DB.batch(SETUP.map((s) => c.env.DB.prepare(s)));
     return c.json({ ok: true });
   })
-  .get("/floor/get", async (c) => {
-    await c.env.GATE.getByName("key_floor").admit();
-    const user = await c.env.DB.prepare("SELECT * FROM floor_users WHERE id = ? AND agency_id = ?")
-      .bind("usr_floor", "agy_floor")
-      .first();
+  .get("/floor/get", async (c) => c.json(await floorRead(c.env)))
+  .get("/floor/get/logged", async (c) => {
+    const user = await floorRead(c.env);
+    logLine();
     return c.json(user);
   })
   .post("/floor/post", async (c) => {

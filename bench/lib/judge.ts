@@ -5,7 +5,7 @@ import { type Goal, type Row, type Verdict, verdict } from "./report.ts";
 import type { PipelineRun } from "./webhooks.ts";
 
 /**
- * `figures` holds the core rows by id (bare, bareLogged, do, d1, 401, floorGet, get, single, tenants,
+ * `figures` holds the core rows by id (bare, bareLogged, do, d1, 401, floorGet, floorGetLogged, get, single, tenants,
  * floorPost, post, the sequence rows seqWith and seqWithout, the observability rows
  * obsGetOn, obsGetSampled, obsGetOff, obsPostOn, obsPostSampled, obsPostOff and the
  * optional layer rows); `growthRows` come judged already.
@@ -69,6 +69,7 @@ export function judgeRun(
   add("bare");
   add("bareLogged", { floor: f("bare") });
   for (const id of ["do", "d1", "401", "floorGet"]) add(id);
+  add("floorGetLogged", { floor: floorGet });
   add("get", { floor: floorGet, goal: getVerdict });
   add("single");
   add("tenants", { ref: single, goal: tenantsVerdict });
