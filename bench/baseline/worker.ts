@@ -83,9 +83,10 @@ async function floorRead(env: BaselineEnv) {
 }
 
 // The baseline: bare Hono routes in the same runtime, no guards. /bare/logged and
-// /floor/get/logged add one log line, to a route with no I/O and to the GET floor; /do and /d1 price one Durable Object RPC and one D1 read; the floors price each product route's primitives
-// with no product code: GET = gate RPC then D1 read; POST = gate RPC, ledger RPC with a
-// storage write, then one D1 batch of three inserts.
+// /floor/get/logged add one log line, to a route with no I/O and to the GET floor; /do
+// and /d1 price one Durable Object RPC and one D1 read; the floors price each product
+// route's primitives with no product code: GET = gate RPC then D1 read; POST = gate RPC,
+// ledger RPC with a storage write, then one D1 batch of three inserts.
 const app = new Hono<{ Bindings: BaselineEnv }>()
   .get("/bare", (c) => c.json({ ok: true }))
   .get("/bare/logged", (c) => {

@@ -1,10 +1,10 @@
-import { and, asc, eq, gt, gte, inArray, lte, sql } from "drizzle-orm";
+import { and, asc, eq, gt, gte, lte, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { literal, type Page, type PageRequest, unionOfIds } from "../db/pages";
+import type { Page, PageRequest } from "../db/pages";
 import { type EventRow, eventSequences, events } from "../db/schema";
 import { decodeSequenceCursor, encodeSequenceCursor } from "../lib/cursor";
 import { DomainError } from "../lib/errors";
-import { queryError, retentionCutoff } from "./event-log";
+import { firstOfEachType, ofTypes, queryError, retentionCutoff } from "./event-log";
 import { EVENT_TYPE_NAMES, type EventType } from "./events";
 
 export interface FeedFilters {
@@ -78,18 +78,11 @@ export async function pageFeed(
 
 /**
  * The agency's events numbered in (from, last], of the readable types (of `type` alone when
- * given), in sequence order, reading at most `limit` index entries of each type it looks
- * at, however the agency's events are spread over types:
- * - a caller who may read every type walks `events_agency_sequence` from the position;
- * - one type, or a caller who may read only some types, takes from
- *   `events_agency_type_sequence` the first `limit` of each of those types after the
- *   position and merges them. Filtering the agency's walk by type instead would read every
- *   event of the types the caller may not see before the page fills.
- *
- * Without statistics SQLite prefers the unique index even when a type is given, so each
- * type's part names its index; those parts hold the page to the agency (ids are unique
- * across agencies), and the outer query reads the rows by id alone, since naming the
- * agency there too makes SQLite walk the agency's index again.
+ * given), in sequence order. A caller who may read every type walks `events_agency_sequence`
+ * from the position; one type, or a caller who may read only some types, gets the first
+ * `limit` of each of those types after the position (`firstOfEachType`), merged. Filtering
+ * the agency's walk by type instead would read every event of the types the caller may not
+ * see before the page fills.
  */
 export function feedRows(
   db: Db,
@@ -101,27 +94,11 @@ export function feedRows(
 ) {
   const { readable, type } = filters;
   const types = type ? readable.filter((t) => t === type) : readable;
+  const inRange = and(eq(events.agencyId, agencyId), gt(events.sequence, from), lte(events.sequence, last));
   const where =
     types.length === EVENT_TYPE_NAMES.length
-      ? and(
-          eq(events.agencyId, agencyId),
-          gt(events.sequence, from),
-          lte(events.sequence, last),
-          inArray(events.eventType, sql`(SELECT value FROM json_each(${JSON.stringify(types)}))`),
-        )
-      : types.length
-        ? inArray(
-            events.id,
-            unionOfIds(
-              types.map(
-                (t) => sql`SELECT id FROM (SELECT ${events.id} FROM ${events} INDEXED BY events_agency_type_sequence
-                  WHERE ${events.agencyId} = ${agencyId} AND ${events.eventType} = ${literal(t)}
-                  AND ${events.sequence} > ${from} AND ${events.sequence} <= ${last}
-                  ORDER BY ${events.sequence} LIMIT ${literal(limit)})`,
-              ),
-            ),
-          )
-        : sql`0`;
+      ? and(inRange, ofTypes(types))
+      : firstOfEachType(types, "events_agency_type_sequence", inRange, sql`${events.sequence}`, limit);
   return db.select().from(events).where(where).orderBy(asc(events.sequence)).limit(limit);
 }
 

@@ -55,8 +55,35 @@ export function eventWindow(createdAfter: string | undefined, createdBefore: str
 }
 
 /** Events of these (public) types only; the list travels as one bound parameter. */
-const ofTypes = (types: readonly EventType[]): SQL =>
+export const ofTypes = (types: readonly EventType[]): SQL =>
   inArray(events.eventType, sql`(SELECT value FROM json_each(${JSON.stringify(types)}))`);
+
+/**
+ * The events that are, for each of `types`, among the first `limit` of that type matching
+ * `where` in `order`, each type read from `index` (led by agency and type): a page's worth
+ * of each type, however many events of other types lie between. Each part holds the page to
+ * `where`'s agency (ids are unique across agencies), so the outer query reads the rows by id
+ * alone; naming the agency there too makes SQLite walk the agency's index again. Without
+ * statistics SQLite prefers other indexes, so each part names its own.
+ */
+export function firstOfEachType(
+  types: readonly EventType[],
+  index: "events_agency_type_sequence" | "events_agency_type_page",
+  where: SQL | undefined,
+  order: SQL,
+  limit: number,
+): SQL {
+  if (!types.length) return sql`0`;
+  return inArray(
+    events.id,
+    unionOfIds(
+      types.map(
+        (t) => sql`SELECT id FROM (SELECT ${events.id} FROM ${events} INDEXED BY ${sql.raw(index)}
+          WHERE ${and(where, sql`${events.eventType} = ${literal(t)}`)} ORDER BY ${order} LIMIT ${literal(limit)})`,
+      ),
+    ),
+  );
+}
 
 /**
  * The agency's events still kept, oldest first, of the given types and inside a time
@@ -65,9 +92,8 @@ const ofTypes = (types: readonly EventType[]): SQL =>
  * caller may read: they are in the statement, so a cursor never shows more than they allow.
  *
  * A caller who may read only some types, asking for no one type, gets the first page's
- * worth of each of those types from `events_agency_type_page`, merged: walking the
- * agency's events and filtering them would read every event of the types it may not see
- * before the page fills. The outer query reads those rows by id alone, as the feed's does.
+ * worth of each of those types (`firstOfEachType`), merged: walking the agency's events and
+ * filtering them would read every event of the types it may not see before the page fills.
  */
 export function pageEvents(db: Db, agencyId: string, filters: EventFilters, req: PageRequest, now = Date.now()) {
   const { readable, type, createdAfter, createdBefore } = filters;
@@ -87,20 +113,14 @@ export function pageEvents(db: Db, agencyId: string, filters: EventFilters, req:
       and(inWindow, ofTypes(readable), type ? eq(events.eventType, type) : undefined),
       req,
     );
-  const ofEachType = (after: SQL | undefined) =>
-    readable.length
-      ? inArray(
-          events.id,
-          unionOfIds(
-            readable.map(
-              (t) => sql`SELECT id FROM (SELECT ${events.id} FROM ${events} INDEXED BY events_agency_type_page
-                WHERE ${and(inWindow, sql`${events.eventType} = ${literal(t)}`, after)}
-                ORDER BY ${events.createdAt}, ${events.id} LIMIT ${literal(req.limit + 1)})`,
-            ),
-          ),
-        )
-      : sql`0`;
-  return keysetPage(db, events, list, ofEachType, req);
+  const order = sql`${events.createdAt}, ${events.id}`;
+  return keysetPage(
+    db,
+    events,
+    list,
+    (after) => firstOfEachType(readable, "events_agency_type_page", and(inWindow, after), order, req.limit + 1),
+    req,
+  );
 }
 
 /** One event of the agency, still kept; another agency's, an expired or an unknown one is `event_not_found`. */
