@@ -5,7 +5,7 @@ import { runScheduled } from "./scheduled";
 export { AgencyBudget } from "./durable/agency-budget";
 export { IdempotencyLedger } from "./durable/idempotency-ledger";
 export { IdempotencyLock } from "./durable/idempotency-lock";
-export { KeyGate } from "./durable/key-gate";
+export { KeyGate } from "./durable/key-gate/gate";
 
 export default {
   fetch: app.fetch,

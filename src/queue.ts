@@ -1,11 +1,11 @@
-import { log } from "./lib/log";
-import { inRun } from "./lib/run-event";
+import { log } from "./lib/telemetry/log";
+import { inRun } from "./lib/telemetry/run-event";
+import { consumeMedia } from "./media/consumer";
 import { consumeDeadMedia } from "./media/dead-letters";
-import { consumeMedia } from "./media/media-consumer";
-import { consumeDeadWebhooks } from "./webhooks/dead-letters";
-import { consumeWebhooks } from "./webhooks/delivery-batch";
-import type { DeliveryBody } from "./webhooks/message-settling";
-import { kickOutbox } from "./webhooks/outbox-kick";
+import { consumeWebhooks } from "./webhooks/delivery/batch";
+import { consumeDeadWebhooks } from "./webhooks/delivery/dead-letters";
+import type { DeliveryBody } from "./webhooks/delivery/settling";
+import { kickOutbox } from "./webhooks/outbox/kick";
 
 /**
  * Queue names carry the environment as a suffix (`alms-media-live`); consumers are

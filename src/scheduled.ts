@@ -1,6 +1,8 @@
-import { RECONCILE_CRON, reconcileCalendars } from "./calendar/reconcile";
+import { keyGate } from "./accounts/key-changes";
+import { RECONCILE_CRON, reconcileCalendars } from "./calendar/reconcile/run";
 import { type Db, database } from "./db/client";
 import { sweepRotatedSecrets } from "./domain/api-keys";
+import { purgeSessions } from "./domain/people/sessions";
 import { reseal } from "./domain/reseal";
 import {
   closePastAppointments,
@@ -10,15 +12,13 @@ import {
   sweepIdempotencyMarks,
   sweepProviderEvents,
 } from "./domain/retention";
-import { purgeSessions } from "./domain/sessions";
-import { keyGate } from "./durable/key-changes";
-import { keyringOf } from "./lib/keyring";
-import { errorText, log } from "./lib/log";
-import { inRun } from "./lib/run-event";
-import { sweepStuckDeliveries } from "./media/stuck-deliveries";
-import { sweepOutbox } from "./webhooks/outbox-sweep";
+import { keyringOf } from "./lib/crypto/keyring";
+import { errorText, log } from "./lib/telemetry/log";
+import { inRun } from "./lib/telemetry/run-event";
+import { sweepStuckDeliveries } from "./media/delivery/stuck";
+import { markStaleDeliveriesDead } from "./webhooks/delivery/stale";
+import { sweepOutbox } from "./webhooks/outbox/sweep";
 import { sweepRetention } from "./webhooks/retention";
-import { markStaleDeliveriesDead } from "./webhooks/stale-deliveries";
 
 const NIGHTLY = "0 3 * * *";
 const EVERY_MINUTE = "* * * * *";

@@ -3,10 +3,10 @@ import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../db/client";
 import { agencies, listingOrders, listings, providerEvents } from "../db/schema";
 import { isUniqueViolation } from "../domain/constraint";
-import { outboxInsert, outboxInsertIfChanged } from "../domain/outbox";
-import { timingSafeEqual } from "../lib/crypto";
-import { hex } from "../lib/encoding";
-import { hmacSha256 } from "../lib/hmac";
+import { outboxInsert, outboxInsertIfChanged } from "../domain/events/outbox";
+import { timingSafeEqual } from "../lib/crypto/crypto";
+import { hex } from "../lib/crypto/encoding";
+import { hmacSha256 } from "../lib/crypto/hmac";
 import { newId } from "../lib/ids";
 import { recordSubscriptionEnd, recordSubscriptionStart } from "./subscriptions";
 

@@ -1,15 +1,15 @@
 import { and, eq, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { type CalendarConnection, calendarConnections } from "../db/schema";
-import { managerChainOf } from "../domain/hierarchy";
+import { managerChainOf } from "../domain/people/hierarchy";
 import { calendarCredentials, seal, unseal } from "../domain/sealed-columns";
+import type { Keyring, KeyringSecrets } from "../lib/crypto/keyring";
+import { keyringOf } from "../lib/crypto/keyring";
 import { DomainError } from "../lib/errors";
 import { newId, nowIso } from "../lib/ids";
-import type { Keyring, KeyringSecrets } from "../lib/keyring";
-import { keyringOf } from "../lib/keyring";
 import type { OutboundPolicy } from "../lib/outbound-url";
 import { type GoogleCredentials, googleSource } from "./google";
-import { checkFeedUrl, icsSource } from "./ics";
+import { checkFeedUrl, icsSource } from "./ics/busy";
 import { type CalendarSource, guarded } from "./outbound";
 import { sandboxSource } from "./sandbox";
 

@@ -1,6 +1,6 @@
 import { readCapped } from "../lib/capped-read";
 import { DomainError } from "../lib/errors";
-import { outboundTraceparent } from "../lib/trace";
+import { outboundTraceparent } from "../lib/telemetry/trace";
 
 const PROVIDER_TIMEOUT_MS = 8_000;
 

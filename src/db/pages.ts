@@ -1,7 +1,7 @@
 import { and, asc, type SQL, sql } from "drizzle-orm";
 import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
+import type { Keyring } from "../lib/crypto/keyring";
 import { decodeCursor, encodeCursor } from "../lib/cursor";
-import type { Keyring } from "../lib/keyring";
 import type { Db } from "./client";
 
 /** What a caller asks of a cursor list. */

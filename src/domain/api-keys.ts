@@ -3,8 +3,8 @@ import type { Db } from "../db/client";
 import { type ApiKey, type ApiKeySecret, apiKeySecrets, apiKeys } from "../db/schema";
 import { DomainError } from "../lib/errors";
 import { newId, nowIso } from "../lib/ids";
-import { getAgency, getUserById } from "./hierarchy";
 import { hashSecret, type KeyMode, type KeyPrefix, mintSecret, ROTATION_GRACE_MS } from "./keys";
+import { getAgency, getUserById } from "./people/hierarchy";
 import { quotaRefusal } from "./quotas";
 import { AGENCY_OWNER_ROLES, DEFAULT_SCOPES, isPlatformRole, type Scope } from "./roles";
 

@@ -5,7 +5,7 @@ import { type Appointment, appointments, type Listing, listings } from "../db/sc
 import { DomainError } from "../lib/errors";
 import { newId, nowIso } from "../lib/ids";
 import { isNotNullViolation } from "./constraint";
-import { outboxInsert, outboxInsertIfChanged } from "./outbox";
+import { outboxInsert, outboxInsertIfChanged } from "./events/outbox";
 import { quotaRefusal } from "./quotas";
 
 function checkTimes(startsAt: string, endsAt: string) {

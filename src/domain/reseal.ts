@@ -1,7 +1,7 @@
 import { and, asc, eq, getTableColumns, gt, type SQL, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { SealError, sealPrefix } from "../lib/crypto";
-import { KEY_ID_LENGTH, type Keyring, keyIdOf } from "../lib/keyring";
+import { SealError, sealPrefix } from "../lib/crypto/crypto";
+import { KEY_ID_LENGTH, type Keyring, keyIdOf } from "../lib/crypto/keyring";
 import {
   calendarCredentials,
   type SealedColumn,

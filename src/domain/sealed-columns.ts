@@ -1,7 +1,7 @@
 import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import { calendarConnections, deliveryDestinations, webhookEndpoints } from "../db/schema";
-import { decrypt, encrypt, rowBinding } from "../lib/crypto";
-import type { Keyring } from "../lib/keyring";
+import { decrypt, encrypt, rowBinding } from "../lib/crypto/crypto";
+import type { Keyring } from "../lib/crypto/keyring";
 
 /**
  * A column stored sealed (AES-GCM under the keyring), bound to its row: the agency and one

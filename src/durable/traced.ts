@@ -1,5 +1,5 @@
-import { log } from "../lib/log";
-import { isSampled, parseTraceparent } from "../lib/trace";
+import { log } from "../lib/telemetry/log";
+import { isSampled, parseTraceparent } from "../lib/telemetry/trace";
 
 /**
  * A Durable Object's line for one call it got with a trace context: logged only when the

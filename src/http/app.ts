@@ -1,11 +1,11 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { Hono } from "hono";
 import { database } from "../db/client";
-import { apiReference } from "./docs";
 import { drainAfterWrites } from "./drain";
 import type { AppEnv } from "./env";
 import { errorResponse, handleError } from "./errors";
-import { internalDocument, liveDocument, publicDocument } from "./openapi";
+import { internalDocument, liveDocument, publicDocument } from "./openapi/document";
+import { apiReference } from "./openapi/reference-page";
 import { operatorAuth } from "./operator";
 import { type Replayer, RouteRegistry } from "./registry";
 import { requestId } from "./request-id";

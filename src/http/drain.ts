@@ -1,5 +1,5 @@
 import type { MiddlewareHandler } from "hono";
-import { kickOutbox } from "../webhooks/outbox-kick";
+import { kickOutbox } from "../webhooks/outbox/kick";
 import type { AppEnv } from "./env";
 
 /** After a successful change, drain the outbox in the background so its events leave within seconds. */

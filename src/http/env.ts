@@ -1,6 +1,6 @@
 import type { Db } from "../db/client";
 import type { Caller } from "../domain/roles";
-import type { RateDecision } from "../durable/key-gate";
+import type { RateDecision } from "../durable/key-gate/gate";
 import type { RouteRegistry } from "./registry";
 import type { RequestEvent } from "./wide-event";
 

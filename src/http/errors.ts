@@ -3,10 +3,10 @@ import { HTTPException } from "hono/http-exception";
 import { sandboxHelper, sandboxSentence } from "../lib/error-guide";
 import { DomainError, type ErrorCode, statusOf } from "../lib/errors";
 import { newId } from "../lib/ids";
-import { log } from "../lib/log";
+import { log } from "../lib/telemetry/log";
 import { transientFailure } from "../lib/transient";
 import type { AppEnv } from "./env";
-import { ERROR_DOCS_PATH } from "./openapi-errors";
+import { ERROR_DOCS_PATH } from "./openapi/errors";
 
 /** A failure that only the HTTP layer knows of, with headers of its own (`Allow` on a 405). */
 export class HttpError extends DomainError {

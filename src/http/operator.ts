@@ -1,5 +1,5 @@
 import type { MiddlewareHandler } from "hono";
-import { secretsEqual } from "../lib/crypto";
+import { secretsEqual } from "../lib/crypto/crypto";
 import { DomainError } from "../lib/errors";
 import type { AppEnv } from "./env";
 import { unmatched } from "./routing";

@@ -1,7 +1,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { newId } from "../lib/ids";
-import { log } from "../lib/log";
-import { continueTrace, inTrace, untraced } from "../lib/trace";
+import { log } from "../lib/telemetry/log";
+import { continueTrace, inTrace, untraced } from "../lib/telemetry/trace";
 import type { AppEnv } from "./env";
 import { unexpectedFailure } from "./errors";
 import { newRequestEvent, writeWideEvent } from "./wide-event";

@@ -1,7 +1,7 @@
 import type { ErrorCode } from "../lib/errors";
-import { log } from "../lib/log";
-import { isSampled, type Trace } from "../lib/trace";
-import { recordRequest } from "../lib/usage";
+import { log } from "../lib/telemetry/log";
+import { isSampled, type Trace } from "../lib/telemetry/trace";
+import { recordRequest } from "../lib/telemetry/usage";
 
 /** How the idempotency ledger answered a mutating request. */
 export type IdempotencyOutcome = "new" | "replay" | "conflict" | "in_progress";

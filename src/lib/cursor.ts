@@ -1,7 +1,7 @@
-import { sign, verify } from "./crypto";
-import { base64url, fromBase64url } from "./encoding";
+import { sign, verify } from "./crypto/crypto";
+import { base64url, fromBase64url } from "./crypto/encoding";
+import type { Keyring } from "./crypto/keyring";
 import { DomainError } from "./errors";
-import type { Keyring } from "./keyring";
 
 /** A position in (created_at, id) order. */
 export interface Position {

@@ -1,4 +1,4 @@
-import { base64url, hex } from "./encoding";
+import { base64url, hex } from "./crypto/encoding";
 
 const ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz";
 

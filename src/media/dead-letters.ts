@@ -1,9 +1,9 @@
 import { database } from "../db/client";
-import { log } from "../lib/log";
-import { abandonDelivery } from "./delivery-finish";
+import { log } from "../lib/telemetry/log";
+import { abandonDelivery } from "./delivery/finish";
 import type { MediaJob, R2EventNotification } from "./jobs";
-import { isR2Event, objectCreated } from "./r2-notification";
-import { settleJob } from "./upload-settle";
+import { isR2Event, objectCreated } from "./uploads/r2-notification";
+import { settleJob } from "./uploads/settle";
 
 /**
  * The media dead-letter queue: messages the consumer failed on every retry. A delivery

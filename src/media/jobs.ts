@@ -1,6 +1,6 @@
 import { DomainError } from "../lib/errors";
-import { log } from "../lib/log";
-import { outboundTraceparent } from "../lib/trace";
+import { log } from "../lib/telemetry/log";
+import { outboundTraceparent } from "../lib/telemetry/trace";
 
 /** Messages of the media queue that this service sends itself. */
 export type MediaJob =

@@ -1,7 +1,7 @@
 import { AwsV4Signer } from "aws4fetch";
-import { keyringOf } from "../lib/keyring";
-import { localUploadUrl } from "./local-signing";
+import { keyringOf } from "../lib/crypto/keyring";
 import { R2_SINGLE_PUT_MAX_BYTES } from "./policy";
+import { localUploadUrl } from "./uploads/local-signing";
 
 /** How long an upload URL stays valid. */
 export const UPLOAD_URL_TTL_SECONDS = 15 * 60;

@@ -1,16 +1,16 @@
 import { and, asc, eq, gt } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { type DeliveryDestination, type Listing, type MediaUpload, mediaUploads, type User } from "../db/schema";
+import type { Keyring } from "../lib/crypto/keyring";
 import { DomainError } from "../lib/errors";
 import { nowIso } from "../lib/ids";
-import type { Keyring } from "../lib/keyring";
 import type { OutboundPolicy } from "../lib/outbound-url";
-import { saveDestination } from "./destinations";
-import { dropParts, multipartOf, storedParts } from "./multipart";
+import { saveDestination } from "./delivery/destinations";
+import { type PutOutcome, putObject, type S3Destination } from "./delivery/s3-put";
 import { partSizeOf } from "./policy";
 import { r2Call } from "./r2-call";
-import { type PutOutcome, putObject, type S3Destination } from "./s3-put";
-import { settleUpload } from "./uploads";
+import { dropParts, multipartOf, storedParts } from "./uploads/multipart";
+import { settleUpload } from "./uploads/records";
 
 /**
  * What a sandbox destination does with a delivery: `accept` stores the files in the

@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
-import { EVENT_TYPE_NAMES } from "../domain/events";
-import type { DeliveryLogEntry } from "../webhooks/endpoint-delivery-log";
+import { EVENT_TYPE_NAMES } from "../domain/events/catalog";
+import type { DeliveryLogEntry } from "../webhooks/endpoints/delivery-log";
 
 /** Longest error text shown; what the service recorded is cut there with an ellipsis. */
 export const MAX_ERROR_CHARS = 300;

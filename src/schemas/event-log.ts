@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import type { EventRow } from "../db/schema";
-import { syncFields } from "../domain/event-sync";
-import { EVENT_TYPE_NAMES, EVENT_TYPES, type EventType } from "../domain/events";
+import { EVENT_TYPE_NAMES, EVENT_TYPES, type EventType } from "../domain/events/catalog";
+import { syncFields } from "../domain/events/sync";
 
 const EVENT_ID_DESCRIPTION =
   "The event's id: the `event_id` (and `X-Webhook-Id` header) of every webhook delivery of this event, " +

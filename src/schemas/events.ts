@@ -1,7 +1,7 @@
 import { getOpenApiMetadata } from "@asteasolutions/zod-to-openapi";
 import { z } from "zod";
-import { type EventCategory, READ_SCOPE } from "../domain/event-access";
-import { EVENT_TYPES, type EventType } from "../domain/events";
+import { type EventCategory, READ_SCOPE } from "../domain/events/access";
+import { EVENT_TYPES, type EventType } from "../domain/events/catalog";
 
 const cache = new Map<EventType, Record<string, unknown>>();
 

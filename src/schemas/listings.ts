@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import type { Listing } from "../db/schema";
-import { LISTING_STATUSES } from "../domain/listing-lifecycle";
-import { publicUrl } from "../domain/listing-reads";
+import { LISTING_STATUSES } from "../domain/listings/lifecycle";
+import { publicUrl } from "../domain/listings/reads";
 import { versionField } from "./version";
 
 export const listingNumberParam = z.object({

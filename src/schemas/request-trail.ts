@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
-import { syncFields } from "../domain/event-sync";
-import { EVENT_TYPE_NAMES } from "../domain/events";
+import { EVENT_TYPE_NAMES } from "../domain/events/catalog";
+import { syncFields } from "../domain/events/sync";
 import type { RequestTrail } from "../webhooks/request-trail";
 import { TRAIL_MAX_ATTEMPTS, TRAIL_MAX_DELIVERIES, TRAIL_MAX_EVENTS } from "../webhooks/request-trail";
 import { DeliveryLogEntrySchema, presentDeliveryLogEntry } from "./delivery-log";

@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import type { WebhookEndpoint } from "../db/schema";
-import { EVENT_TYPE_NAMES } from "../domain/events";
+import { EVENT_TYPE_NAMES } from "../domain/events/catalog";
 import { MAX_URL_LENGTH } from "./urls";
 import { versionField } from "./version";
 

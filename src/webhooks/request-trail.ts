@@ -11,8 +11,8 @@ import {
 } from "../db/schema";
 import { DomainError } from "../lib/errors";
 import { nowIso } from "../lib/ids";
-import type { DeliveryLogEntry } from "./endpoint-delivery-log";
-import { nextAttemptAt } from "./retry-schedule";
+import { nextAttemptAt } from "./delivery/retry-schedule";
+import type { DeliveryLogEntry } from "./endpoints/delivery-log";
 
 /** The most events one request shows; a write records one or two. */
 export const TRAIL_MAX_EVENTS = 50;

@@ -1,7 +1,7 @@
 import { and, eq, inArray, isNotNull, lt, notExists, sql } from "drizzle-orm";
 import { type Db, database } from "../db/client";
 import { events, webhookDeliveries, webhookDeliveryAttempts } from "../db/schema";
-import { retentionCutoff } from "../domain/event-log";
+import { retentionCutoff } from "../domain/events/log";
 
 /** Rows deleted by one statement at most. */
 export const RETENTION_PAGE = 500;

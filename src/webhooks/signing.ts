@@ -1,5 +1,5 @@
-import { base64, hex } from "../lib/encoding";
-import { hmacKey, hmacSha256 } from "../lib/hmac";
+import { base64, hex } from "../lib/crypto/encoding";
+import { hmacKey, hmacSha256 } from "../lib/crypto/hmac";
 
 const SIGNATURE_HEADER = "X-Webhook-Signature";
 

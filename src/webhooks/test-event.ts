@@ -2,7 +2,7 @@ import type { WebhookEndpoint } from "../db/schema";
 import { DomainError } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { checkOutboundUrl } from "../lib/outbound-url";
-import { postEnvelope, signingSecret } from "./delivery-attempt";
+import { postEnvelope, signingSecret } from "./delivery/attempt";
 import { signer } from "./signing";
 
 /** A signed `webhook.test` ping to one endpoint, answered synchronously; nothing is recorded. */

@@ -5,9 +5,9 @@ import { createMirror, type Mirror, type SyncEvent, verifyDelivery } from "../..
 import { events, webhookDeliveries, webhookDeliveryAttempts } from "../../src/db/schema";
 import { mintKey, updateKey } from "../../src/domain/api-keys";
 import { ENDPOINT_NAMES } from "../../src/domain/budgets";
-import { SETTABLE_STATUSES } from "../../src/domain/listing-lifecycle";
+import { SETTABLE_STATUSES } from "../../src/domain/listings/lifecycle";
 import { TOUR_STATUSES } from "../../src/domain/tours";
-import { drainOutbox } from "../../src/webhooks/outbox-drain";
+import { drainOutbox } from "../../src/webhooks/outbox/drain";
 import { FUZZ_SEED } from "../support/fuzz-kit";
 import { BASE, call, captureErrorLogs, db, internal, makeTenant, mockFetch, type Tenant } from "../support/harness";
 import { consume, registerEndpoint, settle, WEBHOOK_QUEUE } from "../support/webhook-harness";

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { mintKey } from "../../src/domain/api-keys";
 import { AGENCY_BUDGET_FACTOR, DEFAULT_BUDGETS } from "../../src/domain/budgets";
 import { agencyBudget } from "../../src/durable/budget-lease";
-import { LEASE_MS } from "../../src/durable/key-gate";
+import { LEASE_MS } from "../../src/durable/key-gate/gate";
 import { call, db, expectError, makePlatformKey, makeTenant, type Tenant } from "../support/harness";
 
 const ENDPOINT = "get_webhook_catalog";

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { AUTH_FAILURE_LIMIT, forgetHeldBack } from "../../src/http/auth-throttle";
-import { forgetKeys } from "../../src/http/key-auth";
+import { AUTH_FAILURE_LIMIT, forgetHeldBack } from "../../src/http/admission/auth-throttle";
+import { forgetKeys } from "../../src/http/admission/key-auth";
 import { call, expectError, makeTenant } from "../support/harness";
 import { countD1 } from "../support/webhook-fixtures";
 

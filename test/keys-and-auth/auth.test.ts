@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import { apiKeySecrets } from "../../src/db/schema";
 import { mintKey } from "../../src/domain/api-keys";
 import type { Caller, Scope } from "../../src/domain/roles";
-import { authorize } from "../../src/http/authorize";
+import { authorize } from "../../src/http/admission/authorize";
 import type { AppEnv } from "../../src/http/env";
 import { errorResponse, handleError } from "../../src/http/errors";
 import { requestId } from "../../src/http/request-id";

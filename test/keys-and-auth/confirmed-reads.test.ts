@@ -1,10 +1,10 @@
 import { env } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
 import { describe, expect, it, vi } from "vitest";
+import { changeKey, keyGate } from "../../src/accounts/key-changes";
 import { database } from "../../src/db/client";
 import { agencies, apiKeys } from "../../src/db/schema";
-import { changeKey, keyGate } from "../../src/durable/key-changes";
-import { forgetKeys, handOffBookmark, hashOfKey } from "../../src/http/key-auth";
+import { forgetKeys, handOffBookmark, hashOfKey } from "../../src/http/admission/key-auth";
 import { realSession } from "../support/d1-guard";
 import { call, db, direct, expectError, keyed, makeTenant } from "../support/harness";
 

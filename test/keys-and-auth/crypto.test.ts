@@ -3,10 +3,10 @@ import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { connectCalendar, resolveConnection, sourceFor } from "../../src/calendar/connections";
 import { calendarConnections, deliveryDestinations } from "../../src/db/schema";
-import { getUserById } from "../../src/domain/hierarchy";
-import { decrypt, encrypt, rowBinding, secretsEqual } from "../../src/lib/crypto";
-import { keyringOf } from "../../src/lib/keyring";
-import { openDestination, saveDestination } from "../../src/media/destinations";
+import { getUserById } from "../../src/domain/people/hierarchy";
+import { decrypt, encrypt, rowBinding, secretsEqual } from "../../src/lib/crypto/crypto";
+import { keyringOf } from "../../src/lib/crypto/keyring";
+import { openDestination, saveDestination } from "../../src/media/delivery/destinations";
 import { db, makeTenant } from "../support/harness";
 
 const KEY = keyringOf({ SECRET_KEY: "test-secret-key-0123456789abcdef0123456789abcdef" });

@@ -2,13 +2,13 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
+import { changeKey } from "../../src/accounts/key-changes";
 import { listings } from "../../src/db/schema";
 import { mintKey } from "../../src/domain/api-keys";
 import { DEFAULT_SCOPES } from "../../src/domain/roles";
 import type { LedgerEntry } from "../../src/durable/idempotency-ledger";
-import { changeKey } from "../../src/durable/key-changes";
-import { ledgerName } from "../../src/http/idempotency-hold";
-import { forgetKeys } from "../../src/http/key-auth";
+import { ledgerName } from "../../src/http/admission/idempotency-hold";
+import { forgetKeys } from "../../src/http/admission/key-auth";
 import { BASE, call, db, direct, expectError, makeTenant, type Tenant, withoutRequestId } from "../support/harness";
 
 const body = (t: Tenant, extra: Record<string, unknown> = {}) => ({

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { forgetKeys } from "../../src/http/key-auth";
-import { forgetSessions } from "../../src/http/session-auth";
+import { forgetKeys } from "../../src/http/admission/key-auth";
+import { forgetSessions } from "../../src/http/admission/session-auth";
 import { RecentMisses } from "../../src/lib/recent-misses";
 import { call, expectError, internal, makeTenant } from "../support/harness";
 import { countD1 } from "../support/webhook-fixtures";

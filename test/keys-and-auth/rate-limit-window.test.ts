@@ -1,8 +1,8 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, onTestFinished, vi } from "vitest";
-import { keyGate } from "../../src/durable/key-changes";
-import { KeyGate, WINDOW_FLUSH_MS } from "../../src/durable/key-gate";
+import { keyGate } from "../../src/accounts/key-changes";
+import { KeyGate, WINDOW_FLUSH_MS } from "../../src/durable/key-gate/gate";
 import { sha256Hex } from "../../src/lib/ids";
 import { SlidingLog } from "../../src/lib/sliding-log";
 import { makeTenant } from "../support/harness";

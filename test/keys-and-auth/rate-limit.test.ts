@@ -1,8 +1,8 @@
 import { env } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
+import { changeKey, keyGate } from "../../src/accounts/key-changes";
 import { apiKeys } from "../../src/db/schema";
-import { changeKey, keyGate } from "../../src/durable/key-changes";
 import { sha256Hex } from "../../src/lib/ids";
 import { call, db, direct, expectError, internal, keyed, makePlatformKey, makeTenant } from "../support/harness";
 

@@ -3,9 +3,9 @@ import { describe, expect, it } from "vitest";
 import type { Db } from "../../src/db/client";
 import { appointments } from "../../src/db/schema";
 import { scheduleAppointment } from "../../src/domain/appointments";
-import { cancelListing } from "../../src/domain/listing-cancel";
-import { findListing } from "../../src/domain/listing-reads";
-import { floorplanValue, MAX_FLOORPLANS, writeSection } from "../../src/domain/sections";
+import { cancelListing } from "../../src/domain/listings/cancel";
+import { findListing } from "../../src/domain/listings/reads";
+import { floorplanValue, MAX_FLOORPLANS, writeSection } from "../../src/domain/listings/sections";
 import { call, db, expectError, makeListing, makeTenant, outbox } from "../support/harness";
 
 const hours = (h: number) => new Date(Date.now() + h * 3600_000).toISOString();

@@ -4,9 +4,9 @@ import { describe, expect, it } from "vitest";
 import { database } from "../../src/db/client";
 import { appointments } from "../../src/db/schema";
 import { mintKey } from "../../src/domain/api-keys";
-import { cancelListing } from "../../src/domain/listing-cancel";
-import { createListing } from "../../src/domain/listing-create";
-import { findListing } from "../../src/domain/listing-reads";
+import { cancelListing } from "../../src/domain/listings/cancel";
+import { createListing } from "../../src/domain/listings/create";
+import { findListing } from "../../src/domain/listings/reads";
 import {
   BASE,
   call,

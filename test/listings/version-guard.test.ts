@@ -1,12 +1,12 @@
 import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { listings, tours, webhookEndpoints } from "../../src/db/schema";
-import { changeStatus } from "../../src/domain/listing-lifecycle";
-import { findListing } from "../../src/domain/listing-reads";
-import { writeSection } from "../../src/domain/sections";
+import { changeStatus } from "../../src/domain/listings/lifecycle";
+import { findListing } from "../../src/domain/listings/reads";
+import { writeSection } from "../../src/domain/listings/sections";
 import { deleteTour, findTour, updateTour } from "../../src/domain/tours";
 import { DomainError } from "../../src/lib/errors";
-import { deleteEndpoint, findEndpoint } from "../../src/webhooks/endpoints";
+import { deleteEndpoint, findEndpoint } from "../../src/webhooks/endpoints/records";
 import { call, db, makeListing, makeTenant, outbox, unique } from "../support/harness";
 
 /** The refusal `work` ends with: its code and details. */

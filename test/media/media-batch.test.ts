@@ -4,7 +4,7 @@ import { eq } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { mediaUploads } from "../../src/db/schema";
 import worker from "../../src/index";
-import { COPY_SLOTS } from "../../src/media/batch-budget";
+import { COPY_SLOTS } from "../../src/media/delivery/batch-budget";
 import type { MediaJob } from "../../src/media/jobs";
 import { call, db, makeListing, makeTenant, mockFetch, type Tenant } from "../support/harness";
 import { configureDestination } from "../support/media-fixtures";

@@ -8,14 +8,14 @@ import {
 import { env } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { keyGate } from "../../src/accounts/key-changes";
 import { apiKeys, deliveryDestinations, mediaDeliveries, mediaDeliveryFiles, mediaUploads } from "../../src/db/schema";
-import { keyGate } from "../../src/durable/key-changes";
 import worker from "../../src/index";
-import { FILES_PER_RUN, PARALLEL_PUTS } from "../../src/media/delivery-attempt";
-import { MAX_DELIVERY_ATTEMPTS } from "../../src/media/delivery-retry";
+import { FILES_PER_RUN, PARALLEL_PUTS } from "../../src/media/delivery/attempt";
+import { MAX_DELIVERY_ATTEMPTS } from "../../src/media/delivery/retry";
+import { STUCK_DELIVERY_MS } from "../../src/media/delivery/stuck";
 import type { MediaJob } from "../../src/media/jobs";
 import { r2Call } from "../../src/media/r2-call";
-import { STUCK_DELIVERY_MS } from "../../src/media/stuck-deliveries";
 import {
   call,
   captureErrorLogs,

@@ -4,7 +4,7 @@ import { eq } from "drizzle-orm";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { mediaUploads } from "../../src/db/schema";
 import { mintKey } from "../../src/domain/api-keys";
-import { createAgency, createUser } from "../../src/domain/hierarchy";
+import { createAgency, createUser } from "../../src/domain/people/hierarchy";
 import worker from "../../src/index";
 import { ASSET_POLICIES, MULTIPART_THRESHOLD_BYTES, R2_SINGLE_PUT_MAX_BYTES } from "../../src/media/policy";
 import { presignR2 } from "../../src/media/presign";

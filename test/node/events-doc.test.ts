@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { app } from "../../src/app";
-import { EVENT_TYPE_NAMES } from "../../src/domain/events";
+import { EVENT_TYPE_NAMES } from "../../src/domain/events/catalog";
 
 const env = { ENVIRONMENT: "local", API_MODE: "test", SECRET_KEY: "x", OPERATOR_TOKEN: "op" };
 

@@ -4,20 +4,19 @@ import { describe, expect, it } from "vitest";
 
 const src = resolve(__dirname, "..", "..", "src");
 
+const INFRASTRUCTURE = ["durable", "webhooks", "media", "calendar", "billing", "accounts"];
+const BELOW_HTTP = ["lib", "db", "domain", ...INFRASTRUCTURE, "schemas"];
+
 /** What each floor of src/ may import, besides itself; a file at the root of src/ may import any floor. */
 const MAY_IMPORT: Record<string, string[]> = {
   lib: [],
   db: ["lib"],
   domain: ["lib", "db"],
-  durable: ["lib", "db", "domain", "webhooks", "media", "calendar", "billing"],
-  webhooks: ["lib", "db", "domain", "durable", "media", "calendar", "billing"],
-  media: ["lib", "db", "domain", "durable", "webhooks", "calendar", "billing"],
-  calendar: ["lib", "db", "domain", "durable", "webhooks", "media", "billing"],
-  billing: ["lib", "db", "domain", "durable", "webhooks", "media", "calendar"],
-  schemas: ["lib", "db", "domain", "durable", "webhooks", "media", "calendar", "billing"],
-  http: ["lib", "db", "domain", "durable", "webhooks", "media", "calendar", "billing", "schemas"],
-  routes: ["lib", "db", "domain", "durable", "webhooks", "media", "calendar", "billing", "schemas", "http"],
-  internal: ["lib", "db", "domain", "durable", "webhooks", "media", "calendar", "billing", "schemas", "http"],
+  ...Object.fromEntries(INFRASTRUCTURE.map((floor) => [floor, ["lib", "db", "domain", ...INFRASTRUCTURE]])),
+  schemas: ["lib", "db", "domain", ...INFRASTRUCTURE],
+  http: BELOW_HTTP,
+  routes: [...BELOW_HTTP, "http"],
+  internal: [...BELOW_HTTP, "http"],
 };
 
 type Graph = Map<string, string[]>;

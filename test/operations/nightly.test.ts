@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { and, eq, inArray, isNotNull, isNull } from "drizzle-orm";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { apiKeySecrets, events } from "../../src/db/schema";
-import { outboxInsert } from "../../src/domain/outbox";
+import { outboxInsert } from "../../src/domain/events/outbox";
 import worker from "../../src/index";
 import { captureErrorLogs, db, makeTenant } from "../support/harness";
 

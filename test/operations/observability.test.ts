@@ -2,7 +2,7 @@ import { createExecutionContext, createMessageBatch, getQueueResult, waitOnExecu
 import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import worker from "../../src/index";
-import { continueTrace, parseTraceparent } from "../../src/lib/trace";
+import { continueTrace, parseTraceparent } from "../../src/lib/telemetry/trace";
 import {
   BASE,
   call,

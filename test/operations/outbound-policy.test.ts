@@ -2,9 +2,9 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { connectCalendar } from "../../src/calendar/connections";
 import { PROVIDER_BODY_LIMIT } from "../../src/calendar/outbound";
-import { keyringOf } from "../../src/lib/keyring";
+import { keyringOf } from "../../src/lib/crypto/keyring";
 import { checkOutboundUrl } from "../../src/lib/outbound-url";
-import { putObject } from "../../src/media/s3-put";
+import { putObject } from "../../src/media/delivery/s3-put";
 import { BASE, call, db, direct, expectError, internal, makeTenant, mockFetch } from "../support/harness";
 
 afterEach(() => vi.restoreAllMocks());

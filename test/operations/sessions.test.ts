@@ -1,7 +1,7 @@
 import { and, eq, gt, lte } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { sessions } from "../../src/db/schema";
-import { purgeSessions } from "../../src/domain/sessions";
+import { purgeSessions } from "../../src/domain/people/sessions";
 import { call, db, expectError, internal, makeTenant } from "../support/harness";
 
 const UPLOAD = "/api/v1/media/upload";

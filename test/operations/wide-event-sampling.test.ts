@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { keepsWideEvent, SLOW_REQUEST_MS } from "../../src/http/wide-event";
-import { newTrace, parseTraceparent } from "../../src/lib/trace";
+import { newTrace, parseTraceparent } from "../../src/lib/telemetry/trace";
 import { captureInfoLogs, direct, expectError, keyed, makeTenant, usageDataset } from "../support/harness";
 
 const SAMPLED = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";

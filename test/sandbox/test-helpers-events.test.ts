@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from "vitest";
-import { EVENT_TYPE_NAMES } from "../../src/domain/events";
+import { EVENT_TYPE_NAMES } from "../../src/domain/events/catalog";
 import { call, makeTenant } from "../support/harness";
 
 /**

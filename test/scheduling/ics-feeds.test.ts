@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { MAX_EXPANSION_STEPS } from "../../src/calendar/ics-expand";
+import { MAX_EXPANSION_STEPS } from "../../src/calendar/ics/expand";
 import { call, expectError, internal, makeTenant, mockFetch, type Tenant } from "../support/harness";
 import fastmailFeed from "./fixtures/fastmail.ics?raw";
 import fastmailFreeBusy from "./fixtures/fastmail-freebusy.ics?raw";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { feedBusy, readFeed } from "../../src/calendar/ics-feed";
-import { windowsZoneNames } from "../../src/calendar/windows-zones";
+import { feedBusy, readFeed } from "../../src/calendar/ics/feed";
+import { windowsZoneNames } from "../../src/calendar/ics/windows-zones";
 import { isTimeZone } from "../../src/calendar/zoned";
 
 const RANGE = [Date.UTC(2026, 0, 1), Date.UTC(2027, 0, 1)] as const;

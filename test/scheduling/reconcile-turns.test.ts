@@ -2,7 +2,7 @@ import { createExecutionContext, createScheduledController, waitOnExecutionConte
 import { env } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { SUBJECTS_PER_RUN } from "../../src/calendar/reconcile";
+import { SUBJECTS_PER_RUN } from "../../src/calendar/reconcile/run";
 import { appointments, calendarConnections } from "../../src/db/schema";
 import worker from "../../src/index";
 import { db, internal, makeListing, makeTenant, mockFetch, outbox, type Tenant } from "../support/harness";

@@ -2,8 +2,8 @@ import { createExecutionContext, createScheduledController, waitOnExecutionConte
 import { env } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { agencyCursorName, SUBJECTS_PER_RUN } from "../../src/calendar/reconcile";
-import { discrepancyOf } from "../../src/calendar/reconcile-settle";
+import { agencyCursorName, SUBJECTS_PER_RUN } from "../../src/calendar/reconcile/run";
+import { discrepancyOf } from "../../src/calendar/reconcile/settle";
 import { appointments, calendarConnections, jobCursors, tours } from "../../src/db/schema";
 import worker from "../../src/index";
 import {

@@ -2,9 +2,9 @@ import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test"
 import { env } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { feedBusy, feedEventStart, readFeed } from "../../src/calendar/ics-feed";
+import { feedBusy, feedEventStart, readFeed } from "../../src/calendar/ics/feed";
 import { calendarConnections, users } from "../../src/db/schema";
-import { createUser } from "../../src/domain/hierarchy";
+import { createUser } from "../../src/domain/people/hierarchy";
 import worker from "../../src/index";
 import { BASE, call, db, expectError, internal, makePlatformKey, makeTenant, mockFetch } from "../support/harness";
 

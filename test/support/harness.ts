@@ -3,9 +3,9 @@ import { env, exports } from "cloudflare:workers";
 import { expect, onTestFinished, vi } from "vitest";
 import { database } from "../../src/db/client";
 import { mintKey } from "../../src/domain/api-keys";
-import { createAgency, createUser } from "../../src/domain/hierarchy";
+import { createAgency, createUser } from "../../src/domain/people/hierarchy";
+import { createSession } from "../../src/domain/people/sessions";
 import type { Role, Scope } from "../../src/domain/roles";
-import { createSession } from "../../src/domain/sessions";
 import worker from "../../src/index";
 import { randomAlnum } from "../../src/lib/ids";
 

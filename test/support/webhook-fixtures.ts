@@ -6,10 +6,10 @@ import { events } from "../../src/db/schema";
 import { DEFAULT_SCOPES } from "../../src/domain/roles";
 import worker from "../../src/index";
 import { newId } from "../../src/lib/ids";
-import type { ConsumerLimits } from "../../src/webhooks/consumer-limits";
-import { consumeWebhooks } from "../../src/webhooks/delivery-batch";
-import { createEndpoint } from "../../src/webhooks/endpoints";
-import { sweepOutbox } from "../../src/webhooks/outbox-sweep";
+import { consumeWebhooks } from "../../src/webhooks/delivery/batch";
+import type { ConsumerLimits } from "../../src/webhooks/delivery/limits";
+import { createEndpoint } from "../../src/webhooks/endpoints/records";
+import { sweepOutbox } from "../../src/webhooks/outbox/sweep";
 import { asInvocation, D1_LIMITS } from "./d1-guard";
 import { db, mockFetch, type Tenant } from "./harness";
 

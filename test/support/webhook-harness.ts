@@ -10,8 +10,8 @@ import { and, count, gt, isNull } from "drizzle-orm";
 import { expect, vi } from "vitest";
 import { events } from "../../src/db/schema";
 import worker from "../../src/index";
-import { drainOutbox } from "../../src/webhooks/outbox-drain";
-import { backgroundDrainDone } from "../../src/webhooks/outbox-kick";
+import { drainOutbox } from "../../src/webhooks/outbox/drain";
+import { backgroundDrainDone } from "../../src/webhooks/outbox/kick";
 import { call, db, mockFetch, type Tenant } from "./harness";
 
 /** What the tests of webhook-driven features observe: queue messages, receivers' requests, the receivers' answer. */

@@ -2,10 +2,10 @@ import { createExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { and, eq, inArray, or } from "drizzle-orm";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { reconcileCalendars } from "../../src/calendar/reconcile";
+import { reconcileCalendars } from "../../src/calendar/reconcile/run";
 import { calendarConnections, deliveryDestinations, listings, mediaDeliveries } from "../../src/db/schema";
-import { EVENT_TYPES } from "../../src/domain/events";
-import { createUser } from "../../src/domain/hierarchy";
+import { EVENT_TYPES } from "../../src/domain/events/catalog";
+import { createUser } from "../../src/domain/people/hierarchy";
 import worker from "../../src/index";
 import type { MediaJob } from "../../src/media/jobs";
 import {

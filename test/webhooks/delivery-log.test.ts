@@ -2,7 +2,7 @@ import { eq } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { type WebhookDelivery, type WebhookDeliveryAttempt, webhookDeliveries } from "../../src/db/schema";
 import { MAX_ERROR_CHARS } from "../../src/schemas/delivery-log";
-import { ATTEMPTS_PER_RUN, nextAttemptAt, retryDelay } from "../../src/webhooks/retry-schedule";
+import { ATTEMPTS_PER_RUN, nextAttemptAt, retryDelay } from "../../src/webhooks/delivery/retry-schedule";
 import { call, db, expectError, internal, makeListing, makeTenant, type Tenant } from "../support/harness";
 import {
   consume,

@@ -4,11 +4,11 @@ import { describe, expect, it } from "vitest";
 import { type Db, database } from "../../src/db/client";
 import { events, webhookEndpoints } from "../../src/db/schema";
 import { mintKey } from "../../src/domain/api-keys";
-import { readableEventTypes } from "../../src/domain/event-access";
-import { pageEvents } from "../../src/domain/event-log";
-import { EVENT_TYPE_NAMES } from "../../src/domain/events";
+import { readableEventTypes } from "../../src/domain/events/access";
+import { EVENT_TYPE_NAMES } from "../../src/domain/events/catalog";
+import { pageEvents } from "../../src/domain/events/log";
 import type { Scope } from "../../src/domain/roles";
-import { keyringOf } from "../../src/lib/keyring";
+import { keyringOf } from "../../src/lib/crypto/keyring";
 import { call, db, expectError, makeListing, makeTenant, type Tenant } from "../support/harness";
 import { insertEvents } from "../support/webhook-fixtures";
 

@@ -2,7 +2,7 @@ import { verify } from "@octokit/webhooks-methods";
 import { eq } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { events, webhookDeliveries } from "../../src/db/schema";
-import { EVENT_TYPES, type EventData, type EventType } from "../../src/domain/events";
+import { EVENT_TYPES, type EventData, type EventType } from "../../src/domain/events/catalog";
 import { newId } from "../../src/lib/ids";
 import { EventSchema } from "../../src/schemas/event-log";
 import { call, db, expectError, makeListing, makeTenant } from "../support/harness";

@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { events } from "../../src/db/schema";
 import worker from "../../src/index";
 import { Coalescer } from "../../src/lib/coalescer";
-import { backgroundDrainDone, kickOutbox } from "../../src/webhooks/outbox-kick";
+import { backgroundDrainDone, kickOutbox } from "../../src/webhooks/outbox/kick";
 import { db, makeTenant } from "../support/harness";
 import { captureQueue, emptyOutbox, insertEvents, registerEndpoints } from "../support/webhook-fixtures";
 import { settle } from "../support/webhook-harness";

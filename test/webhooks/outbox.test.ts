@@ -2,11 +2,11 @@ import { env } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { events, idempotencyMarks, listings, users } from "../../src/db/schema";
-import { EVENT_TYPES } from "../../src/domain/events";
-import { createUser } from "../../src/domain/hierarchy";
-import { createListing } from "../../src/domain/listing-create";
-import { outboxInsertIfChanged } from "../../src/domain/outbox";
-import { drainOutbox } from "../../src/webhooks/outbox-drain";
+import { EVENT_TYPES } from "../../src/domain/events/catalog";
+import { outboxInsertIfChanged } from "../../src/domain/events/outbox";
+import { createListing } from "../../src/domain/listings/create";
+import { createUser } from "../../src/domain/people/hierarchy";
+import { drainOutbox } from "../../src/webhooks/outbox/drain";
 import { captureErrorLogs, db, makeTenant, outbox, type Tenant, unique } from "../support/harness";
 
 describe("the transactional outbox", () => {

@@ -2,9 +2,9 @@ import { env } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { webhookDeliveries } from "../../src/db/schema";
-import { LEASE_MS } from "../../src/webhooks/consumer-limits";
-import { claimBatch } from "../../src/webhooks/delivery-claim";
-import { type AttemptOutcome, outcomeWriter } from "../../src/webhooks/outcome-writer";
+import { claimBatch } from "../../src/webhooks/delivery/claim";
+import { LEASE_MS } from "../../src/webhooks/delivery/limits";
+import { type AttemptOutcome, outcomeWriter } from "../../src/webhooks/delivery/outcome-writer";
 import { db, makeListing, makeTenant } from "../support/harness";
 import { drained, interceptWebhooks, registerEndpoint } from "../support/webhook-harness";
 

@@ -2,10 +2,10 @@ import { env } from "cloudflare:workers";
 import { eq, inArray, sql } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { webhookDeliveries, webhookDeliveryAttempts, webhookEndpoints } from "../../src/db/schema";
-import { ENDPOINT_IN_FLIGHT } from "../../src/webhooks/consumer-limits";
-import { BREAKER_FIRST_PAUSE_SECONDS } from "../../src/webhooks/endpoint-breakers";
-import { drainOutbox } from "../../src/webhooks/outbox-drain";
-import { backgroundDrainDone, DRAIN_SPACING_MS, kickOutbox } from "../../src/webhooks/outbox-kick";
+import { ENDPOINT_IN_FLIGHT } from "../../src/webhooks/delivery/limits";
+import { BREAKER_FIRST_PAUSE_SECONDS } from "../../src/webhooks/endpoints/breakers";
+import { drainOutbox } from "../../src/webhooks/outbox/drain";
+import { backgroundDrainDone, DRAIN_SPACING_MS, kickOutbox } from "../../src/webhooks/outbox/kick";
 import { asInvocation } from "../support/d1-guard";
 import { db, makeTenant } from "../support/harness";
 import {

@@ -4,10 +4,10 @@ import { verify } from "@octokit/webhooks-methods";
 import { and, count, eq, inArray, isNull } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { events, webhookDeliveries, webhookDeliveryAttempts, webhookEndpoints } from "../../src/db/schema";
-import { outboxInsert } from "../../src/domain/outbox";
-import { consumeWebhooks } from "../../src/webhooks/delivery-batch";
-import { drainOutbox } from "../../src/webhooks/outbox-drain";
-import { retryDelay } from "../../src/webhooks/retry-schedule";
+import { outboxInsert } from "../../src/domain/events/outbox";
+import { consumeWebhooks } from "../../src/webhooks/delivery/batch";
+import { retryDelay } from "../../src/webhooks/delivery/retry-schedule";
+import { drainOutbox } from "../../src/webhooks/outbox/drain";
 import { call, captureErrorLogs, db, internal, makeListing, makeTenant, mockFetch } from "../support/harness";
 
 /** Each message carries a child span of the trace of the request that wrote its event. */

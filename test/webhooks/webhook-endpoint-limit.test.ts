@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { and, count, eq } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { idempotencyMarks, webhookEndpoints } from "../../src/db/schema";
-import { MAX_ACTIVE_ENDPOINTS } from "../../src/webhooks/endpoints";
+import { MAX_ACTIVE_ENDPOINTS } from "../../src/webhooks/endpoints/records";
 import { call, db, expectError, makeTenant, mockFetch, type Tenant } from "../support/harness";
 
 const register = (t: Tenant, n: number, idempotencyKey?: string) =>

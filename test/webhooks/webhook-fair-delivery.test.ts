@@ -4,14 +4,14 @@ import { eq, inArray } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { webhookDeliveries, webhookEndpoints } from "../../src/db/schema";
 import worker from "../../src/index";
+import { consumeWebhooks } from "../../src/webhooks/delivery/batch";
 import {
   BATCH_DEADLINE_MS,
   type ConsumerLimits,
   DELIVERY_TIMEOUT_MS,
   LEASE_MS,
-} from "../../src/webhooks/consumer-limits";
-import { consumeWebhooks } from "../../src/webhooks/delivery-batch";
-import { DRAIN_SPACING_MS } from "../../src/webhooks/outbox-kick";
+} from "../../src/webhooks/delivery/limits";
+import { DRAIN_SPACING_MS } from "../../src/webhooks/outbox/kick";
 import { asInvocation } from "../support/d1-guard";
 import { db, makeListing, makeTenant, mockFetch } from "../support/harness";
 import {

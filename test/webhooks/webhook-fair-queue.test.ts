@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { eq, inArray } from "drizzle-orm";
 import { afterEach, expect, it, vi } from "vitest";
 import { webhookDeliveries, webhookEndpoints } from "../../src/db/schema";
-import { DELIVERY_TIMEOUT_MS } from "../../src/webhooks/consumer-limits";
+import { DELIVERY_TIMEOUT_MS } from "../../src/webhooks/delivery/limits";
 import { db, makeListing, makeTenant, mockFetch } from "../support/harness";
 import { captureQueue, emptyOutbox, registerEndpoints } from "../support/webhook-fixtures";
 import { settle } from "../support/webhook-harness";

@@ -2,11 +2,11 @@ import { env } from "cloudflare:workers";
 import { and, count, eq, inArray, isNull, sql } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { events, webhookDeliveries, webhookEndpoints } from "../../src/db/schema";
-import { CONNECTIONS_PER_BATCH, ENDPOINT_IN_FLIGHT } from "../../src/webhooks/consumer-limits";
-import { BREAKER_FAILURES } from "../../src/webhooks/endpoint-breakers";
-import { AGENCY_EVENTS_PER_PAGE, claimStatement, PAGE_EVENTS } from "../../src/webhooks/outbox-claim";
-import { drainOutbox, MAX_FAN_OUT_ATTEMPTS } from "../../src/webhooks/outbox-drain";
-import { sweepOutbox } from "../../src/webhooks/outbox-sweep";
+import { CONNECTIONS_PER_BATCH, ENDPOINT_IN_FLIGHT } from "../../src/webhooks/delivery/limits";
+import { BREAKER_FAILURES } from "../../src/webhooks/endpoints/breakers";
+import { AGENCY_EVENTS_PER_PAGE, claimStatement, PAGE_EVENTS } from "../../src/webhooks/outbox/claim";
+import { drainOutbox, MAX_FAN_OUT_ATTEMPTS } from "../../src/webhooks/outbox/drain";
+import { sweepOutbox } from "../../src/webhooks/outbox/sweep";
 import { asInvocation } from "../support/d1-guard";
 import { captureErrorLogs, db, makeTenant } from "../support/harness";
 import {

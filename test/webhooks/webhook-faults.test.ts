@@ -4,8 +4,8 @@ import { and, eq, inArray, sql } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { events, webhookDeliveries, webhookDeliveryAttempts, webhookEndpoints } from "../../src/db/schema";
 import worker from "../../src/index";
-import { CLAIM_SECONDS } from "../../src/webhooks/outbox-claim";
-import { drainOutbox } from "../../src/webhooks/outbox-drain";
+import { CLAIM_SECONDS } from "../../src/webhooks/outbox/claim";
+import { drainOutbox } from "../../src/webhooks/outbox/drain";
 import { asInvocation } from "../support/d1-guard";
 import { captureErrorLogs, db, makeListing, makeTenant, type Tenant } from "../support/harness";
 import {

@@ -6,7 +6,7 @@ import { Webhook } from "standardwebhooks";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { webhookDeliveries, webhookEndpoints } from "../../src/db/schema";
 import { seal, webhookSigningSecret } from "../../src/domain/sealed-columns";
-import { keyringOf } from "../../src/lib/keyring";
+import { keyringOf } from "../../src/lib/crypto/keyring";
 import { newSigningSecret, signatureHeaders } from "../../src/webhooks/signing";
 import { call, db, internal, makeListing, makeTenant } from "../support/harness";
 import {

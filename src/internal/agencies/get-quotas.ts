@@ -1,5 +1,5 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import { getAgency } from "../../domain/hierarchy";
+import { getAgency } from "../../domain/people/hierarchy";
 import { agencyQuotaStates } from "../../domain/quotas";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";

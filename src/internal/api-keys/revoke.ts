@@ -1,6 +1,6 @@
 import type { RouteHandler } from "@hono/zod-openapi";
+import { changeKey } from "../../accounts/key-changes";
 import { withSecrets } from "../../domain/api-keys";
-import { changeKey } from "../../durable/key-changes";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
 import { keyParam, keyResponse, presentKey } from "./schema";

@@ -1,7 +1,7 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
+import { changeKey } from "../../accounts/key-changes";
 import { withSecrets } from "../../domain/api-keys";
 import { SCOPES } from "../../domain/roles";
-import { changeKey } from "../../durable/key-changes";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";

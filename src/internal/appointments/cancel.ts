@@ -1,6 +1,6 @@
 import type { RouteHandler } from "@hono/zod-openapi";
 import { cancelAppointment, getAppointment } from "../../domain/appointments";
-import { findListing } from "../../domain/listing-reads";
+import { findListing } from "../../domain/listings/reads";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
 import { appointmentAnswer, appointmentParams, presentAppointment } from "./schema";

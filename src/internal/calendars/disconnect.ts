@@ -1,6 +1,6 @@
 import type { RouteHandler } from "@hono/zod-openapi";
 import { disconnectCalendar } from "../../calendar/connections";
-import { getUserById } from "../../domain/hierarchy";
+import { getUserById } from "../../domain/people/hierarchy";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
 import { userParam } from "./schema";

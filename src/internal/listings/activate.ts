@@ -1,6 +1,6 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import { activateListing } from "../../domain/listing-lifecycle";
-import { findListing } from "../../domain/listing-reads";
+import { activateListing } from "../../domain/listings/lifecycle";
+import { findListing } from "../../domain/listings/reads";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
 import { presentListing } from "../../schemas/listings";

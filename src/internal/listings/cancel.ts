@@ -1,6 +1,6 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { cancelListing } from "../../domain/listing-cancel";
-import { findListing } from "../../domain/listing-reads";
+import { cancelListing } from "../../domain/listings/cancel";
+import { findListing } from "../../domain/listings/reads";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";

@@ -1,6 +1,6 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { editListing } from "../../domain/listing-edit";
-import { findListing } from "../../domain/listing-reads";
+import { editListing } from "../../domain/listings/edit";
+import { findListing } from "../../domain/listings/reads";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";

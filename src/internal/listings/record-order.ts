@@ -1,5 +1,5 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { findListing } from "../../domain/listing-reads";
+import { findListing } from "../../domain/listings/reads";
 import { recordOrder } from "../../domain/orders";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";

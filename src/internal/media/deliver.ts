@@ -1,9 +1,9 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { findListing } from "../../domain/listing-reads";
+import { findListing } from "../../domain/listings/reads";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
-import { deliverListingMedia } from "../../media/delivery-records";
+import { deliverListingMedia } from "../../media/delivery/records";
 import { listingParams } from "../listings/schema";
 import { DeliverySchema, presentDelivery } from "./schema";
 

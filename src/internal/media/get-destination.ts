@@ -1,9 +1,9 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import { getUserById } from "../../domain/hierarchy";
+import { getUserById } from "../../domain/people/hierarchy";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
-import { getDestination } from "../../media/destinations";
+import { getDestination } from "../../media/delivery/destinations";
 import { DestinationSchema, destinationPath, presentDestination, userParams } from "./schema";
 
 export const getDeliveryDestinationRoute = internalRoute(["user_not_found", "delivery_destination_not_found"], {

@@ -1,10 +1,10 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { findListing } from "../../domain/listing-reads";
+import { findListing } from "../../domain/listings/reads";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
-import { deliveriesOf } from "../../media/delivery-records";
-import { uploadsOf } from "../../media/uploads";
+import { deliveriesOf } from "../../media/delivery/records";
+import { uploadsOf } from "../../media/uploads/records";
 import { listingParams } from "../listings/schema";
 import { DeliverySchema, presentDelivery, presentUpload, UploadSchema } from "./schema";
 

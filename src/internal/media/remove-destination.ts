@@ -1,8 +1,8 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import { getUserById } from "../../domain/hierarchy";
+import { getUserById } from "../../domain/people/hierarchy";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
-import { removeDestination } from "../../media/destinations";
+import { removeDestination } from "../../media/delivery/destinations";
 import { destinationPath, userParams } from "./schema";
 
 export const removeDeliveryDestinationRoute = internalRoute(["user_not_found", "delivery_destination_not_found"], {

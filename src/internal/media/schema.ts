@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import type { DeliveryDestination, MediaUpload } from "../../db/schema";
-import type { DeliveryWithFiles } from "../../media/delivery-records";
+import type { DeliveryWithFiles } from "../../media/delivery/records";
 
 export const userParams = z.object({ user_id: z.string() });
 export const destinationPath = "/internal/v1/users/{user_id}/delivery-destination";

@@ -1,10 +1,10 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { getUserById } from "../../domain/hierarchy";
+import { getUserById } from "../../domain/people/hierarchy";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
-import { keyringOf } from "../../lib/keyring";
-import { checkEndpoint, saveDestination } from "../../media/destinations";
+import { keyringOf } from "../../lib/crypto/keyring";
+import { checkEndpoint, saveDestination } from "../../media/delivery/destinations";
 import { DestinationSchema, destinationPath, presentDestination, userParams } from "./schema";
 
 export const setDeliveryDestinationRoute = internalRoute(["user_not_found", "invalid_delivery_destination"], {

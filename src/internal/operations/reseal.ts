@@ -3,7 +3,7 @@ import { reseal, UNNAMED_KEY } from "../../domain/reseal";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
-import { keyringOf } from "../../lib/keyring";
+import { keyringOf } from "../../lib/crypto/keyring";
 
 const ResealReportSchema = z
   .object({

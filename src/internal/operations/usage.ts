@@ -1,11 +1,11 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { getAgency } from "../../domain/hierarchy";
+import { getAgency } from "../../domain/people/hierarchy";
+import { pageAgencies } from "../../domain/people/users";
 import { STORED_TABLES, usageOfAgencies } from "../../domain/quotas";
-import { pageAgencies } from "../../domain/users";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
-import { keyringOf } from "../../lib/keyring";
+import { keyringOf } from "../../lib/crypto/keyring";
 import { cursorQuery, pageSchema } from "../../schemas/page";
 
 const TableUsageSchema = z

@@ -1,8 +1,8 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { revokeSession } from "../../domain/sessions";
+import { revokeSession } from "../../domain/people/sessions";
+import { SESSION_COOKIE } from "../../http/admission/session-auth";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
-import { SESSION_COOKIE } from "../../http/session-auth";
 
 export const revokeSessionRoute = internalRoute([], {
   method: "delete",

@@ -1,5 +1,5 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { createUser } from "../../domain/hierarchy";
+import { createUser } from "../../domain/people/hierarchy";
 import { ROLES } from "../../domain/roles";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";

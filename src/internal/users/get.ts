@@ -1,5 +1,5 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import { getUserById } from "../../domain/hierarchy";
+import { getUserById } from "../../domain/people/hierarchy";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
 import { presentInternalUser, userParam, userResponse } from "./schema";

@@ -2,10 +2,10 @@ import { type RouteHandler, z } from "@hono/zod-openapi";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
-import { keyringOf } from "../../lib/keyring";
+import { keyringOf } from "../../lib/crypto/keyring";
 import { cursorQuery, pageSchema } from "../../schemas/page";
 import { pageDeliveries } from "../../webhooks/agency-deliveries";
-import { attemptsOf } from "../../webhooks/attempt-history";
+import { attemptsOf } from "../../webhooks/delivery/attempt-history";
 import { DeliverySchema, presentDeliveries } from "./schema";
 
 export const listWebhookDeliveriesRoute = internalRoute([], {

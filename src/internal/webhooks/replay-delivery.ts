@@ -2,8 +2,8 @@ import { type RouteHandler, z } from "@hono/zod-openapi";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { internalRoute } from "../../http/route";
-import { attemptsOf } from "../../webhooks/attempt-history";
-import { replayDelivery } from "../../webhooks/delivery-replay";
+import { attemptsOf } from "../../webhooks/delivery/attempt-history";
+import { replayDelivery } from "../../webhooks/delivery/replay";
 import { DeliverySchema, presentDeliveries } from "./schema";
 
 export const replayWebhookDeliveryRoute = internalRoute(["webhook_delivery_not_found", "queue_unavailable"], {

@@ -1,6 +1,6 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
+import { changeKey } from "../../accounts/key-changes";
 import { DEFAULT_BUDGETS, ENDPOINT_NAMES, effectiveBudgets, MAX_BUDGET, MIN_BUDGET } from "../../domain/budgets";
-import { changeKey } from "../../durable/key-changes";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";

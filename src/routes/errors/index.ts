@@ -1,6 +1,6 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import type { AppEnv } from "../../http/env";
-import { ERROR_DOCS_PATH } from "../../http/openapi-errors";
+import { ERROR_DOCS_PATH } from "../../http/openapi/errors";
 import { validationHook } from "../../http/validation";
 import { errorCatalogHandler, errorCatalogRoute } from "./catalog";
 import { errorPage } from "./page";

@@ -1,6 +1,6 @@
 import { Hono } from "hono";
 import type { AppEnv } from "../../http/env";
-import { ERROR_DOCS_PATH } from "../../http/openapi-errors";
+import { ERROR_DOCS_PATH } from "../../http/openapi/errors";
 import { errorCatalog } from "../../lib/error-guide";
 
 const escapeHtml = (s: string) =>

@@ -1,7 +1,7 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import { checkEventTypesReadable } from "../../domain/event-access";
-import { EVENT_RETENTION_DAYS, findEvent } from "../../domain/event-log";
-import type { EventType } from "../../domain/events";
+import { checkEventTypesReadable } from "../../domain/events/access";
+import type { EventType } from "../../domain/events/catalog";
+import { EVENT_RETENTION_DAYS, findEvent } from "../../domain/events/log";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";

@@ -1,12 +1,12 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { checkEventTypesReadable, readableEventTypes } from "../../domain/event-access";
-import { checkFeedQuery, lastSequence, pageFeed } from "../../domain/event-feed";
-import { EVENT_RETENTION_DAYS, eventWindow, pageEvents } from "../../domain/event-log";
-import { EVENT_TYPE_NAMES } from "../../domain/events";
+import { checkEventTypesReadable, readableEventTypes } from "../../domain/events/access";
+import { EVENT_TYPE_NAMES } from "../../domain/events/catalog";
+import { checkFeedQuery, lastSequence, pageFeed } from "../../domain/events/feed";
+import { EVENT_RETENTION_DAYS, eventWindow, pageEvents } from "../../domain/events/log";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
-import { keyringOf } from "../../lib/keyring";
+import { keyringOf } from "../../lib/crypto/keyring";
 import { afterSequenceQuery, EventPageSchema, presentEvent } from "../../schemas/event-log";
 import { READ_SCOPES_TEXT } from "../../schemas/events";
 import { cursorQuery, pageBody } from "../../schemas/page";

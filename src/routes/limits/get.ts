@@ -1,7 +1,7 @@
 import type { RouteHandler } from "@hono/zod-openapi";
+import { keyGate } from "../../accounts/key-changes";
 import { agencyQuotaStates } from "../../domain/quotas";
 import { agencyBudget } from "../../durable/budget-lease";
-import { keyGate } from "../../durable/key-changes";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";

@@ -1,9 +1,9 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { cancelListing } from "../../domain/listing-cancel";
-import { findListing } from "../../domain/listing-reads";
+import { cancelListing } from "../../domain/listings/cancel";
+import { findListing } from "../../domain/listings/reads";
+import { idempotencyMark } from "../../http/admission/idempotency-mark";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { idempotencyMark } from "../../http/idempotency-mark";
 import { publicRoute } from "../../http/route";
 import { ListingSchema, listingNumberParam, presentListing, WRITER_ROLES } from "../../schemas/listings";
 

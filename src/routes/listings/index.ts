@@ -1,5 +1,5 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
-import { listingById } from "../../domain/listing-reads";
+import { listingById } from "../../domain/listings/reads";
 import type { AppEnv } from "../../http/env";
 import type { Replayer } from "../../http/registry";
 import { validationHook } from "../../http/validation";

@@ -1,10 +1,10 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { LISTING_STATUSES } from "../../domain/listing-lifecycle";
-import { pageListings } from "../../domain/listing-reads";
+import { LISTING_STATUSES } from "../../domain/listings/lifecycle";
+import { pageListings } from "../../domain/listings/reads";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
-import { keyringOf } from "../../lib/keyring";
+import { keyringOf } from "../../lib/crypto/keyring";
 import { ListingSchema, presentListing } from "../../schemas/listings";
 import { cursorQuery, pageBody, pageSchema } from "../../schemas/page";
 

@@ -1,12 +1,18 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { Listing } from "../../db/schema";
-import { findListing } from "../../domain/listing-reads";
-import { floorplanValue, MAX_FLOORPLANS, nextMatterport, type SectionValue, writeSection } from "../../domain/sections";
-import { ifMatch, setEtag } from "../../http/conditional";
+import { findListing } from "../../domain/listings/reads";
+import {
+  floorplanValue,
+  MAX_FLOORPLANS,
+  nextMatterport,
+  type SectionValue,
+  writeSection,
+} from "../../domain/listings/sections";
+import { ifMatch, setEtag } from "../../http/admission/conditional";
+import { idempotencyMark } from "../../http/admission/idempotency-mark";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { idempotencyMark } from "../../http/idempotency-mark";
 import { publicRoute } from "../../http/route";
 import { DomainError } from "../../lib/errors";
 import { ListingSchema, listingNumberParam, presentListing, WRITER_ROLES } from "../../schemas/listings";

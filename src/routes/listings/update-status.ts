@@ -1,10 +1,10 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { changeStatus, SETTABLE_STATUSES } from "../../domain/listing-lifecycle";
-import { findListing } from "../../domain/listing-reads";
-import { ifMatch, setEtag } from "../../http/conditional";
+import { changeStatus, SETTABLE_STATUSES } from "../../domain/listings/lifecycle";
+import { findListing } from "../../domain/listings/reads";
+import { ifMatch, setEtag } from "../../http/admission/conditional";
+import { idempotencyMark } from "../../http/admission/idempotency-mark";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { idempotencyMark } from "../../http/idempotency-mark";
 import { publicRoute } from "../../http/route";
 import { ListingSchema, listingNumberParam, presentListing, WRITER_ROLES } from "../../schemas/listings";
 

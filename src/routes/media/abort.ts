@@ -3,12 +3,12 @@ import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
 import { DomainError } from "../../lib/errors";
-import { abortMultipart, multipartOf } from "../../media/multipart";
-import { findUploadView } from "../../media/upload-views";
-import { uploadOfAgency } from "../../media/uploads";
-import { UPLOADER_ROLES } from "../../schemas/media";
-import { AbortUploadSchema } from "../../schemas/media-multipart";
-import { presentUploadStatus, UploadStatusSchema, uploadIdParam } from "../../schemas/media-uploads";
+import { abortMultipart, multipartOf } from "../../media/uploads/multipart";
+import { uploadOfAgency } from "../../media/uploads/records";
+import { findUploadView } from "../../media/uploads/views";
+import { UPLOADER_ROLES } from "../../schemas/media/media";
+import { AbortUploadSchema } from "../../schemas/media/multipart";
+import { presentUploadStatus, UploadStatusSchema, uploadIdParam } from "../../schemas/media/uploads";
 
 export const abortUploadRoute = publicRoute(
   {

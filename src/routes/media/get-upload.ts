@@ -2,8 +2,8 @@ import type { RouteHandler } from "@hono/zod-openapi";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
-import { findUploadView } from "../../media/upload-views";
-import { presentUploadStatus, UploadStatusSchema, uploadIdParam } from "../../schemas/media-uploads";
+import { findUploadView } from "../../media/uploads/views";
+import { presentUploadStatus, UploadStatusSchema, uploadIdParam } from "../../schemas/media/uploads";
 
 export const getUploadRoute = publicRoute(
   { endpoint: "read_media_single", scope: "listings:read", errors: ["upload_not_found"] },

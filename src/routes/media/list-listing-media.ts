@@ -1,12 +1,12 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { findListing } from "../../domain/listing-reads";
+import { findListing } from "../../domain/listings/reads";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
-import { keyringOf } from "../../lib/keyring";
-import { pageListingUploads } from "../../media/upload-views";
+import { keyringOf } from "../../lib/crypto/keyring";
+import { pageListingUploads } from "../../media/uploads/views";
 import { listingNumberParam } from "../../schemas/listings";
-import { presentUploadStatus, UploadStatusSchema } from "../../schemas/media-uploads";
+import { presentUploadStatus, UploadStatusSchema } from "../../schemas/media/uploads";
 import { cursorQuery, pageBody, pageSchema } from "../../schemas/page";
 
 const UploadPageSchema = pageSchema(UploadStatusSchema, "MediaUploadPage");

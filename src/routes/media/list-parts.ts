@@ -3,11 +3,11 @@ import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
 import { DomainError } from "../../lib/errors";
-import { multipartOf, stillOpen, storedParts } from "../../media/multipart";
-import { uploadOfAgency } from "../../media/uploads";
-import { UPLOADER_ROLES } from "../../schemas/media";
-import { presentStoredParts, StoredPartsSchema } from "../../schemas/media-multipart";
-import { uploadIdParam } from "../../schemas/media-uploads";
+import { multipartOf, stillOpen, storedParts } from "../../media/uploads/multipart";
+import { uploadOfAgency } from "../../media/uploads/records";
+import { UPLOADER_ROLES } from "../../schemas/media/media";
+import { presentStoredParts, StoredPartsSchema } from "../../schemas/media/multipart";
+import { uploadIdParam } from "../../schemas/media/uploads";
 
 export const listPartsRoute = publicRoute(
   {

@@ -1,12 +1,12 @@
 import { type Context, Hono } from "hono";
 import type { AppEnv } from "../../http/env";
+import { keyringOf } from "../../lib/crypto/keyring";
 import { DomainError } from "../../lib/errors";
-import { keyringOf } from "../../lib/keyring";
-import { checkLocalPartUrl } from "../../media/local-signing";
-import { multipartOf } from "../../media/multipart";
 import { normalizeContentType, partSizeOf } from "../../media/policy";
-import { claimPart, releasePart, storePart } from "../../media/upload-parts";
-import { findUpload } from "../../media/uploads";
+import { checkLocalPartUrl } from "../../media/uploads/local-signing";
+import { multipartOf } from "../../media/uploads/multipart";
+import { claimPart, releasePart, storePart } from "../../media/uploads/parts";
+import { findUpload } from "../../media/uploads/records";
 
 /** Where a part of a multipart upload is sent when R2 is not signed for directly. */
 export const LOCAL_PART_PATH = "/uploads/{upload_id}/parts/{part_number}";

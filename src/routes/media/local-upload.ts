@@ -1,10 +1,10 @@
 import { type Context, Hono } from "hono";
 import type { AppEnv } from "../../http/env";
+import { keyringOf } from "../../lib/crypto/keyring";
 import { DomainError } from "../../lib/errors";
-import { keyringOf } from "../../lib/keyring";
-import { checkLocalUploadUrl } from "../../media/local-signing";
 import { normalizeContentType } from "../../media/policy";
-import { findUpload, settleUpload } from "../../media/uploads";
+import { checkLocalUploadUrl } from "../../media/uploads/local-signing";
+import { findUpload, settleUpload } from "../../media/uploads/records";
 
 /** Where an upload is sent when R2 is not signed for directly. */
 export const LOCAL_UPLOAD_PATH = "/uploads/{upload_id}";

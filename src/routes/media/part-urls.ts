@@ -3,12 +3,12 @@ import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
 import { DomainError } from "../../lib/errors";
-import { checkPartNumbers, multipartOf, stillOpen } from "../../media/multipart";
-import { partTargets } from "../../media/part-urls";
-import { uploadOfAgency } from "../../media/uploads";
-import { UPLOADER_ROLES } from "../../schemas/media";
-import { PartUrlsSchema, partNumbersOf, partUrlsQuery, presentPartUrls } from "../../schemas/media-multipart";
-import { uploadIdParam } from "../../schemas/media-uploads";
+import { checkPartNumbers, multipartOf, stillOpen } from "../../media/uploads/multipart";
+import { partTargets } from "../../media/uploads/part-urls";
+import { uploadOfAgency } from "../../media/uploads/records";
+import { UPLOADER_ROLES } from "../../schemas/media/media";
+import { PartUrlsSchema, partNumbersOf, partUrlsQuery, presentPartUrls } from "../../schemas/media/multipart";
+import { uploadIdParam } from "../../schemas/media/uploads";
 
 export const partUrlsRoute = publicRoute(
   {

@@ -1,12 +1,12 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import { findListing } from "../../domain/listing-reads";
+import { findListing } from "../../domain/listings/reads";
+import { idempotencyMark } from "../../http/admission/idempotency-mark";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { idempotencyMark } from "../../http/idempotency-mark";
 import { publicRoute } from "../../http/route";
 import { checkUpload } from "../../media/policy";
-import { createUpload } from "../../media/uploads";
-import { presentUpload, UPLOADER_ROLES, UploadRequestSchema, UploadTargetSchema } from "../../schemas/media";
+import { createUpload } from "../../media/uploads/records";
+import { presentUpload, UPLOADER_ROLES, UploadRequestSchema, UploadTargetSchema } from "../../schemas/media/media";
 
 export const uploadMediaRoute = publicRoute(
   {

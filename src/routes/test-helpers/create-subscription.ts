@@ -3,9 +3,9 @@ import { subscriptionCreated } from "../../billing/sandbox";
 import { applyStripeEvent } from "../../billing/stripe";
 import { subscriptionOfAgency } from "../../billing/subscriptions";
 import type { Subscription } from "../../db/schema";
+import { idempotencyMark } from "../../http/admission/idempotency-mark";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { idempotencyMark } from "../../http/idempotency-mark";
 import { publicRoute } from "../../http/route";
 import { helperGuard, StripeEventSchema, TEST_HELPERS_TAG } from "./schema";
 

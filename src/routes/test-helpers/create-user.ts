@@ -1,10 +1,10 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { createUser } from "../../domain/hierarchy";
+import { createUser } from "../../domain/people/hierarchy";
+import { activeUserOfAgency } from "../../domain/people/users";
 import { AGENCY_ROLES } from "../../domain/roles";
-import { activeUserOfAgency } from "../../domain/users";
+import { idempotencyMark } from "../../http/admission/idempotency-mark";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { idempotencyMark } from "../../http/idempotency-mark";
 import { publicRoute } from "../../http/route";
 import { randomAlnum } from "../../lib/ids";
 import { presentUser, UserSchema } from "../../schemas/users";

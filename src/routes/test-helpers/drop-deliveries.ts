@@ -1,10 +1,10 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
+import { idempotencyMark } from "../../http/admission/idempotency-mark";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { idempotencyMark } from "../../http/idempotency-mark";
 import { publicRoute } from "../../http/route";
 import { endpointIdParam } from "../../schemas/webhooks";
-import { findEndpoint } from "../../webhooks/endpoints";
+import { findEndpoint } from "../../webhooks/endpoints/records";
 import { DROPPED_ERROR, dropNextDeliveries } from "../../webhooks/sandbox-drops";
 import { helperGuard, TEST_HELPERS_TAG } from "./schema";
 

@@ -1,9 +1,9 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { activeUserOfAgency, userOfAgency } from "../../domain/users";
-import { moveUser } from "../../durable/people";
+import { moveUser } from "../../accounts/people";
+import { activeUserOfAgency, userOfAgency } from "../../domain/people/users";
+import { idempotencyMark } from "../../http/admission/idempotency-mark";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { idempotencyMark } from "../../http/idempotency-mark";
 import { publicRoute } from "../../http/route";
 import { presentUser, UserSchema } from "../../schemas/users";
 import { helperGuard, TEST_HELPERS_TAG, userIdParam } from "./schema";

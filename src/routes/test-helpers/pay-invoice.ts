@@ -1,10 +1,10 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { invoicePaid } from "../../billing/sandbox";
 import { applyStripeEvent } from "../../billing/stripe";
-import { findListing } from "../../domain/listing-reads";
+import { findListing } from "../../domain/listings/reads";
+import { idempotencyMark } from "../../http/admission/idempotency-mark";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { idempotencyMark } from "../../http/idempotency-mark";
 import { publicRoute } from "../../http/route";
 import { listingNumberParam } from "../../schemas/listings";
 import { helperGuard, StripeEventSchema, TEST_HELPERS_TAG } from "./schema";

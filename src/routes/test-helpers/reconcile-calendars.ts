@@ -1,5 +1,5 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { reconcileCalendars } from "../../calendar/reconcile";
+import { reconcileCalendars } from "../../calendar/reconcile/run";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";

@@ -1,8 +1,8 @@
 import type { RouteHandler } from "@hono/zod-openapi";
 import { deleteTour, findTour } from "../../domain/tours";
-import { ifMatch } from "../../http/conditional";
+import { ifMatch } from "../../http/admission/conditional";
+import { idempotencyMark } from "../../http/admission/idempotency-mark";
 import type { AppEnv } from "../../http/env";
-import { idempotencyMark } from "../../http/idempotency-mark";
 import { publicRoute } from "../../http/route";
 import { WRITER_ROLES } from "../../schemas/listings";
 import { tourNumberParam } from "../../schemas/tours";

@@ -1,6 +1,6 @@
 import type { RouteHandler } from "@hono/zod-openapi";
 import { findTour } from "../../domain/tours";
-import { setEtag } from "../../http/conditional";
+import { setEtag } from "../../http/admission/conditional";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";

@@ -1,9 +1,9 @@
 import type { RouteHandler } from "@hono/zod-openapi";
 import { findTour, updateTour } from "../../domain/tours";
-import { ifMatch, setEtag } from "../../http/conditional";
+import { ifMatch, setEtag } from "../../http/admission/conditional";
+import { idempotencyMark } from "../../http/admission/idempotency-mark";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { idempotencyMark } from "../../http/idempotency-mark";
 import { publicRoute } from "../../http/route";
 import { DomainError } from "../../lib/errors";
 import { WRITER_ROLES } from "../../schemas/listings";

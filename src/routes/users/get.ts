@@ -1,7 +1,7 @@
 import type { RouteHandler } from "@hono/zod-openapi";
 import { z } from "@hono/zod-openapi";
-import { userOfAgency } from "../../domain/users";
-import { setEtag } from "../../http/conditional";
+import { userOfAgency } from "../../domain/people/users";
+import { setEtag } from "../../http/admission/conditional";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";

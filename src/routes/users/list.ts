@@ -1,11 +1,11 @@
 import type { RouteHandler } from "@hono/zod-openapi";
 import { z } from "@hono/zod-openapi";
+import { pageUsers } from "../../domain/people/users";
 import { ROLES } from "../../domain/roles";
-import { pageUsers } from "../../domain/users";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
-import { keyringOf } from "../../lib/keyring";
+import { keyringOf } from "../../lib/crypto/keyring";
 import { cursorQuery, pageBody, pageSchema } from "../../schemas/page";
 import { presentUser, UserSchema } from "../../schemas/users";
 

@@ -1,6 +1,6 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { readScopeOf } from "../../domain/event-access";
-import { EVENT_TYPE_NAMES, EVENT_TYPES } from "../../domain/events";
+import { readScopeOf } from "../../domain/events/access";
+import { EVENT_TYPE_NAMES, EVENT_TYPES } from "../../domain/events/catalog";
 import { SCOPES } from "../../domain/roles";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";

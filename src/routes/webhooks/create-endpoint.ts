@@ -1,11 +1,11 @@
 import type { RouteHandler } from "@hono/zod-openapi";
+import { idempotencyMark } from "../../http/admission/idempotency-mark";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { idempotencyMark } from "../../http/idempotency-mark";
 import { publicRoute } from "../../http/route";
 import { READ_SCOPES_TEXT } from "../../schemas/events";
 import { CreatedWebhookEndpointSchema, CreateWebhookEndpointBody, presentEndpoint } from "../../schemas/webhooks";
-import { createEndpoint } from "../../webhooks/endpoints";
+import { createEndpoint } from "../../webhooks/endpoints/records";
 
 export const createEndpointRoute = publicRoute(
   {

@@ -1,10 +1,10 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import { ifMatch } from "../../http/conditional";
+import { ifMatch } from "../../http/admission/conditional";
+import { idempotencyMark } from "../../http/admission/idempotency-mark";
 import type { AppEnv } from "../../http/env";
-import { idempotencyMark } from "../../http/idempotency-mark";
 import { publicRoute } from "../../http/route";
 import { endpointIdParam } from "../../schemas/webhooks";
-import { deleteEndpoint, findEndpoint } from "../../webhooks/endpoints";
+import { deleteEndpoint, findEndpoint } from "../../webhooks/endpoints/records";
 
 export const deleteEndpointRoute = publicRoute(
   {

@@ -1,14 +1,14 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { EVENT_RETENTION_DAYS } from "../../domain/event-log";
+import { EVENT_RETENTION_DAYS } from "../../domain/events/log";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
-import { keyringOf } from "../../lib/keyring";
+import { keyringOf } from "../../lib/crypto/keyring";
 import { DeliveryLogEntrySchema, presentDeliveryLogEntry } from "../../schemas/delivery-log";
 import { cursorQuery, pageBody, pageSchema } from "../../schemas/page";
 import { endpointIdParam } from "../../schemas/webhooks";
-import { pageDeliveryLog } from "../../webhooks/endpoint-delivery-log";
-import { findEndpoint } from "../../webhooks/endpoints";
+import { pageDeliveryLog } from "../../webhooks/endpoints/delivery-log";
+import { findEndpoint } from "../../webhooks/endpoints/records";
 
 const DeliveryLogPageSchema = pageSchema(DeliveryLogEntrySchema, "WebhookDeliveryPage");
 

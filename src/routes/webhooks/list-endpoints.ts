@@ -2,10 +2,10 @@ import { type RouteHandler, z } from "@hono/zod-openapi";
 import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
-import { keyringOf } from "../../lib/keyring";
+import { keyringOf } from "../../lib/crypto/keyring";
 import { cursorQuery, pageBody, pageSchema } from "../../schemas/page";
 import { presentEndpoint, WebhookEndpointSchema } from "../../schemas/webhooks";
-import { pageEndpoints } from "../../webhooks/endpoints";
+import { pageEndpoints } from "../../webhooks/endpoints/records";
 
 const EndpointPageSchema = pageSchema(WebhookEndpointSchema, "WebhookEndpointPage");
 

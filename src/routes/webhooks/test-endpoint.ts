@@ -3,7 +3,7 @@ import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { publicRoute } from "../../http/route";
 import { endpointIdParam } from "../../schemas/webhooks";
-import { findEndpoint } from "../../webhooks/endpoints";
+import { findEndpoint } from "../../webhooks/endpoints/records";
 import { sendTestEvent } from "../../webhooks/test-event";
 
 const TestResultSchema = z

@@ -1,0 +1,39 @@
+import type { BatchItem } from "drizzle-orm/batch";
+import type { Db } from "../db/client";
+import type { User } from "../db/schema";
+import { changeManager, deactivateUser as deactivateInAgency } from "../domain/people/moves";
+import { refreshKeysMintedBy } from "./key-changes";
+
+/*
+ * Changes to people, done once for every caller (the dashboard's routes, the sandbox's
+ * helpers): the domain writes the change and all it carries in one batch, then the gate of
+ * every key the people minted is told, page by page, so those keys are decided on the new
+ * state from the very next request. The gates are told even when nothing changed, so
+ * repeating a call whose notice was cut short completes it.
+ */
+
+/** Moves a user and their subtree under another manager, possibly in another agency. */
+export async function moveUser(
+  env: Env,
+  db: Db,
+  userId: string,
+  managerId: string | null,
+  alsoWrite: BatchItem<"sqlite">[] = [],
+): Promise<User> {
+  const moved = await changeManager(db, userId, managerId, alsoWrite);
+  await refreshKeysMintedBy(env, moved.id, { subtree: true });
+  return moved;
+}
+
+/** Deactivates or suspends a user. */
+export async function deactivateUser(
+  env: Env,
+  db: Db,
+  userId: string,
+  reason?: "deactivated" | "suspended",
+  alsoWrite: BatchItem<"sqlite">[] = [],
+): Promise<User> {
+  const user = await deactivateInAgency(db, userId, reason, alsoWrite);
+  await refreshKeysMintedBy(env, user.id, { subtree: false });
+  return user;
+}

@@ -1,0 +1,66 @@
+import type { Context } from "hono";
+import { DomainError } from "../../lib/errors";
+import { RecentMisses } from "../../lib/recent-misses";
+import type { AppEnv } from "../env";
+import { RATE_LIMIT_HEADERS } from "./rate-limit";
+
+/** Failed authentications a client address may make per 60 s (per Cloudflare location, as the binding counts). */
+export const AUTH_FAILURE_LIMIT = 60;
+const WINDOW_SECONDS = 60;
+
+/** Addresses that spent their failures, held back by this isolate until the window has passed. */
+const heldBack = new RecentMisses(10_000, WINDOW_SECONDS * 1000);
+
+/** Forgets the held-back addresses, as a fresh isolate would start (for tests). */
+export function forgetHeldBack(): void {
+  heldBack.clear();
+}
+
+/**
+ * The client's address as Cloudflare's edge reports it. A request without one did not
+ * come through the edge (a local call, a test): it is not throttled by address.
+ */
+const addressOf = (c: Context<AppEnv>) => c.req.header("cf-connecting-ip");
+
+/**
+ * Refuses, before any D1 lookup, a request from an address that failed authentication
+ * more than AUTH_FAILURE_LIMIT times in the window: 429 `rate_limit_exceeded` with its
+ * `Retry-After`. Called only where authentication would query D1 (a secret this isolate
+ * does not know, a session cookie), so a key already confirmed here keeps working.
+ */
+export function holdBackAddress(c: Context<AppEnv>): void {
+  const address = addressOf(c);
+  if (address === undefined || !heldBack.has(address)) return;
+  c.header(RATE_LIMIT_HEADERS.limit, String(AUTH_FAILURE_LIMIT));
+  c.header(RATE_LIMIT_HEADERS.remaining, "0");
+  c.header(RATE_LIMIT_HEADERS.reset, String(Math.ceil(Date.now() / 1000) + WINDOW_SECONDS));
+  throw new DomainError("rate_limit_exceeded", {
+    message:
+      `This address failed authentication more than ${AUTH_FAILURE_LIMIT} times in ${WINDOW_SECONDS} s; ` +
+      `retry after ${WINDOW_SECONDS} s with a valid key.`,
+    details: { reason: "authentication_failures", limit: AUTH_FAILURE_LIMIT, window_seconds: WINDOW_SECONDS },
+    retryAfter: WINDOW_SECONDS,
+  });
+}
+
+/** A refusal that cost a D1 lookup: an unknown key, or a session cookie that names no live session. */
+function failedLookup(err: unknown): boolean {
+  if (!(err instanceof DomainError)) return false;
+  return err.code === "api_key_invalid" || (err.code === "auth_required" && err.details?.reason === "session_invalid");
+}
+
+/**
+ * Counts a failed authentication against the client's address in the rate-limiting
+ * binding; an address over the limit is held back by this isolate from then on. The
+ * binding failing lets the request's own answer stand (it never turns a 401 into a 5xx).
+ */
+export async function countAuthFailure(c: Context<AppEnv>, err: unknown): Promise<void> {
+  const address = addressOf(c);
+  if (address === undefined || !failedLookup(err)) return;
+  try {
+    const { success } = await c.env.AUTH_FAILURES.limit({ key: address });
+    if (!success) heldBack.add(address);
+  } catch {
+    // Without the binding's answer the address is not held back; the 401 stands.
+  }
+}

@@ -1,0 +1,320 @@
+import type { Context } from "hono";
+import { isUniqueViolation } from "../../domain/constraint";
+import type { Caller } from "../../domain/roles";
+import type { Begin, CachedResponse, Lease } from "../../durable/idempotency-ledger";
+import { decrypt, encrypt, rowBinding } from "../../lib/crypto/crypto";
+import { keyringOf } from "../../lib/crypto/keyring";
+import { DomainError } from "../../lib/errors";
+import { bucketOf, sha256Hex } from "../../lib/ids";
+import { IDEMPOTENCY_SHARDS } from "../../lib/limits";
+import { log } from "../../lib/telemetry/log";
+import { outboundTraceparent } from "../../lib/telemetry/trace";
+import { unavailableRetryAfter } from "../../lib/transient";
+import type { AppEnv, IdempotencyContext } from "../env";
+import { type IdempotencyOutcome, timed } from "../wide-event";
+import { readBodyText } from "../wire";
+import { answerFromMark, findMark } from "./idempotency-mark";
+
+const IDEMPOTENCY_HEADER = "X-Idempotency-Key";
+const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,128}$/;
+const REPLAYED_HEADERS = new Set(["content-type", "location", "retry-after", "etag"]);
+/** Where a replay names the request that made the answer; its own `X-Request-Id` is its own. */
+const ORIGINAL_REQUEST_ID = "X-Original-Request-Id";
+const RESPONSE_PURPOSE = "idempotency-response";
+
+/**
+ * Whose an idempotency record is: the agency's, so that any of its keys repeating the
+ * request gets the replay, as the spec keys it; or, for an answer carrying a secret, one
+ * caller's alone (`caller`), so that no other caller of the agency can replay it.
+ */
+export interface RecordOwner {
+  agencyId: string;
+  caller?: string;
+}
+
+/** A caller as a record owner names it: the API key (the same across its rotations), or a session's user. */
+export const callerIdentity = (caller: Pick<Caller, "keyId" | "userId">) =>
+  caller.keyId ? `key:${caller.keyId}` : `user:${caller.userId}`;
+
+/**
+ * The ledger object holding an agency's idempotency key: one of IDEMPOTENCY_SHARDS per
+ * agency, picked by a stable hash of the key. The shard is the name's last part and
+ * never holds a colon, so two agencies never share an object.
+ */
+export const ledgerName = (agencyId: string, key: string) => `${agencyId}:${bucketOf(key, IDEMPOTENCY_SHARDS)}`;
+
+/**
+ * A request as the record remembers it: its owner (`agency`, or one caller), method, path
+ * and body. The same key with another request, or from a caller that does not own the
+ * record, is a conflict.
+ */
+export const requestHashOf = (owner: string, method: string, path: string, body: string) =>
+  sha256Hex(`${owner}\n${method} ${path}\n${body}`);
+
+async function contextOf(c: Context<AppEnv>, owner: RecordOwner, key: string, limit?: number) {
+  const body = await readBodyText(c, limit);
+  const requestHash = await requestHashOf(owner.caller ?? "agency", c.req.method, c.req.path, body);
+  return { agencyId: owner.agencyId, key, requestHash } satisfies IdempotencyContext;
+}
+
+/** The request's idempotency key: 400 when missing or not 1–128 visible ASCII characters. */
+function keyOf(c: Context<AppEnv>): string {
+  const key = c.req.header(IDEMPOTENCY_HEADER);
+  if (key === undefined || key === "") throw new DomainError("idempotency.missing");
+  if (!IDEMPOTENCY_KEY_PATTERN.test(key))
+    throw new DomainError("idempotency_key_invalid", { details: { max_length: 128, received_length: key.length } });
+  return key;
+}
+
+type LedgerStub = ReturnType<Env["IDEMPOTENCY"]["getByName"]>;
+const ledgerOf = (env: Env, idem: IdempotencyContext): LedgerStub =>
+  env.IDEMPOTENCY.getByName(ledgerName(idem.agencyId, idem.key));
+
+interface Claimed {
+  idem: IdempotencyContext;
+  begin: Begin;
+  ledger: LedgerStub;
+}
+
+/**
+ * A ledger claim started before the caller is confirmed, on the caller this isolate last
+ * saw confirmed. `hold` takes it over when it was made for exactly its request; any claim
+ * not taken over is undone, so a request that is refused leaves the key as it found it:
+ * no lease, no cached answer.
+ */
+export class EarlyClaim {
+  #open = true;
+  readonly #claimed: Promise<Claimed | undefined>;
+
+  private constructor(c: Context<AppEnv>, owner: RecordOwner, key: string, limit: number) {
+    const env = c.env;
+    const event = c.var.event;
+    this.#claimed = (async () => {
+      const idem = await contextOf(c, owner, key, limit);
+      const ledger = ledgerOf(env, idem);
+      const begun = ledger.begin(
+        idem.agencyId,
+        key,
+        idem.requestHash,
+        undefined,
+        outboundTraceparent(),
+      ) as Promise<unknown>;
+      return { idem, ledger, begin: (await timed(event, "ledgerMs", begun)) as Begin };
+    })().catch(() => undefined); // `hold` then claims as it would have.
+  }
+
+  /** Starts a claim when the request names a well-formed idempotency key. */
+  static start(c: Context<AppEnv>, owner: RecordOwner, limit: number): EarlyClaim | undefined {
+    const key = c.req.header(IDEMPOTENCY_HEADER);
+    if (key === undefined || !IDEMPOTENCY_KEY_PATTERN.test(key)) return undefined;
+    return new EarlyClaim(c, owner, key, limit);
+  }
+
+  /** The ledger's answer, when the claim was made for `idem`; any other claim is undone. */
+  async take(idem: IdempotencyContext): Promise<Begin | undefined> {
+    if (!this.#open) return undefined;
+    this.#open = false;
+    const claimed = await this.#claimed;
+    if (!claimed) return undefined;
+    const { agencyId, key, requestHash } = claimed.idem;
+    if (agencyId === idem.agencyId && key === idem.key && requestHash === idem.requestHash) return claimed.begin;
+    await undo(claimed);
+    return undefined;
+  }
+
+  /** Undoes the claim unless it was taken over. */
+  async drop(): Promise<void> {
+    if (!this.#open) return;
+    this.#open = false;
+    const claimed = await this.#claimed;
+    if (claimed) await undo(claimed);
+  }
+}
+
+/**
+ * Gives back a lease nobody used: a key the claim took first is forgotten, one an earlier
+ * attempt had taken is only freed, as that attempt left it.
+ */
+async function undo({ idem, begin, ledger }: Claimed): Promise<void> {
+  if (begin.state !== "acquired") return;
+  const lease: Lease = { agencyId: idem.agencyId, key: idem.key, token: begin.token };
+  try {
+    await (begin.recovering ? ledger.release(lease) : ledger.discard(lease));
+  } catch (err) {
+    // The lease then lapses by itself when it expires.
+    log.warn("idempotency lease not undone", { agency_id: idem.agencyId, error: String(err) });
+  }
+}
+
+/**
+ * Cached bodies (which may carry a secret shown once, such as a webhook signing secret)
+ * are kept sealed, bound to the agency, the idempotency key and the request, caller included.
+ */
+const responseBinding = (idem: IdempotencyContext) =>
+  rowBinding("idempotency", idem.agencyId, idem.key, idem.requestHash);
+
+/**
+ * Each agency's answers are sealed under a key of its own (HKDF of the master key, the purpose
+ * and the agency id), so the random nonces of one AES key are those of one agency's writes,
+ * not of the whole service's (docs/decisions.md).
+ */
+const sealingScope = (idem: IdempotencyContext) => `agency:${idem.agencyId}`;
+
+/** The cached body sealed (or opened) under the agency's own key, bound to its record. */
+async function withBody(
+  env: Env,
+  idem: IdempotencyContext,
+  response: CachedResponse,
+  change: typeof encrypt | typeof decrypt,
+): Promise<CachedResponse> {
+  const body = await change(keyringOf(env), RESPONSE_PURPOSE, response.body, responseBinding(idem), sealingScope(idem));
+  return { ...response, body };
+}
+
+const seal = (env: Env, idem: IdempotencyContext, response: CachedResponse) => withBody(env, idem, response, encrypt);
+const unseal = (env: Env, idem: IdempotencyContext, response: CachedResponse) => withBody(env, idem, response, decrypt);
+
+/**
+ * The cached answer, as this request's own: `X-Request-Id` (set when the request ends) and
+ * an error envelope's `request_id` both name this request, and `X-Original-Request-Id`
+ * names the one that made the answer.
+ */
+function replay(c: Context<AppEnv>, response: CachedResponse): Response {
+  const headers = new Headers(response.headers);
+  const original = headers.get("x-request-id");
+  headers.delete("x-request-id");
+  if (original) headers.set(ORIGINAL_REQUEST_ID, original);
+  headers.set("X-Idempotent-Replay", "true");
+  const body = response.status === 204 ? null : withRequestId(response.body, c.var.requestId);
+  return new Response(body, { status: response.status, headers });
+}
+
+/** An error envelope with `request_id` naming `requestId`; any other body as it was. */
+function withRequestId(body: string, requestId: string): string {
+  if (!body.startsWith('{"error":')) return body;
+  try {
+    const envelope = JSON.parse(body) as { error?: { request_id?: unknown } };
+    if (typeof envelope.error?.request_id !== "string") return body;
+    envelope.error.request_id = requestId;
+    return JSON.stringify(envelope);
+  } catch {
+    return body;
+  }
+}
+
+/** The lease a request holds on its idempotency key while its handler runs. */
+export interface Hold {
+  idem: IdempotencyContext;
+  ledger: LedgerStub;
+  lease: Lease;
+}
+
+/**
+ * Takes the request's idempotency key in the key's ledger (the early claim, when it was
+ * made for this very request): a replay answers at once, another request with the key
+ * is 409, one still running is 409 with `Retry-After`. A request that committed but lost
+ * its response is answered from its commit mark. A change and its commit mark are
+ * written in one D1 batch, so a request that committed is never executed twice.
+ */
+export async function hold(
+  c: Context<AppEnv>,
+  owner: RecordOwner,
+  early: EarlyClaim | undefined,
+): Promise<Hold | Response> {
+  const idem = await contextOf(c, owner, keyOf(c));
+  const ledger = ledgerOf(c.env, idem);
+  let begin = await early?.take(idem);
+  if (!begin) {
+    try {
+      const begun = ledger.begin(
+        idem.agencyId,
+        idem.key,
+        idem.requestHash,
+        undefined,
+        outboundTraceparent(),
+      ) as Promise<unknown>;
+      begin = (await timed(c.var.event, "ledgerMs", begun)) as Begin;
+    } catch (err) {
+      throw new DomainError("idempotency_unavailable", { retryAfter: unavailableRetryAfter(err) });
+    }
+  }
+  noteOutcome(c, begin.state === "acquired" ? "new" : begin.state);
+  if (begin.state === "replay") return replay(c, await unseal(c.env, idem, begin.response));
+  if (begin.state === "conflict") throw new DomainError("idempotency_key_conflict");
+  if (begin.state === "in_progress") throw new DomainError("idempotency_key_in_progress", { retryAfter: 5 });
+  const held: Hold = { idem, ledger, lease: { agencyId: idem.agencyId, key: idem.key, token: begin.token } };
+  if (!begin.recovering) return held;
+  const mark = await findMark(c.var.db, idem).catch(async (err: unknown) => {
+    await ledger.discard(held.lease);
+    throw err;
+  });
+  if (!mark) return held;
+  const answer = await answerFromMark(c, mark);
+  await complete(c, held, await seal(c.env, idem, answer));
+  noteOutcome(c, "replay");
+  return replay(c, answer);
+}
+
+/**
+ * Settles the hold once the handler has answered `c.res`: a 5xx frees the key for a
+ * retry, any other answer is recorded for exact replays (its request-specific headers,
+ * request id and rate limit, are answered afresh). `alongside` runs beside the ledger's
+ * call. A concurrent duplicate that committed first made this batch fail on the mark's
+ * key: the request is then answered like the one that committed, and is no failure.
+ */
+export async function settle(c: Context<AppEnv>, held: Hold, alongside: () => Promise<void>): Promise<void> {
+  const { idem, ledger, lease } = held;
+  if (c.error && isUniqueViolation(c.error, "idempotency_marks")) {
+    const mark = await findMark(c.var.db, idem).catch(async (err: unknown) => {
+      await ledger.discard(lease);
+      c.error = undefined;
+      throw err;
+    });
+    if (mark) {
+      const answer = await answerFromMark(c, mark);
+      await complete(c, held, await seal(c.env, idem, answer));
+      noteOutcome(c, "replay");
+      c.error = undefined;
+      c.res = replay(c, answer);
+      return;
+    }
+  }
+  if (c.res.status >= 500) {
+    await ledger.release(lease);
+    return;
+  }
+  const res = c.res.clone();
+  const headers: [string, string][] = [...res.headers].filter(([name]) => REPLAYED_HEADERS.has(name.toLowerCase()));
+  headers.push(["x-request-id", c.var.requestId]);
+  const sealed = await seal(c.env, idem, { status: res.status, headers, body: await res.text() });
+  // The answer is sent to the ledger before the response leaves, but not waited for: the
+  // change and its commit mark are already in D1, so the answer no longer depends on it. A
+  // duplicate reaching the ledger first waits for it there; were the call lost, the lease
+  // lapses and the duplicate is answered from the commit mark.
+  const cached = ledger.complete(lease, sealed, outboundTraceparent()).catch((err: unknown) => {
+    log.warn("idempotency answer not cached", { agency_id: idem.agencyId, error: String(err) });
+  });
+  afterResponse(c, cached);
+  await alongside();
+}
+
+/** Keeps the invocation alive for `work` after the response, where the runtime allows it. */
+function afterResponse(c: Context<AppEnv>, work: Promise<unknown>): void {
+  try {
+    c.executionCtx.waitUntil(work);
+  } catch {
+    // No execution context (a request handed to the app directly): the work still runs.
+  }
+}
+
+/** Caches the answer in the ledger, the call timed in the request's wide event. */
+const complete = (c: Context<AppEnv>, held: Hold, response: CachedResponse) =>
+  timed(c.var.event, "ledgerMs", held.ledger.complete(held.lease, response, outboundTraceparent()));
+
+function noteOutcome(c: Context<AppEnv>, outcome: IdempotencyOutcome): void {
+  const event = c.var.event;
+  if (event) event.idempotency = outcome;
+}
+
+/** Frees the key when the handler failed past the error handler (nothing was answered). */
+export const release = (held: Hold): Promise<void> => held.ledger.release(held.lease);

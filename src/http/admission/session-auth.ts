@@ -1,0 +1,71 @@
+import { and, eq, gt, isNull } from "drizzle-orm";
+import { database } from "../../db/client";
+import { agencies, sessions, users } from "../../db/schema";
+import type { EndpointName } from "../../domain/budgets";
+import { type Caller, DEFAULT_SCOPES, isPlatformRole, type Role } from "../../domain/roles";
+import type { RateDecision } from "../../durable/key-gate/gate";
+import { DomainError } from "../../lib/errors";
+import { nowIso, sha256Hex } from "../../lib/ids";
+import { RecentMisses } from "../../lib/recent-misses";
+import { unavailableRetryAfter } from "../../lib/transient";
+
+export const SESSION_COOKIE = "alms_session";
+
+const sessionInvalid = () =>
+  new DomainError("auth_required", {
+    message: "The session cookie is invalid or expired; sign in again or send X-API-Key.",
+    details: { reason: "session_invalid" },
+  });
+
+/**
+ * Session tokens that named no live session, remembered for five minutes per isolate: a
+ * token is random and never reissued, and one that expired or was revoked stays dead, so
+ * a client repeating it costs one D1 query per isolate in that time, not one per request.
+ */
+const deadSessions = new RecentMisses(10_000, 5 * 60_000);
+
+/** Forgets the remembered dead sessions, as a fresh isolate would start (for tests). */
+export function forgetSessions(): void {
+  deadSessions.clear();
+}
+
+/** The dashboard user of a live session cookie, acting for their own agency. */
+export async function callerFromSession(d1: D1Database, token: string): Promise<Caller> {
+  const tokenHash = await sha256Hex(token);
+  if (deadSessions.has(tokenHash)) throw sessionInvalid();
+  const row = await database(d1)
+    .select({ user: users, agencyKind: agencies.kind })
+    .from(sessions)
+    .innerJoin(users, eq(users.id, sessions.userId))
+    .leftJoin(agencies, eq(agencies.id, users.agencyId))
+    .where(and(eq(sessions.tokenHash, tokenHash), isNull(sessions.revokedAt), gt(sessions.expiresAt, nowIso())))
+    .get();
+  if (!row) {
+    deadSessions.add(tokenHash);
+    throw sessionInvalid();
+  }
+  if (!row.user.isActive) throw sessionInvalid();
+  // A session proves who the user is; the agency it acts for must come from the hierarchy.
+  if (!row.agencyKind || row.agencyKind === "platform" || isPlatformRole(row.user.role)) {
+    throw new DomainError("agency_resolution_failed", { details: { user_id: row.user.id } });
+  }
+  return {
+    via: "session",
+    agencyId: row.user.agencyId,
+    role: row.user.role as Role,
+    scopes: new Set(DEFAULT_SCOPES),
+    userId: row.user.id,
+  };
+}
+
+/** Counts a session's request against its user's own window for `endpoint`, in a gate of its own. */
+export async function sessionRate(env: Env, caller: Caller, endpoint: EndpointName): Promise<RateDecision> {
+  let answer: Awaited<ReturnType<DurableObjectStub<import("../../durable/key-gate/gate").KeyGate>["hit"]>>;
+  try {
+    answer = await env.KEY_GATE.getByName(`session:${caller.userId}`).hit(endpoint);
+  } catch (err) {
+    throw new DomainError("rate_limit_unavailable", { retryAfter: unavailableRetryAfter(err) });
+  }
+  if ("misconfigured" in answer) throw new DomainError("rate_limit_misconfigured", { details: { endpoint } });
+  return answer;
+}

@@ -1,0 +1,60 @@
+import { Coalescer } from "../../lib/coalescer";
+import { errorText, log } from "../../lib/telemetry/log";
+import { inRun } from "../../lib/telemetry/run-event";
+import type { MediaJob } from "../../media/jobs";
+import { drainOutbox } from "./drain";
+
+/**
+ * Drains one kick may run back to back: every change that kicked while they ran, and a
+ * burst of full pages, are served within it, yet a steady stream of writes cannot hold one
+ * invocation open. A kick that lands during the last of them starts the next chain itself.
+ */
+const KICK_MAX_DRAINS = 8;
+/**
+ * Drains of one isolate start at least this far apart. Each drain is about 5 D1 queries,
+ * one of them the claim's walk over agencies, whatever it finds; under a stream of writes
+ * a drain per request would spend more of the one D1 writer than the writes themselves.
+ * Spaced, one drain sends what every request of the last interval wrote, for at most this
+ * much added delay before an event reaches the queue.
+ */
+export const DRAIN_SPACING_MS = 100;
+
+/** One drain, with its wide event; its messages carry their events' own traces. */
+const drainRun = (env: Env) => inRun({ job: "outbox_drain", environment: env.ENVIRONMENT }, () => drainOutbox(env));
+
+/** One drain at a time per isolate, with the environment of the latest kick. */
+let latestEnv: Env | undefined;
+const drains = new Coalescer(async () => (latestEnv ? (await drainRun(latestEnv)).full : false), {
+  spacingMs: DRAIN_SPACING_MS,
+  maxRuns: KICK_MAX_DRAINS,
+  onError: (err) => log.error("outbox drain failed", { job: "outbox_drain", error: errorText(err) }),
+  // A burst larger than one chain's drains continues in the media queue's next batch, which
+  // drains the outbox after its messages: no event waits for a later write or the sweep.
+  onBound: async () => {
+    try {
+      await latestEnv?.MEDIA_QUEUE.send({ kind: "outbox.drain" } satisfies MediaJob);
+    } catch (err) {
+      log.error("outbox drain hand-off failed", { job: "outbox_drain", error: errorText(err) });
+    }
+  },
+});
+
+/** Resolves once this isolate's background drain, if one is running or waiting, has finished. */
+export async function backgroundDrainDone(): Promise<void> {
+  await drains.idle();
+}
+
+/**
+ * Sends the outbox's new events to the queue in the background of the current
+ * invocation, for any code that wrote events (a request, a queue consumer, a Cron job):
+ * the invocation lives until a drain that began after this call has finished. A failed
+ * drain is logged; the every-minute sweep sends whatever it left behind. The promise
+ * returned resolves with that drain, for a caller that must not finish before it (a queue
+ * batch, whose messages are settled when its handler returns).
+ */
+export function kickOutbox(env: Env, ctx: Pick<ExecutionContext, "waitUntil">): Promise<void> {
+  latestEnv = env;
+  const drained = drains.demand();
+  ctx.waitUntil(drained);
+  return drained;
+}
