@@ -310,7 +310,7 @@ export const events = sqliteTable(
      * the statement that inserts the event (so in the batch of the change that caused it).
      */
     sequence: integer("sequence"),
-    /** The readable resource the event describes (`listing`, `user`, `order`), its id and its version after the change. */
+    /** The readable resource the event describes (`listing`, `user`, `order`), its id, its version after the change. */
     resourceType: text("resource_type"),
     resourceId: text("resource_id"),
     resourceVersion: integer("resource_version"),

@@ -34,7 +34,7 @@ export interface SweepResult {
   complete: boolean;
 }
 
-/** Runs `page` (one statement touching at most SWEEP_PAGE rows) until a page comes back short or `maxStatements` ran. */
+/** Runs `page` (one statement, at most SWEEP_PAGE rows) until a page comes back short or `maxStatements` ran. */
 async function inPages(page: () => Promise<number>, maxStatements: number): Promise<SweepResult> {
   const result: SweepResult = { rows: 0, statements: 0, complete: false };
   while (result.statements < maxStatements) {

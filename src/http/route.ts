@@ -189,3 +189,6 @@ export function internalRoute<const R extends RouteConfig>(errors: readonly Erro
   };
   return describe(route, meta, middleware, [{ OperatorToken: [] }]);
 }
+
+/** An OpenAPI content block of one JSON media type: `content: json(Schema)` in a route's body or response. */
+export const json = <T extends ZodType>(schema: T) => ({ "application/json": { schema } }) as const;

@@ -115,7 +115,8 @@ const ERROR_GUIDE = {
     "Note details.last_sequence, read every resource again from the list routes, then ask for the events after it.",
   ),
   request_not_found: fix(
-    "Check the request id (the X-Request-Id of the answer); only writes that committed, of the last 24 hours, are kept.",
+    "Check the request id (the X-Request-Id of the answer); " +
+      "only writes that committed, of the last 24 hours, are kept.",
   ),
   stripe_signature_invalid: fix("Sign with the endpoint's secret and send within 5 minutes of the signature time."),
   webhook_url_not_allowed: fix("Use a public https URL; private, loopback and metadata addresses are refused."),

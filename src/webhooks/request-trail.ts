@@ -105,9 +105,8 @@ async function latestAttempts(db: Db, deliveryIds: string[]): Promise<WebhookDel
   const ranked = db
     .select({
       id: webhookDeliveryAttempts.id,
-      rank: sql<number>`row_number() OVER (PARTITION BY ${webhookDeliveryAttempts.deliveryId} ORDER BY ${webhookDeliveryAttempts.attemptedAt} DESC)`.as(
-        "rank",
-      ),
+      rank: sql<number>`row_number() OVER (PARTITION BY ${webhookDeliveryAttempts.deliveryId}
+        ORDER BY ${webhookDeliveryAttempts.attemptedAt} DESC)`.as("rank"),
     })
     .from(webhookDeliveryAttempts)
     .where(inArray(webhookDeliveryAttempts.deliveryId, ids))

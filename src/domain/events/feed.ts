@@ -62,7 +62,8 @@ export async function pageFeed(
   const from = (await decodeSequenceCursor(req.keyring, list, req.cursor)) ?? afterSequence;
   const cutoff = retentionCutoff(now);
   const [bounds] = await db.all<{ last: number; kept: number }>(sql`SELECT
-    coalesce((SELECT ${eventSequences.last} FROM ${eventSequences} WHERE ${eventSequences.agencyId} = ${agencyId}), 0) AS last,
+    coalesce((SELECT ${eventSequences.last} FROM ${eventSequences}
+      WHERE ${eventSequences.agencyId} = ${agencyId}), 0) AS last,
     EXISTS (SELECT 1 FROM ${events} WHERE ${events.agencyId} = ${agencyId} AND ${events.sequence} = ${from + 1}
       AND ${events.createdAt} >= ${cutoff}) AS kept`);
   const last = bounds?.last ?? 0;

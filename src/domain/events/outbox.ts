@@ -46,7 +46,8 @@ function resourceOf<T extends EventType>(agencyId: string, type: T, data: EventD
     return {
       resourceType: "user",
       resourceId: id,
-      resourceVersion: sql`(SELECT ${users.version} FROM ${users} WHERE ${users.id} = ${id} AND ${users.agencyId} = ${agencyId})`,
+      resourceVersion: sql`(SELECT ${users.version} FROM ${users}
+        WHERE ${users.id} = ${id} AND ${users.agencyId} = ${agencyId})`,
     };
   }
   if (type === "invoice.payment_made" && d.listing_number !== null) {

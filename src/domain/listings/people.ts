@@ -71,7 +71,8 @@ export function handOverListings(
         ${handed("owner_user_id")} AS owner, ${handed("agent_one_id")} AS agent_one,
         CASE WHEN ${left("agent_two_id")} THEN NULL ELSE l.agent_two_id END AS agent_two
       FROM ${listings} l
-      WHERE l.agency_id = ${agencyId} AND (${left("owner_user_id")} OR ${left("agent_one_id")} OR ${left("agent_two_id")})),
+      WHERE l.agency_id = ${agencyId}
+        AND (${left("owner_user_id")} OR ${left("agent_one_id")} OR ${left("agent_two_id")})),
     changed AS (
       SELECT * FROM handed WHERE owner IS NOT was_owner OR agent_one IS NOT was_one OR agent_two IS NOT was_two)`;
   const changedFields = sql`json((SELECT json_group_array(field) FROM (

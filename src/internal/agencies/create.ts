@@ -1,8 +1,7 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { createAgency } from "../../domain/people/hierarchy";
-import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { internalRoute } from "../../http/route";
+import { internalRoute, json } from "../../http/route";
 import { AgencySchema, presentAgency } from "./schema";
 
 export const createAgencyRoute = internalRoute([], {

@@ -1,8 +1,7 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { pageAgencies } from "../../domain/people/users";
-import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { internalRoute } from "../../http/route";
+import { internalRoute, json } from "../../http/route";
 import { keyringOf } from "../../lib/crypto/keyring";
 import { cursorQuery, pageBody, pageSchema } from "../../schemas/page";
 import { AgencySchema, presentAgency } from "./schema";

@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import type { QuotaState } from "../../domain/quotas";
-import { json } from "../../http/content";
+import { json } from "../../http/route";
 import { presentQuotas, QuotasSchema } from "../../schemas/quotas";
 
 export const agencyParam = z.object({ agency_id: z.string() });

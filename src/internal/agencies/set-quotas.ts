@@ -1,9 +1,8 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { getAgency } from "../../domain/people/hierarchy";
 import { agencyQuotaStates, setAgencyQuotas } from "../../domain/quotas";
-import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { internalRoute } from "../../http/route";
+import { internalRoute, json } from "../../http/route";
 import { QuotaOverridesInput } from "../../schemas/quotas";
 import { agencyParam, agencyQuotasAnswer, presentAgencyQuotas } from "./quotas-schema";
 

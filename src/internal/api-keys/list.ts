@@ -1,8 +1,7 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { keysOfAgency } from "../../domain/api-keys";
-import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { internalRoute } from "../../http/route";
+import { internalRoute, json } from "../../http/route";
 import { ApiKeySchema, presentKey } from "./schema";
 
 export const listApiKeysRoute = internalRoute(["agency_not_found"], {

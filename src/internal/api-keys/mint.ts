@@ -2,9 +2,8 @@ import { type RouteHandler, z } from "@hono/zod-openapi";
 import { mintKey, withSecrets } from "../../domain/api-keys";
 import { KEY_PREFIXES, type KeyMode } from "../../domain/keys";
 import { SCOPES } from "../../domain/roles";
-import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { internalRoute } from "../../http/route";
+import { internalRoute, json } from "../../http/route";
 import { isoInstant, mintedResponse, presentKey } from "./schema";
 
 export const mintApiKeyRoute = internalRoute(

@@ -2,7 +2,7 @@ import { z } from "@hono/zod-openapi";
 import type { KeyWithSecrets } from "../../domain/api-keys";
 import { ROTATION_GRACE_MS } from "../../domain/keys";
 import { SCOPES } from "../../domain/roles";
-import { json } from "../../http/content";
+import { json } from "../../http/route";
 import { nowIso } from "../../lib/ids";
 
 export const ApiKeySchema = z

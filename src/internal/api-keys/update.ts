@@ -2,9 +2,8 @@ import { type RouteHandler, z } from "@hono/zod-openapi";
 import { changeKey } from "../../accounts/key-changes";
 import { withSecrets } from "../../domain/api-keys";
 import { SCOPES } from "../../domain/roles";
-import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { internalRoute } from "../../http/route";
+import { internalRoute, json } from "../../http/route";
 import { BudgetOverridesInput } from "../../schemas/budgets";
 import { isoInstant, keyParam, keyResponse, presentKey } from "./schema";
 

@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import type { Appointment } from "../../db/schema";
-import { json } from "../../http/content";
+import { json } from "../../http/route";
 import { listingParams } from "../listings/schema";
 
 export const appointmentParams = listingParams.extend({ appointment_id: z.string() });

@@ -1,9 +1,8 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { connectCalendar } from "../../calendar/connections";
 import { getUserById } from "../../domain/people/hierarchy";
-import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { internalRoute } from "../../http/route";
+import { internalRoute, json } from "../../http/route";
 import { keyringOf } from "../../lib/crypto/keyring";
 import { userParam } from "./schema";
 

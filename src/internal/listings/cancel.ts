@@ -1,9 +1,8 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { cancelListing } from "../../domain/listings/cancel";
 import { findListing } from "../../domain/listings/reads";
-import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { internalRoute } from "../../http/route";
+import { internalRoute, json } from "../../http/route";
 import { presentListing } from "../../schemas/listings";
 import { listingAnswer, listingParams } from "./schema";
 

@@ -1,9 +1,8 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { findListing } from "../../domain/listings/reads";
 import { recordOrder } from "../../domain/orders";
-import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { internalRoute } from "../../http/route";
+import { internalRoute, json } from "../../http/route";
 import { OrderSchema, presentOrder } from "../../schemas/orders";
 import { instant, listingParams } from "./schema";
 

@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { json } from "../../http/content";
+import { json } from "../../http/route";
 import { ListingSchema } from "../../schemas/listings";
 
 /** A listing named in a dashboard path: the agency first, then its listing number. */

@@ -1,8 +1,7 @@
 import type { RouteHandler } from "@hono/zod-openapi";
 import { getUserById } from "../../domain/people/hierarchy";
-import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { internalRoute } from "../../http/route";
+import { internalRoute, json } from "../../http/route";
 import { getDestination } from "../../media/delivery/destinations";
 import { DestinationSchema, destinationPath, presentDestination, userParams } from "./schema";
 

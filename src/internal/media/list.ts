@@ -1,8 +1,7 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { findListing } from "../../domain/listings/reads";
-import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { internalRoute } from "../../http/route";
+import { internalRoute, json } from "../../http/route";
 import { deliveriesOf } from "../../media/delivery/records";
 import { uploadsOf } from "../../media/uploads/records";
 import { listingParams } from "../listings/schema";

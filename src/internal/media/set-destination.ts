@@ -1,8 +1,7 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { getUserById } from "../../domain/people/hierarchy";
-import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { internalRoute } from "../../http/route";
+import { internalRoute, json } from "../../http/route";
 import { keyringOf } from "../../lib/crypto/keyring";
 import { checkEndpoint, saveDestination } from "../../media/delivery/destinations";
 import { DestinationSchema, destinationPath, presentDestination, userParams } from "./schema";

@@ -1,7 +1,6 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { internalRoute } from "../../http/route";
+import { internalRoute, json } from "../../http/route";
 import { presentRequestTrail, RequestTrailSchema, requestIdParam } from "../../schemas/request-trail";
 import { requestTrail } from "../../webhooks/request-trail";
 

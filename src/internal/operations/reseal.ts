@@ -1,8 +1,7 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { reseal, UNNAMED_KEY } from "../../domain/reseal";
-import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { internalRoute } from "../../http/route";
+import { internalRoute, json } from "../../http/route";
 import { keyringOf } from "../../lib/crypto/keyring";
 
 const ResealReportSchema = z

@@ -2,9 +2,8 @@ import { type RouteHandler, z } from "@hono/zod-openapi";
 import { getAgency } from "../../domain/people/hierarchy";
 import { pageAgencies } from "../../domain/people/users";
 import { STORED_TABLES, usageOfAgencies } from "../../domain/quotas";
-import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { internalRoute } from "../../http/route";
+import { internalRoute, json } from "../../http/route";
 import { keyringOf } from "../../lib/crypto/keyring";
 import { cursorQuery, pageSchema } from "../../schemas/page";
 

@@ -1,9 +1,8 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { createSession } from "../../domain/people/sessions";
 import { SESSION_COOKIE } from "../../http/admission/session-auth";
-import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { internalRoute } from "../../http/route";
+import { internalRoute, json } from "../../http/route";
 
 export const createSessionRoute = internalRoute(["user_not_found"], {
   method: "post",

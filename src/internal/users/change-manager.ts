@@ -1,8 +1,7 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { moveUser } from "../../accounts/people";
-import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { internalRoute } from "../../http/route";
+import { internalRoute, json } from "../../http/route";
 import { withRenames } from "../../http/validation";
 import { presentInternalUser, userParam, userResponse } from "./schema";
 
@@ -21,7 +20,8 @@ export const changeManagerRoute = internalRoute(
       "destinations and calendar connections they set up in it are removed (their credentials were given for that " +
       "agency; they set them up again in the new one), and each of its listings that names one of them passes " +
       "`owner_user_id` and `agent_one_id` to the nearest active manager they left behind (else the agency's " +
-      "first active owner) and clears `agent_two_id`, with `listing.updated` to the old agency. API keys minted by a user who leaves the key's agency (the user or anyone in the subtree) are " +
+      "first active owner) and clears `agent_two_id`, with `listing.updated` to the old agency. " +
+      "API keys minted by a user who leaves the key's agency (the user or anyone in the subtree) are " +
       "refused from the very next request with 401 `api_key_disabled` (`details.reason`: `minting_user_moved`). " +
       "Emails are unique within an agency: a move that would bring a second user with the same email into the " +
       "manager's agency is 409 `user_email_taken` and moves no one.",

@@ -1,9 +1,8 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { createUser } from "../../domain/people/hierarchy";
 import { ROLES } from "../../domain/roles";
-import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { internalRoute } from "../../http/route";
+import { internalRoute, json } from "../../http/route";
 import { withRenames } from "../../http/validation";
 import { InternalUserSchema, presentInternalUser } from "./schema";
 

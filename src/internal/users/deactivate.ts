@@ -1,8 +1,7 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { deactivateUser } from "../../accounts/people";
-import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { internalRoute } from "../../http/route";
+import { internalRoute, json } from "../../http/route";
 import { presentInternalUser, userParam, userResponse } from "./schema";
 
 export const deactivateUserRoute = internalRoute(["user_not_found"], {

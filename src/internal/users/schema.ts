@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import type { User } from "../../db/schema";
-import { json } from "../../http/content";
+import { json } from "../../http/route";
 import { presentUser, UserSchema } from "../../schemas/users";
 
 export const InternalUserSchema = UserSchema.extend({

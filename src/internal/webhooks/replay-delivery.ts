@@ -1,7 +1,6 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { internalRoute } from "../../http/route";
+import { internalRoute, json } from "../../http/route";
 import { attemptsOf } from "../../webhooks/delivery/attempt-history";
 import { replayDelivery } from "../../webhooks/delivery/replay";
 import { DeliverySchema, presentDeliveries } from "./schema";

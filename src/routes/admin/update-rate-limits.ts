@@ -1,9 +1,8 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { changeKey } from "../../accounts/key-changes";
 import { DEFAULT_BUDGETS, ENDPOINT_NAMES, effectiveBudgets, MAX_BUDGET, MIN_BUDGET } from "../../domain/budgets";
-import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { publicRoute } from "../../http/route";
+import { json, publicRoute } from "../../http/route";
 import { BudgetOverridesInput, budgetSchema as budget } from "../../schemas/budgets";
 
 const RateLimitsSchema = z
@@ -30,7 +29,8 @@ export const updateRateLimitsRoute = publicRoute(
     description:
       "Platform administrators only (scope `admin` on a key minted by a `super_admin` or `admin`). Such a key is " +
       "bound to the agency it was minted for, like any other: it manages that agency's keys only, and another " +
-      "agency's key id is 404 `api_key_not_found`, exactly as an unknown one. Each override replaces the endpoint's default budget for this key; `null` clears " +
+      "agency's key id is 404 `api_key_not_found`, exactly as an unknown one. " +
+      "Each override replaces the endpoint's default budget for this key; `null` clears " +
       "one override. Changes apply from the key's next request.",
     request: {
       params: z.object({ key_id: z.string().openapi({ example: "key_0mhx3k2a1q8v2l0c9z7rj4" }) }),

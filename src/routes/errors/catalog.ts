@@ -1,8 +1,7 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
 import { ERROR_DOCS_PATH } from "../../http/openapi/errors";
-import { publicRoute } from "../../http/route";
+import { json, publicRoute } from "../../http/route";
 import { errorCatalog } from "../../lib/error-guide";
 
 const ErrorEntrySchema = z

@@ -2,9 +2,8 @@ import type { RouteHandler } from "@hono/zod-openapi";
 import { checkEventTypesReadable } from "../../domain/events/access";
 import type { EventType } from "../../domain/events/catalog";
 import { EVENT_RETENTION_DAYS, findEvent } from "../../domain/events/log";
-import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { publicRoute } from "../../http/route";
+import { json, publicRoute } from "../../http/route";
 import { EventSchema, eventIdParam, presentEvent } from "../../schemas/event-log";
 import { READ_SCOPES_TEXT } from "../../schemas/events";
 

@@ -3,9 +3,8 @@ import { checkEventTypesReadable, readableEventTypes } from "../../domain/events
 import { EVENT_TYPE_NAMES } from "../../domain/events/catalog";
 import { checkFeedQuery, lastSequence, pageFeed } from "../../domain/events/feed";
 import { EVENT_RETENTION_DAYS, eventWindow, pageEvents } from "../../domain/events/log";
-import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { publicRoute } from "../../http/route";
+import { json, publicRoute } from "../../http/route";
 import { keyringOf } from "../../lib/crypto/keyring";
 import { afterSequenceQuery, EventPageSchema, presentEvent } from "../../schemas/event-log";
 import { READ_SCOPES_TEXT } from "../../schemas/events";

@@ -2,9 +2,8 @@ import { type RouteHandler, z } from "@hono/zod-openapi";
 import { cancelListing } from "../../domain/listings/cancel";
 import { findListing } from "../../domain/listings/reads";
 import { idempotencyMark } from "../../http/admission/idempotency-mark";
-import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { publicRoute } from "../../http/route";
+import { json, publicRoute } from "../../http/route";
 import { ListingSchema, listingNumberParam, presentListing, WRITER_ROLES } from "../../schemas/listings";
 
 export const cancelListingRoute = publicRoute(

@@ -1,9 +1,8 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { createListing } from "../../domain/listings/create";
 import { idempotencyMark } from "../../http/admission/idempotency-mark";
-import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { publicRoute } from "../../http/route";
+import { json, publicRoute } from "../../http/route";
 import { withRenames } from "../../http/validation";
 import { ListingSchema, presentListing, WRITER_ROLES } from "../../schemas/listings";
 

@@ -1,9 +1,8 @@
 import type { RouteHandler } from "@hono/zod-openapi";
 import { findListing } from "../../domain/listings/reads";
 import { setEtag } from "../../http/admission/conditional";
-import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { publicRoute } from "../../http/route";
+import { json, publicRoute } from "../../http/route";
 import { ListingSchema, listingNumberParam, presentListing } from "../../schemas/listings";
 
 export const getListingRoute = publicRoute(

@@ -1,9 +1,8 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { LISTING_STATUSES } from "../../domain/listings/lifecycle";
 import { pageListings } from "../../domain/listings/reads";
-import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { publicRoute } from "../../http/route";
+import { json, publicRoute } from "../../http/route";
 import { keyringOf } from "../../lib/crypto/keyring";
 import { ListingSchema, presentListing } from "../../schemas/listings";
 import { cursorQuery, pageBody, pageSchema } from "../../schemas/page";

@@ -1,9 +1,8 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { findListing } from "../../domain/listings/reads";
 import { pageOrders } from "../../domain/orders";
-import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { publicRoute } from "../../http/route";
+import { json, publicRoute } from "../../http/route";
 import { keyringOf } from "../../lib/crypto/keyring";
 import { listingNumberParam } from "../../schemas/listings";
 import { OrderSchema, presentOrder } from "../../schemas/orders";

@@ -11,9 +11,8 @@ import {
 } from "../../domain/listings/sections";
 import { ifMatch, setEtag } from "../../http/admission/conditional";
 import { idempotencyMark } from "../../http/admission/idempotency-mark";
-import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { publicRoute } from "../../http/route";
+import { json, publicRoute } from "../../http/route";
 import { DomainError } from "../../lib/errors";
 import { ListingSchema, listingNumberParam, presentListing, WRITER_ROLES } from "../../schemas/listings";
 

@@ -3,9 +3,8 @@ import { changeStatus, SETTABLE_STATUSES } from "../../domain/listings/lifecycle
 import { findListing } from "../../domain/listings/reads";
 import { ifMatch, setEtag } from "../../http/admission/conditional";
 import { idempotencyMark } from "../../http/admission/idempotency-mark";
-import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { publicRoute } from "../../http/route";
+import { json, publicRoute } from "../../http/route";
 import { ListingSchema, listingNumberParam, presentListing, WRITER_ROLES } from "../../schemas/listings";
 
 export const updateStatusRoute = publicRoute(

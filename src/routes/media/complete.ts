@@ -1,7 +1,6 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { publicRoute } from "../../http/route";
+import { json, publicRoute } from "../../http/route";
 import { DomainError } from "../../lib/errors";
 import { completeMultipart, multipartOf } from "../../media/uploads/multipart";
 import { uploadOfAgency } from "../../media/uploads/records";

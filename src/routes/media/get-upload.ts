@@ -1,7 +1,6 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { publicRoute } from "../../http/route";
+import { json, publicRoute } from "../../http/route";
 import { findUploadView } from "../../media/uploads/views";
 import { presentUploadStatus, UploadStatusSchema, uploadIdParam } from "../../schemas/media/uploads";
 

@@ -1,8 +1,7 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { findListing } from "../../domain/listings/reads";
-import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { publicRoute } from "../../http/route";
+import { json, publicRoute } from "../../http/route";
 import { keyringOf } from "../../lib/crypto/keyring";
 import { pageListingUploads } from "../../media/uploads/views";
 import { listingNumberParam } from "../../schemas/listings";

@@ -1,9 +1,8 @@
 import type { RouteHandler } from "@hono/zod-openapi";
 import { findListing } from "../../domain/listings/reads";
 import { idempotencyMark } from "../../http/admission/idempotency-mark";
-import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { publicRoute } from "../../http/route";
+import { json, publicRoute } from "../../http/route";
 import { checkUpload } from "../../media/policy";
 import { createUpload } from "../../media/uploads/records";
 import { presentUpload, UPLOADER_ROLES, UploadRequestSchema, UploadTargetSchema } from "../../schemas/media/media";

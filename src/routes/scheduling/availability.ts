@@ -3,9 +3,8 @@ import { resolveConnection, sourceFor } from "../../calendar/connections";
 import { freeSlots, WORKING_HOURS } from "../../calendar/slots";
 import { isTimeZone, zonedIso } from "../../calendar/zoned";
 import { activeUserOfAgency } from "../../domain/people/users";
-import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { publicRoute } from "../../http/route";
+import { json, publicRoute } from "../../http/route";
 
 const MAX_RANGE_DAYS = 31;
 const instant = z.iso.datetime({ offset: true });

@@ -2,9 +2,8 @@ import type { RouteHandler } from "@hono/zod-openapi";
 import { activateListing } from "../../domain/listings/lifecycle";
 import { findListing } from "../../domain/listings/reads";
 import { idempotencyMark } from "../../http/admission/idempotency-mark";
-import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { publicRoute } from "../../http/route";
+import { json, publicRoute } from "../../http/route";
 import { ListingSchema, listingNumberParam, presentListing } from "../../schemas/listings";
 import { helperGuard, TEST_HELPERS_TAG } from "./schema";
 

@@ -2,9 +2,8 @@ import { type RouteHandler, z } from "@hono/zod-openapi";
 import { writeSandboxBusyBlock } from "../../calendar/sandbox";
 import { activeUserOfAgency } from "../../domain/people/users";
 import { idempotencyMark } from "../../http/admission/idempotency-mark";
-import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { publicRoute } from "../../http/route";
+import { json, publicRoute } from "../../http/route";
 import { helperGuard, instant, TEST_HELPERS_TAG, userIdParam } from "./schema";
 
 const BusyBlockSchema = z.object({

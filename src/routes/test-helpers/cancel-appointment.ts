@@ -3,9 +3,8 @@ import type { Db } from "../../db/client";
 import { cancelAppointment, getAppointment } from "../../domain/appointments";
 import { findListing } from "../../domain/listings/reads";
 import { idempotencyMark } from "../../http/admission/idempotency-mark";
-import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { publicRoute } from "../../http/route";
+import { json, publicRoute } from "../../http/route";
 import { DomainError } from "../../lib/errors";
 import { AppointmentSchema, appointmentParams, helperGuard, presentAppointment, TEST_HELPERS_TAG } from "./schema";
 

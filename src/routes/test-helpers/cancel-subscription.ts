@@ -3,9 +3,8 @@ import { STRIPE_SUBSCRIPTION_ID, subscriptionDeleted } from "../../billing/sandb
 import { applyStripeEvent } from "../../billing/stripe";
 import { subscriptionOfAgency } from "../../billing/subscriptions";
 import { idempotencyMark } from "../../http/admission/idempotency-mark";
-import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { publicRoute } from "../../http/route";
+import { json, publicRoute } from "../../http/route";
 import { presentSubscription, SubscriptionSchema } from "./create-subscription";
 import { helperGuard, TEST_HELPERS_TAG } from "./schema";
 

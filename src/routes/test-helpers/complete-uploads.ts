@@ -1,8 +1,7 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { findListing } from "../../domain/listings/reads";
-import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { publicRoute } from "../../http/route";
+import { json, publicRoute } from "../../http/route";
 import { COMPLETE_UPLOADS_LIMIT, completePendingUploads } from "../../media/sandbox";
 import { listingNumberParam } from "../../schemas/listings";
 import { helperGuard, TEST_HELPERS_TAG } from "./schema";

@@ -4,9 +4,8 @@ import { applyStripeEvent } from "../../billing/stripe";
 import { subscriptionOfAgency } from "../../billing/subscriptions";
 import type { Subscription } from "../../db/schema";
 import { idempotencyMark } from "../../http/admission/idempotency-mark";
-import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { publicRoute } from "../../http/route";
+import { json, publicRoute } from "../../http/route";
 import { helperGuard, StripeEventSchema, TEST_HELPERS_TAG } from "./schema";
 
 export const SubscriptionSchema = z.object({

@@ -2,9 +2,8 @@ import { type RouteHandler, z } from "@hono/zod-openapi";
 import { deactivateUser } from "../../accounts/people";
 import { userOfAgency } from "../../domain/people/users";
 import { idempotencyMark } from "../../http/admission/idempotency-mark";
-import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { publicRoute } from "../../http/route";
+import { json, publicRoute } from "../../http/route";
 import { presentUser, UserSchema } from "../../schemas/users";
 import { helperGuard, TEST_HELPERS_TAG, userIdParam } from "./schema";
 

@@ -1,8 +1,7 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { idempotencyMark } from "../../http/admission/idempotency-mark";
-import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { publicRoute } from "../../http/route";
+import { json, publicRoute } from "../../http/route";
 import { endpointIdParam } from "../../schemas/webhooks";
 import { findEndpoint } from "../../webhooks/endpoints/records";
 import { DROPPED_ERROR, dropNextDeliveries } from "../../webhooks/sandbox-drops";

@@ -2,9 +2,8 @@ import { type RouteHandler, z } from "@hono/zod-openapi";
 import { moveUser } from "../../accounts/people";
 import { activeUserOfAgency, userOfAgency } from "../../domain/people/users";
 import { idempotencyMark } from "../../http/admission/idempotency-mark";
-import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { publicRoute } from "../../http/route";
+import { json, publicRoute } from "../../http/route";
 import { presentUser, UserSchema } from "../../schemas/users";
 import { helperGuard, TEST_HELPERS_TAG, userIdParam } from "./schema";
 
@@ -18,7 +17,8 @@ export const moveUserRoute = publicRoute(
     summary: "Change a user's manager (emits user.hierarchy_changed)",
     description:
       "What the dashboard does when a user gets another manager inside your agency, through the same code; the " +
-      "user's subtree moves with them. The manager must be an active user of your agency (404 `user_not_found`) outside the user's own " +
+      "user's subtree moves with them. The manager must be an active user of your agency " +
+      "(404 `user_not_found`) outside the user's own " +
       "subtree (422 `hierarchy_cycle`); `null` puts the user at the top, which only an agency owner role may be " +
       "(422 `invalid_role`). Moving a user to the manager they have changes nothing and emits nothing.",
     request: {

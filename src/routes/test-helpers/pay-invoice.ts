@@ -3,9 +3,8 @@ import { invoicePaid } from "../../billing/sandbox";
 import { applyStripeEvent } from "../../billing/stripe";
 import { findListing } from "../../domain/listings/reads";
 import { idempotencyMark } from "../../http/admission/idempotency-mark";
-import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { publicRoute } from "../../http/route";
+import { json, publicRoute } from "../../http/route";
 import { listingNumberParam } from "../../schemas/listings";
 import { helperGuard, StripeEventSchema, TEST_HELPERS_TAG } from "./schema";
 

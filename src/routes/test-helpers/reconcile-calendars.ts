@@ -1,8 +1,7 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { reconcileCalendars } from "../../calendar/reconcile/run";
-import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { publicRoute } from "../../http/route";
+import { json, publicRoute } from "../../http/route";
 import { helperGuard, TEST_HELPERS_TAG } from "./schema";
 
 /** Stored calendar events of each kind (shoots, tours) one run checks. */

@@ -2,9 +2,8 @@ import { type RouteHandler, z } from "@hono/zod-openapi";
 import { scheduleAppointment } from "../../domain/appointments";
 import { findListing } from "../../domain/listings/reads";
 import { idempotencyMark } from "../../http/admission/idempotency-mark";
-import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { publicRoute } from "../../http/route";
+import { json, publicRoute } from "../../http/route";
 import { listingNumberParam } from "../../schemas/listings";
 import { AppointmentSchema, helperGuard, instant, presentAppointment, TEST_HELPERS_TAG } from "./schema";
 

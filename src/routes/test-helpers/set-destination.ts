@@ -1,8 +1,7 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { activeUserOfAgency } from "../../domain/people/users";
-import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { publicRoute } from "../../http/route";
+import { json, publicRoute } from "../../http/route";
 import { keyringOf } from "../../lib/crypto/keyring";
 import { SANDBOX_BEHAVIOURS, SANDBOX_DELIVERY_PREFIX, saveSandboxDestination } from "../../media/sandbox";
 import { helperGuard, TEST_HELPERS_TAG, userIdParam } from "./schema";

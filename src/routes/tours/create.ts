@@ -1,9 +1,8 @@
 import type { RouteHandler } from "@hono/zod-openapi";
 import { createTour } from "../../domain/tours";
 import { idempotencyMark } from "../../http/admission/idempotency-mark";
-import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { publicRoute } from "../../http/route";
+import { json, publicRoute } from "../../http/route";
 import { WRITER_ROLES } from "../../schemas/listings";
 import { CreateTourBody, presentTour, TourSchema } from "../../schemas/tours";
 

@@ -1,9 +1,8 @@
 import type { RouteHandler } from "@hono/zod-openapi";
 import { findTour } from "../../domain/tours";
 import { setEtag } from "../../http/admission/conditional";
-import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { publicRoute } from "../../http/route";
+import { json, publicRoute } from "../../http/route";
 import { presentTour, TourSchema, tourNumberParam } from "../../schemas/tours";
 
 const tourAnswer = (status: 200 | 201, description: string) =>

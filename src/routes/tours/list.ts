@@ -1,8 +1,7 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { MAX_TOUR_PAGE_DEPTH, MAX_TOUR_SEARCH, MIN_TOUR_SEARCH, pageTours, TOUR_STATUSES } from "../../domain/tours";
-import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { publicRoute } from "../../http/route";
+import { json, publicRoute } from "../../http/route";
 import { presentSummary, TourSummarySchema } from "../../schemas/tours";
 
 const TourPageSchema = z

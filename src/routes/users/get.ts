@@ -2,9 +2,8 @@ import type { RouteHandler } from "@hono/zod-openapi";
 import { z } from "@hono/zod-openapi";
 import { userOfAgency } from "../../domain/people/users";
 import { setEtag } from "../../http/admission/conditional";
-import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { publicRoute } from "../../http/route";
+import { json, publicRoute } from "../../http/route";
 import { presentUser, UserSchema } from "../../schemas/users";
 
 export const getUserRoute = publicRoute(

@@ -2,9 +2,8 @@ import { type RouteHandler, z } from "@hono/zod-openapi";
 import { readScopeOf } from "../../domain/events/access";
 import { EVENT_TYPE_NAMES, EVENT_TYPES } from "../../domain/events/catalog";
 import { SCOPES } from "../../domain/roles";
-import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { publicRoute } from "../../http/route";
+import { json, publicRoute } from "../../http/route";
 import { payloadSchema, READ_SCOPES_TEXT } from "../../schemas/events";
 
 const CatalogEntrySchema = z

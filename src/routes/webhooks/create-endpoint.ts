@@ -1,8 +1,7 @@
 import type { RouteHandler } from "@hono/zod-openapi";
 import { idempotencyMark } from "../../http/admission/idempotency-mark";
-import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { publicRoute } from "../../http/route";
+import { json, publicRoute } from "../../http/route";
 import { READ_SCOPES_TEXT } from "../../schemas/events";
 import { CreatedWebhookEndpointSchema, CreateWebhookEndpointBody, presentEndpoint } from "../../schemas/webhooks";
 import { createEndpoint } from "../../webhooks/endpoints/records";

@@ -1,8 +1,7 @@
 import type { RouteHandler } from "@hono/zod-openapi";
 import { setEtag } from "../../http/admission/conditional";
-import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { publicRoute } from "../../http/route";
+import { json, publicRoute } from "../../http/route";
 import { endpointIdParam, presentEndpoint, WebhookEndpointSchema } from "../../schemas/webhooks";
 import { findEndpoint } from "../../webhooks/endpoints/records";
 

@@ -1,8 +1,7 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { EVENT_RETENTION_DAYS } from "../../domain/events/log";
-import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { publicRoute } from "../../http/route";
+import { json, publicRoute } from "../../http/route";
 import { keyringOf } from "../../lib/crypto/keyring";
 import { DeliveryLogEntrySchema, presentDeliveryLogEntry } from "../../schemas/delivery-log";
 import { cursorQuery, pageBody, pageSchema } from "../../schemas/page";

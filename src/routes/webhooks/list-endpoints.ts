@@ -1,7 +1,6 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { publicRoute } from "../../http/route";
+import { json, publicRoute } from "../../http/route";
 import { keyringOf } from "../../lib/crypto/keyring";
 import { cursorQuery, pageBody, pageSchema } from "../../schemas/page";
 import { presentEndpoint, WebhookEndpointSchema } from "../../schemas/webhooks";

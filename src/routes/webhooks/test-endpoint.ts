@@ -1,7 +1,6 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { json } from "../../http/content";
 import type { AppEnv } from "../../http/env";
-import { publicRoute } from "../../http/route";
+import { json, publicRoute } from "../../http/route";
 import { endpointIdParam } from "../../schemas/webhooks";
 import { findEndpoint } from "../../webhooks/endpoints/records";
 import { sendTestEvent } from "../../webhooks/test-event";

@@ -124,7 +124,9 @@ export const UploadTargetSchema = z
           "goes up in parts.",
       }),
     multipart: MultipartPlanSchema.nullable().openapi({
-      description: `How the file goes up in parts when it is larger than ${MULTIPART_THRESHOLD_BYTES} bytes; null when it goes in one PUT.`,
+      description:
+        `How the file goes up in parts when it is larger than ${MULTIPART_THRESHOLD_BYTES} bytes; ` +
+        "null when it goes in one PUT.",
     }),
     expires_at: z.string().openapi({
       description:
