@@ -1,7 +1,7 @@
-import { database } from "../db/client";
+import type { Db } from "../db/client";
 import type { ApiKey } from "../db/schema";
 import { type KeyChange, keyIdsMintedBy } from "../domain/api-keys";
-import type { Refusal } from "../durable/key-gate/gate";
+import type { Refusal } from "../durable/key-gate/verdict";
 import { DomainError } from "../lib/errors";
 
 /** The gate of a key: its mutable state, its rate windows, and the only writer of its changes. */
@@ -24,8 +24,12 @@ const REFRESH_PAGE = 50;
  * it) to read its state afresh, page by page: after a change to those users, the very
  * next request of each key is decided on the new state. Answers how many gates were told.
  */
-export async function refreshKeysMintedBy(env: Env, userId: string, opts: { subtree: boolean }): Promise<number> {
-  const db = database(env.DB);
+export async function refreshKeysMintedBy(
+  env: Env,
+  db: Db,
+  userId: string,
+  opts: { subtree: boolean },
+): Promise<number> {
   let after = "";
   let told = 0;
   for (;;) {

@@ -21,7 +21,7 @@ export async function moveUser(
   alsoWrite: BatchItem<"sqlite">[] = [],
 ): Promise<User> {
   const moved = await changeManager(db, userId, managerId, alsoWrite);
-  await refreshKeysMintedBy(env, moved.id, { subtree: true });
+  await refreshKeysMintedBy(env, db, moved.id, { subtree: true });
   return moved;
 }
 
@@ -34,6 +34,6 @@ export async function deactivateUser(
   alsoWrite: BatchItem<"sqlite">[] = [],
 ): Promise<User> {
   const user = await deactivateInAgency(db, userId, reason, alsoWrite);
-  await refreshKeysMintedBy(env, user.id, { subtree: false });
+  await refreshKeysMintedBy(env, db, user.id, { subtree: false });
   return user;
 }

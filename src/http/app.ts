@@ -75,6 +75,7 @@ export function createApp(parts: AppParts): { app: Hono<AppEnv>; routes: RouteRe
     .use(async function routeRegistry(c, next) {
       c.set("routes", routes);
       c.set("db", database(c.env.DB));
+      c.set("d1", c.env.DB);
       await next();
     })
     .use(httpsOnly())

@@ -1,6 +1,6 @@
 import type { Db } from "../db/client";
 import type { Caller } from "../domain/roles";
-import type { RateDecision } from "../durable/key-gate/gate";
+import type { RateDecision } from "../durable/key-gate/verdict";
 import type { RouteRegistry } from "./registry";
 import type { RequestEvent } from "./wide-event";
 
@@ -34,10 +34,13 @@ interface AppVariables {
   /** The routes of both surfaces, built once when the app is created. */
   routes: RouteRegistry;
   /**
-   * The request's database handle: the plain binding, rebound by the admission step to the
-   * key's D1 session (reads start at the key's latest write). Handlers use only this one.
+   * The request's database handle: the plain binding, or, once the admission step has
+   * admitted a key, the key's D1 session (reads start at the key's latest write). Handlers
+   * use only this one, or `d1` where code needs the binding itself; never `env.DB`.
    */
   db: Db;
+  /** The binding `db` runs on. */
+  d1: D1Database;
   /** The admitted caller (`admission.caller`), as handlers read it. */
   caller: Caller;
   /** Set by the admission step of every guarded public route. */

@@ -1,9 +1,11 @@
+import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
+import { keyGate } from "../../src/accounts/key-changes";
 import { mintKey } from "../../src/domain/api-keys";
 import { AGENCY_BUDGET_FACTOR, DEFAULT_BUDGETS } from "../../src/domain/budgets";
 import { agencyBudget } from "../../src/durable/budget-lease";
-import { LEASE_MS } from "../../src/durable/key-gate/gate";
+import { LEASE_MS } from "../../src/durable/key-gate/leases";
 import { call, db, expectError, makePlatformKey, makeTenant, type Tenant } from "../support/harness";
 
 const ENDPOINT = "get_webhook_catalog";
@@ -11,14 +13,28 @@ const KEY_BUDGET = DEFAULT_BUDGETS[ENDPOINT];
 const AGENCY_BUDGET = KEY_BUDGET * AGENCY_BUDGET_FACTOR;
 const catalog = (key: string) => call("/api/v1/webhooks/events", { key });
 
+/** Key ids by secret, of the keys minted here. */
+const idOf = new Map<string, string>();
+
 /** More keys of the tenant's agency, minted by its owner. */
 async function moreKeys(t: Tenant, n: number): Promise<string[]> {
   const keys: string[] = [];
   for (let i = 0; i < n; i++) {
-    const { secret } = await mintKey(db(), { agencyId: t.agencyId, mintedByUserId: t.owner.id, mode: "test" });
+    const { key, secret } = await mintKey(db(), { agencyId: t.agencyId, mintedByUserId: t.owner.id, mode: "test" });
+    idOf.set(secret, key.id);
     keys.push(secret);
   }
   return keys;
+}
+
+/** Runs each gate's alarm as it would run once the leases taken now have ended. */
+async function endLeases(keyIds: string[]): Promise<void> {
+  vi.useFakeTimers({ now: Date.now() + LEASE_MS + 500, toFake: ["Date"] });
+  try {
+    for (const id of keyIds) await runDurableObjectAlarm(keyGate(env, id));
+  } finally {
+    vi.useRealTimers();
+  }
 }
 
 const limits = async (key: string) => {
@@ -80,7 +96,7 @@ describe("the agency's budget, shared by all its keys", () => {
     expect(burst.every((r) => r.status === 200 || r.status === 429)).toBe(true);
 
     // Once the leases are over, what they left unused is the agency's again: the window holds exactly what ran.
-    await new Promise((resolve) => setTimeout(resolve, LEASE_MS + 500));
+    await endLeases([t.keyId, ...keys.slice(1).map((key) => idOf.get(key)!)]);
     const used = (await agencyBudget(env, t.agencyId).used())[ENDPOINT];
     expect(used?.used).toBe(admitted);
     const seen = await limits(t.key);

@@ -7,7 +7,7 @@ import { listings } from "../../src/db/schema";
 import { mintKey } from "../../src/domain/api-keys";
 import { DEFAULT_SCOPES } from "../../src/domain/roles";
 import type { LedgerEntry } from "../../src/durable/idempotency-ledger";
-import { ledgerName } from "../../src/http/admission/idempotency-hold";
+import { ledgerName } from "../../src/http/admission/idempotency-claim";
 import { forgetKeys } from "../../src/http/admission/key-auth";
 import { BASE, call, db, direct, expectError, makeTenant, type Tenant, withoutRequestId } from "../support/harness";
 

@@ -2,7 +2,7 @@ import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test"
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { CachedResponse } from "../../src/durable/idempotency-ledger";
-import { ledgerName } from "../../src/http/admission/idempotency-hold";
+import { ledgerName } from "../../src/http/admission/idempotency-claim";
 import worker from "../../src/index";
 import { BASE, call, makeTenant, type Tenant } from "../support/harness";
 

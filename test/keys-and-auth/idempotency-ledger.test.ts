@@ -4,7 +4,7 @@ import { and, eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { idempotencyMarks } from "../../src/db/schema";
 import type { Begin, LedgerEntry } from "../../src/durable/idempotency-ledger";
-import { ledgerName, requestHashOf } from "../../src/http/admission/idempotency-hold";
+import { ledgerName, requestHashOf } from "../../src/http/admission/idempotency-claim";
 import { bucketOf, nowIso } from "../../src/lib/ids";
 import { IDEMPOTENCY_SHARDS, IDEMPOTENCY_SWEEP_PAGE, IDEMPOTENCY_TTL_MS, LOCK_LEASE_MS } from "../../src/lib/limits";
 import { call, db, makeTenant, type Tenant } from "../support/harness";

@@ -10,7 +10,7 @@ import { describe, expect, it, vi } from "vitest";
 import { idempotencyMarks, listings, webhookEndpoints } from "../../src/db/schema";
 import { mintKey } from "../../src/domain/api-keys";
 import type { LedgerEntry } from "../../src/durable/idempotency-ledger";
-import { ledgerName, requestHashOf } from "../../src/http/admission/idempotency-hold";
+import { ledgerName, requestHashOf } from "../../src/http/admission/idempotency-claim";
 import worker from "../../src/index";
 import {
   BASE,

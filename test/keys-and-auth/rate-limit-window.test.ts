@@ -1,8 +1,8 @@
-import { runInDurableObject } from "cloudflare:test";
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { describe, expect, it, onTestFinished, vi } from "vitest";
+import { describe, expect, it } from "vitest";
 import { keyGate } from "../../src/accounts/key-changes";
-import { KeyGate, WINDOW_FLUSH_MS } from "../../src/durable/key-gate/gate";
+import { KeyGate } from "../../src/durable/key-gate/gate";
 import { sha256Hex } from "../../src/lib/ids";
 import { SlidingLog } from "../../src/lib/sliding-log";
 import { makeTenant } from "../support/harness";
@@ -27,23 +27,9 @@ describe("the sliding log", () => {
   });
 });
 
-/**
- * Hands the gate's timers to the test: the gate shares this isolate, so its coalesced write waits
- * for `flushWindow` instead of a second of wall-clock time.
- */
-function holdTimers() {
-  vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
-  onTestFinished(() => {
-    vi.useRealTimers();
-  });
-}
-
-/** Runs the gate's pending write timer, inside the gate, as if WINDOW_FLUSH_MS had passed. */
+/** Runs the gate's alarm, which writes its counts, as it would run once WINDOW_FLUSH_MS has passed. */
 async function flushWindow(gate: ReturnType<typeof keyGate>) {
-  await runInDurableObject(gate, async () => {
-    expect(vi.getTimerCount(), "the gate scheduled its coalesced write").toBeGreaterThan(0);
-    await vi.advanceTimersByTimeAsync(WINDOW_FLUSH_MS);
-  });
+  expect(await runDurableObjectAlarm(gate), "the gate set its alarm for the coalesced write").toBe(true);
 }
 
 describe("the gate's window", () => {
@@ -52,7 +38,6 @@ describe("the gate's window", () => {
     const gate = keyGate(env, t.keyId);
     const hash = await sha256Hex(t.key);
     const now = Date.now();
-    holdTimers();
     for (let i = 0; i < 20; i++) {
       const v = await gate.admit(t.keyId, hash, "test", "read_users_list", now + i);
       expect(v.ok && v.rate?.remaining).toBe(299 - i);
@@ -69,7 +54,6 @@ describe("the gate's window", () => {
     const gate = keyGate(env, t.keyId);
     const hash = await sha256Hex(t.key);
     const now = Date.now();
-    holdTimers();
     for (let i = 0; i < 5; i++) await gate.admit(t.keyId, hash, "test", "read_user_single", now);
     await flushWindow(gate);
     const after = await runInDurableObject(gate, async (_, state) => {

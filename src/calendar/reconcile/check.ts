@@ -29,8 +29,8 @@ const describeFailure = (err: unknown) =>
   err instanceof DomainError ? `${err.code}: ${err.message}` : `unexpected: ${String(err)}`.slice(0, 500);
 
 /** What one run shares across its lanes. */
-export function runState(env: Env, now: number) {
-  const meter = metered(env.DB);
+export function runState(env: Env, d1: D1Database, now: number) {
+  const meter = metered(d1);
   const db = database(meter.d1);
   const timeout = Number(env.CALENDAR_TIMEOUT_MS);
   return {

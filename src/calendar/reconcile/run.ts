@@ -114,8 +114,9 @@ async function planTurn(run: Run, turn: string[], stored: Map<string, string | n
  * is reported again. A calendar that fails or uses its time is recorded on its connection
  * (`last_error`, `last_checked_at`) and not asked again in the same run.
  */
-export async function reconcileCalendars(env: Env, scope?: ReconcileScope, now = Date.now()) {
-  const run = runState(env, now);
+/** `d1` is the binding it reads and writes through: a request's own, or the plain one. */
+export async function reconcileCalendars(env: Env, scope?: ReconcileScope, now = Date.now(), d1 = env.DB) {
+  const run = runState(env, d1, now);
   const { db } = run;
   if (scope) {
     const plan = {

@@ -2,16 +2,16 @@ import type { Context, MiddlewareHandler } from "hono";
 import { getCookie } from "hono/cookie";
 import type { EndpointName } from "../../domain/budgets";
 import type { Caller } from "../../domain/roles";
-import type { RateDecision } from "../../durable/key-gate/gate";
+import type { RateDecision } from "../../durable/key-gate/verdict";
 import { DomainError } from "../../lib/errors";
-import { type D1Session, openSession, sessionConstraint } from "../d1-session";
+import { openSession, sessionConstraint } from "../d1-session";
 import type { Admission, AppEnv } from "../env";
 import { timed } from "../wide-event";
 import { readBody } from "../wire";
 import { countAuthFailure, holdBackAddress } from "./auth-throttle";
 import { authorize, type Permission } from "./authorize";
 import { countConditionalRead, ifNoneMatch, settleConditionalRead } from "./conditional";
-import { callerIdentity, EarlyClaim, type Hold, hold, type RecordOwner, release, settle } from "./idempotency-hold";
+import { callerIdentity, EarlyClaim, type Hold, hold, type RecordOwner, release, settle } from "./idempotency-claim";
 import { askGate, countAtGate, handOffBookmark, hashOfKey, isKnownKey, knownCaller, sameCaller } from "./key-auth";
 import { applyRate } from "./rate-limit";
 import { callerFromSession, SESSION_COOKIE, sessionRate } from "./session-auth";
@@ -42,17 +42,20 @@ interface Identified {
 
 const READS = new Set(["GET", "HEAD"]);
 
+/** What the steps before the handler decided: who calls, the key they hold, how to count a conditional read. */
+interface Entry {
+  identified: Identified;
+  held?: Hold;
+  count?: () => Promise<void>;
+}
+
 /**
  * The one step that decides whether and how a guarded request runs, in the spec's order:
  * authentication (key or session), the rate window, scope and role, the body through the
  * route's cap, the idempotency key. What it decides is one `Admission` on
- * `c.var.admission`; the handler then runs on the key's D1 session, and the step's
- * response half records the answer for replays and hands the write's bookmark to the
- * key's gate.
- *
- * For a key this isolate has seen confirmed, an idempotent write claims its key in the
- * ledger while the gate decides; the claim is kept only when the gate confirms the same
- * caller and every check passes, so a refused request leaves no claim behind.
+ * `c.var.admission`; a key's handler gets the key's D1 session as `c.var.db`, and the
+ * step's response half records the answer for replays and hands the write's bookmark to
+ * the key's gate.
  */
 export function admission(policy: AdmissionPolicy): MiddlewareHandler<AppEnv> {
   return async function admission(c, next) {
@@ -60,64 +63,116 @@ export function admission(policy: AdmissionPolicy): MiddlewareHandler<AppEnv> {
     const read = READS.has(c.req.method);
     // A conditional read by key: authenticated now, counted once its answer is known not to be 304.
     const tags = policy.conditionalRead && policy.endpoint && read ? ifNoneMatch(c) : undefined;
-    let early: EarlyClaim | undefined;
-    let held: Hold | undefined;
-    let identified: Identified;
-    let count: (() => Promise<void>) | undefined;
-    try {
-      const cookie = policy.session ? getCookie(c, SESSION_COOKIE) : undefined;
-      try {
-        if (cookie) {
-          holdBackAddress(c);
-          identified = await bySession(c, policy, cookie);
-        } else {
-          const hash = await hashOfKey(c.env, secretOf(c, policy));
-          if (!isKnownKey(hash)) holdBackAddress(c);
-          const last = policy.idempotent && !read ? knownCaller(hash) : undefined;
-          early = last && EarlyClaim.start(c, ownerOf(last.caller, policy), policy.bodyLimit);
-          const answer = await timed(c.var.event, "gateMs", askGate(c.env, hash, policy.endpoint ?? null, !tags));
-          // Work started on another caller than the one confirmed is not kept.
-          if (last && !sameCaller(last.caller, answer.caller)) await early?.drop();
-          identified = { caller: answer.caller, rate: answer.rate, key: { hash, bookmark: answer.bookmark } };
-        }
-      } catch (err) {
-        await countAuthFailure(c, err);
-        throw err;
-      }
-      const { caller, rate } = identified;
-      noteCaller(c, caller, rate);
-      if (policy.endpoint) applyRate(c, policy.endpoint, rate);
-      count = tags && policy.endpoint && identified.key ? uncounted(c, caller, policy.endpoint) : undefined;
-      try {
-        authorize(caller, policy);
-        await readBody(c, policy.bodyLimit);
-      } catch (err) {
-        // A conditional read refused here is not a 304: it is counted like any refused read.
-        if (count) await count();
-        throw err;
-      }
-      if (policy.idempotent) {
-        const taken = await hold(c, ownerOf(caller, policy), early);
-        if (taken instanceof Response) return taken;
-        held = taken;
-      }
-    } finally {
-      // A claim not taken over (a refusal, another caller) is undone before the answer.
-      await early?.drop();
-    }
+    const entry = await enter(c, policy, read, tags !== undefined);
+    if (entry instanceof Response) return entry;
+    const { identified, held, count } = entry;
     const admitted: Admission = { caller: identified.caller, rate: identified.rate, idempotency: held?.idem };
     c.set("admission", admitted);
     c.set("caller", admitted.caller);
     const key = identified.key;
     if (!key) return respond(c, next, held);
     const session = openSession(c.env.DB, sessionConstraint(read, key.bookmark), c.var.event);
+    c.set("db", session.db);
+    c.set("d1", session.binding);
     let handed: Promise<void> | undefined;
     const handOff = () =>
       (handed ??= timed(c.var.event, "gateMs", handOffBookmark(c.env, key.hash, session.bookmark())));
-    await inSession(c, session, () => respond(c, next, held, handOff));
+    await respond(c, next, held, handOff);
     if (!read) await handOff();
     if (tags && count) await settleConditionalRead(c, tags, count);
   };
+}
+
+/**
+ * Every check before the handler, in order: who calls, the rate decision, scope and role,
+ * the body, the idempotency key. A replay is answered here. For a key this isolate has
+ * seen confirmed, an idempotent write claims its key in the ledger while the gate
+ * decides; the claim is kept only when the gate confirms the same caller and every check
+ * passes, so a refused request leaves no claim behind.
+ */
+async function enter(
+  c: Context<AppEnv>,
+  policy: AdmissionPolicy,
+  read: boolean,
+  conditional: boolean,
+): Promise<Entry | Response> {
+  let early: EarlyClaim | undefined;
+  try {
+    const identity = await identify(c, policy, read, conditional);
+    early = identity.early;
+    const { caller, rate } = identity.identified;
+    noteCaller(c, caller, rate);
+    if (policy.endpoint) applyRate(c, policy.endpoint, rate);
+    const count =
+      conditional && policy.endpoint && identity.identified.key ? uncounted(c, caller, policy.endpoint) : undefined;
+    await check(c, policy, caller, count);
+    const held = policy.idempotent ? await hold(c, ownerOf(caller, policy), early) : undefined;
+    if (held instanceof Response) return held;
+    return { identified: identity.identified, held, count };
+  } finally {
+    // A claim not taken over (a refusal, another caller) is undone before the answer.
+    await early?.drop();
+  }
+}
+
+/** Who calls: the session cookie where the route takes one, else the API key; a failure is counted. */
+async function identify(
+  c: Context<AppEnv>,
+  policy: AdmissionPolicy,
+  read: boolean,
+  conditional: boolean,
+): Promise<{ identified: Identified; early?: EarlyClaim }> {
+  try {
+    const cookie = policy.session ? getCookie(c, SESSION_COOKIE) : undefined;
+    if (!cookie) return await byKey(c, policy, read, conditional);
+    holdBackAddress(c);
+    return { identified: await bySession(c, policy, cookie) };
+  } catch (err) {
+    await countAuthFailure(c, err);
+    throw err;
+  }
+}
+
+/** A key's caller, as its gate answers it; an early claim starts beside the gate's call. */
+async function byKey(
+  c: Context<AppEnv>,
+  policy: AdmissionPolicy,
+  read: boolean,
+  conditional: boolean,
+): Promise<{ identified: Identified; early?: EarlyClaim }> {
+  const hash = await hashOfKey(c.env, secretOf(c, policy));
+  if (!isKnownKey(hash)) holdBackAddress(c);
+  const last = policy.idempotent && !read ? knownCaller(hash) : undefined;
+  const early = last && EarlyClaim.start(c, ownerOf(last.caller, policy), policy.bodyLimit);
+  try {
+    const answer = await timed(c.var.event, "gateMs", askGate(c.env, hash, policy.endpoint ?? null, !conditional));
+    // Work started on another caller than the one confirmed is not kept.
+    if (last && !sameCaller(last.caller, answer.caller)) await early?.drop();
+    return {
+      identified: { caller: answer.caller, rate: answer.rate, key: { hash, bookmark: answer.bookmark } },
+      early,
+    };
+  } catch (err) {
+    await early?.drop();
+    throw err;
+  }
+}
+
+/** Scope and role, then the body through the route's cap. */
+async function check(
+  c: Context<AppEnv>,
+  policy: AdmissionPolicy,
+  caller: Caller,
+  count: (() => Promise<void>) | undefined,
+): Promise<void> {
+  try {
+    authorize(caller, policy);
+    await readBody(c, policy.bodyLimit);
+  } catch (err) {
+    // A conditional read refused here is not a 304: it is counted like any refused read.
+    if (count) await count();
+    throw err;
+  }
 }
 
 /** Counts a conditional read of a key that the gate admitted without counting, once. */
@@ -158,20 +213,6 @@ function secretOf(c: Context<AppEnv>, policy: AdmissionPolicy): string {
 async function bySession(c: Context<AppEnv>, policy: AdmissionPolicy, cookie: string): Promise<Identified> {
   const caller = await callerFromSession(c.env.DB, cookie);
   return { caller, rate: policy.endpoint ? await sessionRate(c.env, caller, policy.endpoint) : undefined };
-}
-
-/** Runs the handler on the key's D1 session: `c.var.db` (and `DB`, for code taking `Env`) is the session. */
-async function inSession(c: Context<AppEnv>, session: D1Session, run: () => Promise<void>): Promise<void> {
-  const plain = c.env;
-  const plainDb = c.var.db;
-  c.env = { ...plain, DB: session.binding };
-  c.set("db", session.db);
-  try {
-    await run();
-  } finally {
-    c.env = plain;
-    c.set("db", plainDb);
-  }
 }
 
 /** Runs the handler, then settles the idempotency hold on its answer. */

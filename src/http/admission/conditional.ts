@@ -1,7 +1,7 @@
 import type { Context } from "hono";
 import type { EndpointName } from "../../domain/budgets";
 import type { IfVersion } from "../../domain/versions";
-import type { RateDecision } from "../../durable/key-gate/gate";
+import type { RateDecision } from "../../durable/key-gate/verdict";
 import { DomainError } from "../../lib/errors";
 import { type EntityTags, etagOf, parseEntityTags, versionsOf, weaklyMatches } from "../../lib/etag";
 import type { AppEnv } from "../env";

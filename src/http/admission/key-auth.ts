@@ -4,7 +4,7 @@ import { apiKeySecrets } from "../../db/schema";
 import type { EndpointName } from "../../domain/budgets";
 import { checkKeyFormat, hashSecret, type KeyMode } from "../../domain/keys";
 import type { Caller, Role, Scope } from "../../domain/roles";
-import type { GateVerdict, RateDecision } from "../../durable/key-gate/gate";
+import type { GateVerdict, RateDecision } from "../../durable/key-gate/verdict";
 import { DomainError } from "../../lib/errors";
 import { RecentMisses } from "../../lib/recent-misses";
 import { log } from "../../lib/telemetry/log";

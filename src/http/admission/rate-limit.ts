@@ -1,6 +1,6 @@
 import type { Context } from "hono";
 import type { EndpointName } from "../../domain/budgets";
-import type { RateDecision } from "../../durable/key-gate/gate";
+import type { RateDecision } from "../../durable/key-gate/verdict";
 import { DomainError } from "../../lib/errors";
 import type { AppEnv } from "../env";
 

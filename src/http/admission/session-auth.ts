@@ -3,7 +3,7 @@ import { database } from "../../db/client";
 import { agencies, sessions, users } from "../../db/schema";
 import type { EndpointName } from "../../domain/budgets";
 import { type Caller, DEFAULT_SCOPES, isPlatformRole, type Role } from "../../domain/roles";
-import type { RateDecision } from "../../durable/key-gate/gate";
+import type { RateDecision } from "../../durable/key-gate/verdict";
 import { DomainError } from "../../lib/errors";
 import { nowIso, sha256Hex } from "../../lib/ids";
 import { RecentMisses } from "../../lib/recent-misses";

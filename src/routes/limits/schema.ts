@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { agencyBudgetFor, DEFAULT_BUDGETS, ENDPOINT_NAMES, type EndpointName, WINDOW_MS } from "../../domain/budgets";
-import type { RateDecision } from "../../durable/key-gate/gate";
+import type { RateDecision } from "../../durable/key-gate/verdict";
 import { QuotasSchema } from "../../schemas/quotas";
 
 const BudgetWindowSchema = z

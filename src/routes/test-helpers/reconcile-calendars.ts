@@ -41,7 +41,12 @@ export const reconcileRoute = publicRoute(helperGuard("scheduling:read"), {
 export const reconcileHandler: RouteHandler<typeof reconcileRoute, AppEnv> = async (c) =>
   c.json(
     ReconcileResultSchema.parse(
-      await reconcileCalendars(c.env, { agencyId: c.get("caller").agencyId, limit: RECONCILE_LIMIT }),
+      await reconcileCalendars(
+        c.env,
+        { agencyId: c.get("caller").agencyId, limit: RECONCILE_LIMIT },
+        Date.now(),
+        c.var.d1,
+      ),
     ),
     200,
   );

@@ -2,8 +2,6 @@ import type { Context } from "hono";
 import { isUniqueViolation } from "../../domain/constraint";
 import type { Caller } from "../../domain/roles";
 import type { Begin, CachedResponse, Lease } from "../../durable/idempotency-ledger";
-import { decrypt, encrypt, rowBinding } from "../../lib/crypto/crypto";
-import { keyringOf } from "../../lib/crypto/keyring";
 import { DomainError } from "../../lib/errors";
 import { bucketOf, sha256Hex } from "../../lib/ids";
 import { IDEMPOTENCY_SHARDS } from "../../lib/limits";
@@ -11,16 +9,13 @@ import { log } from "../../lib/telemetry/log";
 import { outboundTraceparent } from "../../lib/telemetry/trace";
 import { unavailableRetryAfter } from "../../lib/transient";
 import type { AppEnv, IdempotencyContext } from "../env";
-import { type IdempotencyOutcome, timed } from "../wide-event";
+import { type IdempotencyOutcome, type RequestEvent, timed } from "../wide-event";
 import { readBodyText } from "../wire";
 import { answerFromMark, findMark } from "./idempotency-mark";
+import { recordOf, replay, seal, unseal } from "./idempotency-replay";
 
 const IDEMPOTENCY_HEADER = "X-Idempotency-Key";
 const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,128}$/;
-const REPLAYED_HEADERS = new Set(["content-type", "location", "retry-after", "etag"]);
-/** Where a replay names the request that made the answer; its own `X-Request-Id` is its own. */
-const ORIGINAL_REQUEST_ID = "X-Original-Request-Id";
-const RESPONSE_PURPOSE = "idempotency-response";
 
 /**
  * Whose an idempotency record is: the agency's, so that any of its keys repeating the
@@ -58,7 +53,7 @@ async function contextOf(c: Context<AppEnv>, owner: RecordOwner, key: string, li
 }
 
 /** The request's idempotency key: 400 when missing or not 1–128 visible ASCII characters. */
-function keyOf(c: Context<AppEnv>): string {
+function idempotencyKeyOf(c: Context<AppEnv>): string {
   const key = c.req.header(IDEMPOTENCY_HEADER);
   if (key === undefined || key === "") throw new DomainError("idempotency.missing");
   if (!IDEMPOTENCY_KEY_PATTERN.test(key))
@@ -69,6 +64,12 @@ function keyOf(c: Context<AppEnv>): string {
 type LedgerStub = ReturnType<Env["IDEMPOTENCY"]["getByName"]>;
 const ledgerOf = (env: Env, idem: IdempotencyContext): LedgerStub =>
   env.IDEMPOTENCY.getByName(ledgerName(idem.agencyId, idem.key));
+
+/** Asks the ledger for the request's idempotency key, the call timed in the request's wide event. */
+async function begin(ledger: LedgerStub, idem: IdempotencyContext, event: RequestEvent | undefined): Promise<Begin> {
+  const begun = ledger.begin(idem.agencyId, idem.key, idem.requestHash, undefined, outboundTraceparent());
+  return (await timed(event, "ledgerMs", begun as Promise<unknown>)) as Begin;
+}
 
 interface Claimed {
   idem: IdempotencyContext;
@@ -92,14 +93,7 @@ export class EarlyClaim {
     this.#claimed = (async () => {
       const idem = await contextOf(c, owner, key, limit);
       const ledger = ledgerOf(env, idem);
-      const begun = ledger.begin(
-        idem.agencyId,
-        key,
-        idem.requestHash,
-        undefined,
-        outboundTraceparent(),
-      ) as Promise<unknown>;
-      return { idem, ledger, begin: (await timed(event, "ledgerMs", begun)) as Begin };
+      return { idem, ledger, begin: await begin(ledger, idem, event) };
     })().catch(() => undefined); // `hold` then claims as it would have.
   }
 
@@ -146,62 +140,6 @@ async function undo({ idem, begin, ledger }: Claimed): Promise<void> {
   }
 }
 
-/**
- * Cached bodies (which may carry a secret shown once, such as a webhook signing secret)
- * are kept sealed, bound to the agency, the idempotency key and the request, caller included.
- */
-const responseBinding = (idem: IdempotencyContext) =>
-  rowBinding("idempotency", idem.agencyId, idem.key, idem.requestHash);
-
-/**
- * Each agency's answers are sealed under a key of its own (HKDF of the master key, the purpose
- * and the agency id), so the random nonces of one AES key are those of one agency's writes,
- * not of the whole service's (docs/decisions.md).
- */
-const sealingScope = (idem: IdempotencyContext) => `agency:${idem.agencyId}`;
-
-/** The cached body sealed (or opened) under the agency's own key, bound to its record. */
-async function withBody(
-  env: Env,
-  idem: IdempotencyContext,
-  response: CachedResponse,
-  change: typeof encrypt | typeof decrypt,
-): Promise<CachedResponse> {
-  const body = await change(keyringOf(env), RESPONSE_PURPOSE, response.body, responseBinding(idem), sealingScope(idem));
-  return { ...response, body };
-}
-
-const seal = (env: Env, idem: IdempotencyContext, response: CachedResponse) => withBody(env, idem, response, encrypt);
-const unseal = (env: Env, idem: IdempotencyContext, response: CachedResponse) => withBody(env, idem, response, decrypt);
-
-/**
- * The cached answer, as this request's own: `X-Request-Id` (set when the request ends) and
- * an error envelope's `request_id` both name this request, and `X-Original-Request-Id`
- * names the one that made the answer.
- */
-function replay(c: Context<AppEnv>, response: CachedResponse): Response {
-  const headers = new Headers(response.headers);
-  const original = headers.get("x-request-id");
-  headers.delete("x-request-id");
-  if (original) headers.set(ORIGINAL_REQUEST_ID, original);
-  headers.set("X-Idempotent-Replay", "true");
-  const body = response.status === 204 ? null : withRequestId(response.body, c.var.requestId);
-  return new Response(body, { status: response.status, headers });
-}
-
-/** An error envelope with `request_id` naming `requestId`; any other body as it was. */
-function withRequestId(body: string, requestId: string): string {
-  if (!body.startsWith('{"error":')) return body;
-  try {
-    const envelope = JSON.parse(body) as { error?: { request_id?: unknown } };
-    if (typeof envelope.error?.request_id !== "string") return body;
-    envelope.error.request_id = requestId;
-    return JSON.stringify(envelope);
-  } catch {
-    return body;
-  }
-}
-
 /** The lease a request holds on its idempotency key while its handler runs. */
 export interface Hold {
   idem: IdempotencyContext;
@@ -221,78 +159,68 @@ export async function hold(
   owner: RecordOwner,
   early: EarlyClaim | undefined,
 ): Promise<Hold | Response> {
-  const idem = await contextOf(c, owner, keyOf(c));
+  const idem = await contextOf(c, owner, idempotencyKeyOf(c));
   const ledger = ledgerOf(c.env, idem);
-  let begin = await early?.take(idem);
-  if (!begin) {
-    try {
-      const begun = ledger.begin(
-        idem.agencyId,
-        idem.key,
-        idem.requestHash,
-        undefined,
-        outboundTraceparent(),
-      ) as Promise<unknown>;
-      begin = (await timed(c.var.event, "ledgerMs", begun)) as Begin;
-    } catch (err) {
+  const begun =
+    (await early?.take(idem)) ??
+    (await begin(ledger, idem, c.var.event).catch((err: unknown) => {
       throw new DomainError("idempotency_unavailable", { retryAfter: unavailableRetryAfter(err) });
-    }
-  }
-  noteOutcome(c, begin.state === "acquired" ? "new" : begin.state);
-  if (begin.state === "replay") return replay(c, await unseal(c.env, idem, begin.response));
-  if (begin.state === "conflict") throw new DomainError("idempotency_key_conflict");
-  if (begin.state === "in_progress") throw new DomainError("idempotency_key_in_progress", { retryAfter: 5 });
-  const held: Hold = { idem, ledger, lease: { agencyId: idem.agencyId, key: idem.key, token: begin.token } };
-  if (!begin.recovering) return held;
-  const mark = await findMark(c.var.db, idem).catch(async (err: unknown) => {
-    await ledger.discard(held.lease);
+    }));
+  noteOutcome(c, begun.state === "acquired" ? "new" : begun.state);
+  if (begun.state === "replay") return replay(c, await unseal(c.env, idem, begun.response));
+  if (begun.state === "conflict") throw new DomainError("idempotency_key_conflict");
+  if (begun.state === "in_progress") throw new DomainError("idempotency_key_in_progress", { retryAfter: 5 });
+  const held: Hold = { idem, ledger, lease: { agencyId: idem.agencyId, key: idem.key, token: begun.token } };
+  if (!begun.recovering) return held;
+  return (await answerCommitted(c, held)) ?? held;
+}
+
+/**
+ * The answer of the request that committed under the held key, rebuilt from its commit
+ * mark and cached for later replays; undefined when no request committed. A failure to
+ * read the mark gives the key back.
+ */
+async function answerCommitted(c: Context<AppEnv>, held: Hold): Promise<Response | undefined> {
+  const mark = await findMark(c.var.db, held.idem).catch(async (err: unknown) => {
+    await held.ledger.discard(held.lease);
     throw err;
   });
-  if (!mark) return held;
+  if (!mark) return undefined;
   const answer = await answerFromMark(c, mark);
-  await complete(c, held, await seal(c.env, idem, answer));
+  await complete(c, held, await seal(c.env, held.idem, answer));
   noteOutcome(c, "replay");
   return replay(c, answer);
 }
 
 /**
  * Settles the hold once the handler has answered `c.res`: a 5xx frees the key for a
- * retry, any other answer is recorded for exact replays (its request-specific headers,
- * request id and rate limit, are answered afresh). `alongside` runs beside the ledger's
- * call. A concurrent duplicate that committed first made this batch fail on the mark's
- * key: the request is then answered like the one that committed, and is no failure.
+ * retry, any other answer is recorded for exact replays. `alongside` runs beside the
+ * ledger's call. A concurrent duplicate that committed first made this batch fail on the
+ * mark's key: the request is then answered like the one that committed, and is no failure.
  */
 export async function settle(c: Context<AppEnv>, held: Hold, alongside: () => Promise<void>): Promise<void> {
-  const { idem, ledger, lease } = held;
   if (c.error && isUniqueViolation(c.error, "idempotency_marks")) {
-    const mark = await findMark(c.var.db, idem).catch(async (err: unknown) => {
-      await ledger.discard(lease);
-      c.error = undefined;
-      throw err;
-    });
-    if (mark) {
-      const answer = await answerFromMark(c, mark);
-      await complete(c, held, await seal(c.env, idem, answer));
-      noteOutcome(c, "replay");
-      c.error = undefined;
-      c.res = replay(c, answer);
+    // No failure if a committed answer is found; a failed look-up throws an error of its own.
+    const failure = c.error;
+    c.error = undefined;
+    const committed = await answerCommitted(c, held);
+    if (committed) {
+      c.res = committed;
       return;
     }
+    c.error = failure;
   }
   if (c.res.status >= 500) {
-    await ledger.release(lease);
+    await held.ledger.release(held.lease);
     return;
   }
-  const res = c.res.clone();
-  const headers: [string, string][] = [...res.headers].filter(([name]) => REPLAYED_HEADERS.has(name.toLowerCase()));
-  headers.push(["x-request-id", c.var.requestId]);
-  const sealed = await seal(c.env, idem, { status: res.status, headers, body: await res.text() });
+  const sealed = await seal(c.env, held.idem, await recordOf(c));
   // The answer is sent to the ledger before the response leaves, but not waited for: the
   // change and its commit mark are already in D1, so the answer no longer depends on it. A
   // duplicate reaching the ledger first waits for it there; were the call lost, the lease
   // lapses and the duplicate is answered from the commit mark.
-  const cached = ledger.complete(lease, sealed, outboundTraceparent()).catch((err: unknown) => {
-    log.warn("idempotency answer not cached", { agency_id: idem.agencyId, error: String(err) });
+  const cached = held.ledger.complete(held.lease, sealed, outboundTraceparent()).catch((err: unknown) => {
+    log.warn("idempotency answer not cached", { agency_id: held.idem.agencyId, error: String(err) });
   });
   afterResponse(c, cached);
   await alongside();
