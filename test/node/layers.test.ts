@@ -56,12 +56,12 @@ describe("the floors of src/, as the lint enforces them", () => {
 
   it("refuses an import that runs up a floor into or out of a sub-folder", () => {
     const { status, report } = lint("up-deep", {
-      "src/http/admission/admission/gate.ts": exporting("gate"),
+      "src/http/admission/gate.ts": exporting("gate"),
       "src/routes/things/get.ts": exporting("get"),
       "src/http/guard.ts": exporting("guard"),
       "src/domain/rules.ts": `import { gate } from "../http/admission/gate";\nexport const rule = gate;\n`,
       "src/domain/more.ts": `import { get } from "../routes/things/get";\nexport const more = get;\n`,
-      "src/domain/events/catalog/feed.ts": `import { guard } from "../../http/guard";\nexport const feed = guard;\n`,
+      "src/domain/events/feed.ts": `import { guard } from "../../http/guard";\nexport const feed = guard;\n`,
     });
     expect(status, report).not.toBe(0);
     for (const file of ["rules.ts", "more.ts", "feed.ts"]) expect(report).toContain(file);
