@@ -1,7 +1,5 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { DEFAULT_BUDGETS } from "../../domain/budgets";
-import { EVENT_TYPE_NAMES, EVENT_TYPES } from "../../domain/events/catalog";
-import { envelopeSchema } from "../../schemas/events";
 import { RATE_LIMIT_HEADERS } from "../admission/rate-limit";
 import type { AppEnv } from "../env";
 import type { RouteRegistry } from "../registry";
@@ -9,6 +7,8 @@ import { TRACE_ID_HEADER } from "../request-id";
 import { MAX_JSON_DEPTH } from "../wire";
 import { decorateConditional, registerConditionalParameters } from "./conditional";
 import { withExamples } from "./examples";
+import { TAGS, TEST_HELPERS_TAG } from "./tags";
+import { withWebhooks } from "./webhooks";
 
 const API_VERSION = "1.0.0";
 
@@ -183,124 +183,6 @@ export function publicDocument(app: OpenAPIHono<AppEnv>, routes: RouteRegistry, 
  * stays short, so the reference page shows it whole; the terms are said in each description.
  */
 const PROPRIETARY = { name: "Proprietary", identifier: "LicenseRef-Proprietary" } as { name: string; url?: string };
-
-export const TEST_HELPERS_TAG = "Test helpers";
-
-/** The operations' groups, with the rules that belong to no single operation. */
-const TAGS = [
-  {
-    name: "Listings",
-    description:
-      "Listings, their lifecycle and orders. Only the `floorplan` and `matterport` sections can be changed " +
-      "through the API: a PATCH of any other section (`/api/v1/listings/{listing_number}/sections/{section}`) " +
-      "answers 404 `section_not_exposed`.",
-  },
-  {
-    name: "Media",
-    description: "Pre-signed uploads of photos, videos, floorplans and documents, and where each file stands.",
-  },
-  { name: "Tours", description: "Property tours of your agency." },
-  { name: "Users", description: "The users of your agency hierarchy (read-only)." },
-  { name: "Webhooks", description: "The event catalog and your receivers." },
-  { name: "Events", description: "Your agency's events of the last 30 days, as webhook deliveries carry them." },
-  {
-    name: "Requests",
-    description: "What one of your writes of the last 24 hours did, looked up by its request id.",
-  },
-  {
-    name: "Scheduling",
-    description:
-      "Availability from the connected calendar. `POST /api/v1/scheduling/appointments` is reserved for a future " +
-      "release: it authenticates like any route and answers 501 `not_implemented`; book appointments through the " +
-      "order form or the dashboard today.",
-  },
-  { name: "Administration", description: "Platform administrators only." },
-  {
-    name: "Limits",
-    description:
-      "What the calling key may still send in each rate-limit window, and what its agency may still store under " +
-      "its quotas. A write that would pass a quota is refused with 409 `agency_quota_exceeded` and stores nothing.",
-  },
-  {
-    name: TEST_HELPERS_TAG,
-    description:
-      "Sandbox only (`sk_test_` keys): drive what the dashboard, the payment provider, the agent's storage and " +
-      "calendar normally do, so every event type can be produced without an operator. Each helper runs the same " +
-      "code as the real trigger, so its events are written, listed and delivered like any other. They are not " +
-      "part of the live API: there, every `/api/v1/test_helpers/…` path answers 404 `request_path_not_found` " +
-      "like an unknown path, and the live description leaves them out. All share the `test_helpers` budget. " +
-      "Each needs the scope of what it changes (`x-required-scope`): the write scope where the API has one " +
-      "(`listings:write`, `media:write`); users, billing and calendars, which the API only reads, need their read " +
-      "scope (`users:read`, `orders:read`, `scheduling:read`). `webhooks:write` opens none of them.",
-  },
-  {
-    name: "Errors",
-    description:
-      "Every error is one envelope; `error.doc_url` links to the code's entry in the catalog, which says " +
-      "whether a retry helps and what to do.",
-  },
-];
-
-/** How each delivery is signed, said under every event of the `webhooks` section. */
-const DELIVERY_SIGNATURES =
-  "Each delivery carries two signatures; verify either. `X-Webhook-Signature: sha256=<hex>`: HMAC-SHA256 of the " +
-  "raw body keyed with your endpoint's whole signing secret (`whsec_` included), GitHub's scheme. And the " +
-  "Standard Webhooks headers: `webhook-id` (the event id, the same on every retry and replay: deduplicate on it), " +
-  "`webhook-timestamp` (this attempt's Unix seconds) and `webhook-signature: v1,<base64>`: HMAC-SHA256 of " +
-  "`<webhook-id>.<webhook-timestamp>.<raw body>` keyed with the base64-decoded bytes after `whsec_`, so a " +
-  "standardwebhooks library's `new Webhook(secret).verify(body, headers)` accepts it. Also sent: " +
-  "`X-Webhook-Event`, `X-Webhook-Id` (the event id) and `X-Webhook-Delivery` (the delivery id).";
-
-const header = (name: string, description: string, example: string) => ({
-  name,
-  in: "header",
-  required: true,
-  description,
-  schema: { type: "string" },
-  example,
-});
-
-/** The headers of every delivery attempt. */
-const DELIVERY_HEADERS = [
-  header(
-    "X-Webhook-Signature",
-    "`sha256=<hex>`: HMAC-SHA256 of the raw body keyed with the whole signing secret (`whsec_` included).",
-    "sha256=5d41402abc4b2a76b9719d911017c592ae1f2c3b5e4d6f7a8b9c0d1e2f3a4b5c",
-  ),
-  header("X-Webhook-Event", "The event type.", "listing.created"),
-  header("X-Webhook-Id", "The event id; the same on every attempt.", "evt_0mhx3k2a1q8v2l0c9z7rj4"),
-  header("X-Webhook-Delivery", "The delivery id (one per event and endpoint).", "whd_0mhx3k2a1q8v2l0c9z7rj4"),
-  header("webhook-id", "Standard Webhooks: the event id; the same on every attempt.", "evt_0mhx3k2a1q8v2l0c9z7rj4"),
-  header("webhook-timestamp", "Standard Webhooks: this attempt's Unix time in seconds.", "1795870800"),
-  header(
-    "webhook-signature",
-    "Standard Webhooks: `v1,<base64 HMAC-SHA256 of <webhook-id>.<webhook-timestamp>.<raw body>>`, keyed with " +
-      "the base64-decoded bytes after `whsec_`.",
-    "v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=",
-  ),
-];
-
-/** Every public event type under the OpenAPI 3.1 `webhooks` section, from the same schemas as the catalog. */
-function withWebhooks(doc: Doc): Doc {
-  const webhooks: Record<string, unknown> = {};
-  for (const type of EVENT_TYPE_NAMES) {
-    const spec = EVENT_TYPES[type];
-    webhooks[type] = {
-      post: {
-        operationId: `webhook_${type.replaceAll(".", "_")}`,
-        tags: [`${spec.category} events`],
-        summary: type,
-        description: `${spec.description} ${DELIVERY_SIGNATURES}`,
-        parameters: DELIVERY_HEADERS,
-        requestBody: { required: true, content: { "application/json": { schema: envelopeSchema(type) } } },
-        responses: {
-          "200": { description: "Any 2xx within 10 seconds acknowledges the delivery; anything else is retried." },
-        },
-      },
-    };
-  }
-  return { ...doc, webhooks } as Doc;
-}
 
 const withOperatorScheme = new WeakSet<object>();
 

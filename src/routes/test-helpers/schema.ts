@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import type { Appointment } from "../../db/schema";
 import type { Scope } from "../../domain/roles";
-import { TEST_HELPERS_TAG } from "../../http/openapi/document";
+import { TEST_HELPERS_TAG } from "../../http/openapi/tags";
 import type { Guard } from "../../http/registry";
 import type { ErrorCode } from "../../lib/errors";
 
