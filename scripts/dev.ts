@@ -53,6 +53,17 @@ const childEnv = {
  * The development key's secret, kept beside the local state it belongs to (a secret cannot be
  * read back from its stored hash), so a restart prints the same key; deleting the state drops it.
  */
+/**
+ * How long a minute of the local Cron schedule lasts: 60 s, as deployed, unless
+ * LOCAL_CRON_MINUTE_MS says otherwise (the tests run the schedule on a faster clock).
+ */
+function localMinuteMs(): number {
+  const ms = Number(process.env.LOCAL_CRON_MINUTE_MS ?? 60_000);
+  if (!Number.isInteger(ms) || ms < 100 || ms > 60_000)
+    throw new Error(`LOCAL_CRON_MINUTE_MS must be a whole number of milliseconds from 100 to 60000, not ${ms}.`);
+  return ms;
+}
+
 const keyFile = join(state, "dev-key");
 
 function keptKey(): string | undefined {
@@ -155,7 +166,7 @@ async function main() {
 
   await waitUntilReady();
   const crons = configuredCrons();
-  stopCron = runLocalCron(origin, crons, (line) => console.log(line));
+  stopCron = runLocalCron(origin, crons, (line) => console.log(line), localMinuteMs());
   const { key, agencyName, seeded, reused } = await seedDemo(internalApi(token), origin, keptKey());
   if (!reused) keepKey(key);
   console.log(`

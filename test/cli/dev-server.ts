@@ -74,22 +74,15 @@ export async function stop(child: ChildProcess | undefined) {
 }
 
 /** `npm run dev` on free ports over `state`, once it has printed its key. */
-export async function startDev(state: string, extraArgs: string[] = []) {
+export async function startDev(state: string, extraArgs: string[] = [], extraEnv: Record<string, string> = {}) {
   const port = await freePort();
   const origin = `http://127.0.0.1:${port}`;
   const inspector = String(await freePort());
-  const dev = started("npm", [
-    "run",
-    "dev",
-    "--",
-    "--port",
-    String(port),
-    "--persist-to",
-    state,
-    "--inspector-port",
-    inspector,
-    ...extraArgs,
-  ]);
+  const dev = started(
+    "npm",
+    ["run", "dev", "--", "--port", String(port), "--persist-to", state, "--inspector-port", inspector, ...extraArgs],
+    extraEnv,
+  );
   await dev.waitFor(new RegExp(`local sandbox on ${origin.replaceAll(".", "\\.")}`), READY_MS);
   const key = (await dev.waitFor(/\b(sk_test_[A-Za-z0-9_-]{43})\b/, 5_000))[1]!;
   return { dev, origin, key };

@@ -1,5 +1,7 @@
-import { describe, expect, it } from "vitest";
-import { configuredCrons, cronFires } from "../../scripts/local-cron";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { describe, expect, it, vi } from "vitest";
+import { configuredCrons, cronFires, runLocalCron } from "../../scripts/local-cron";
 
 const at = (iso: string) => new Date(iso);
 
@@ -18,5 +20,32 @@ describe("the local Cron schedule", () => {
     expect(cronFires("5,20-22 * * * 1-5", at("2026-11-25T10:21:00Z"))).toBe(true);
     expect(cronFires("5,20-22 * * * 1-5", at("2026-11-29T10:21:00Z")), "a Sunday").toBe(false);
     expect(cronFires("not a cron", at("2026-11-25T10:00:00Z"))).toBe(false);
+  });
+});
+
+describe("the local Cron runner", () => {
+  it("fires each cron once a minute of its clock, with that minute as the scheduled time", async () => {
+    const seen: { cron: string; time: number }[] = [];
+    const server = createServer((req, res) => {
+      const url = new URL(req.url ?? "/", "http://local");
+      seen.push({ cron: url.searchParams.get("cron") ?? "", time: Number(url.searchParams.get("time")) });
+      res.end("ok");
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const { port } = server.address() as AddressInfo;
+    const lines: string[] = [];
+    // A minute of 100 ms: the every-minute cron fires about every 100 ms; one for February 31st never does.
+    const stop = runLocalCron(`http://127.0.0.1:${port}`, ["* * * * *", "0 * 31 2 *"], (l) => lines.push(l), 100);
+    try {
+      await vi.waitFor(() => expect(seen.length).toBeGreaterThanOrEqual(3), { timeout: 2_000, interval: 20 });
+    } finally {
+      stop();
+      await new Promise((resolve) => server.close(resolve));
+    }
+    expect(seen.every((s) => s.cron === "* * * * *")).toBe(true);
+    const times = seen.map((s) => s.time);
+    expect(times.every((t) => t % 60_000 === 0)).toBe(true);
+    for (let i = 1; i < times.length; i++) expect(times[i]! - times[i - 1]!).toBe(60_000);
+    expect(lines[0]).toMatch(/^Cron "\* \* \* \* \*" ran locally: 200 in \d+ ms\.$/);
   });
 });
