@@ -22,7 +22,7 @@ export type Begin =
 /** The request holding a key: what `complete`, `release` and `discard` are called with. */
 export interface Lease {
   agencyId: string;
-  key: string;
+  idempotencyKey: string;
   token: string;
 }
 
@@ -42,7 +42,7 @@ export type LedgerEntry = {
 
 /** The row a lease holds, and its bound values (`leaseOf`). */
 const LEASE_MATCH = "agency_id = ? AND idem_key = ? AND lease_token = ?";
-const leaseOf = (lease: Lease) => [lease.agencyId, lease.key, lease.token] as const;
+const leaseOf = (lease: Lease) => [lease.agencyId, lease.idempotencyKey, lease.token] as const;
 
 /** How long a duplicate waits for the request holding its key before it is answered 409 in progress. */
 const IN_PROGRESS_WAIT_MS = 250;
@@ -160,7 +160,7 @@ export class IdempotencyLedger extends DurableObject<Env> {
 
   /** Wakes the duplicates waiting for the key's lease to settle. */
   #wake(lease: Lease): void {
-    const name = forgetKey(lease.agencyId, lease.key);
+    const name = forgetKey(lease.agencyId, lease.idempotencyKey);
     const waiters = this.#waiting.get(name);
     if (!waiters) return;
     this.#waiting.delete(name);

@@ -7,7 +7,7 @@ import type { RequestEvent } from "./wide-event";
 /** A mutating request's idempotency context: whose key it is, and which request it names. */
 export interface IdempotencyContext {
   agencyId: string;
-  key: string;
+  idempotencyKey: string;
   /**
    * SHA-256 of the record's owner (the agency, or one caller for an answer carrying a
    * secret), method, path and body: the same key with another request is a conflict.

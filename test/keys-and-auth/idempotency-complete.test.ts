@@ -66,7 +66,9 @@ describe("the ledger learns a write's answer after the response", () => {
     const duplicate = ledger.begin(t.agencyId, "dup-1", "hash-1");
     await new Promise((resolve) => setTimeout(resolve, 20));
     if (first.state !== "acquired") throw new Error("not acquired");
-    expect(await ledger.complete({ agencyId: t.agencyId, key: "dup-1", token: first.token }, cached(201))).toBe(true);
+    expect(
+      await ledger.complete({ agencyId: t.agencyId, idempotencyKey: "dup-1", token: first.token }, cached(201)),
+    ).toBe(true);
     expect(await duplicate).toEqual({ state: "replay", response: cached(201) });
   });
 
@@ -82,7 +84,7 @@ describe("the ledger learns a write's answer after the response", () => {
     // The holder failed with a 5xx: a duplicate waiting at that moment takes the key and runs.
     const waiting = ledger.begin(t.agencyId, "dup-2", "hash-2");
     await new Promise((resolve) => setTimeout(resolve, 20));
-    await ledger.release({ agencyId: t.agencyId, key: "dup-2", token: first.token });
+    await ledger.release({ agencyId: t.agencyId, idempotencyKey: "dup-2", token: first.token });
     expect(await waiting).toMatchObject({ state: "acquired", recovering: true });
   });
 

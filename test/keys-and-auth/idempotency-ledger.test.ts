@@ -94,8 +94,12 @@ describe("leases", () => {
     // The lapsed lease's holder can no longer complete; the retry can.
     if (first.state !== "acquired" || retry.state !== "acquired") throw new Error("not acquired");
     const response = { status: 201, headers: [["content-type", "application/json"]] as [string, string][], body: "x" };
-    expect(await ledger.complete({ agencyId: t.agencyId, key: "leased", token: first.token }, response)).toBe(false);
-    expect(await ledger.complete({ agencyId: t.agencyId, key: "leased", token: retry.token }, response)).toBe(true);
+    expect(
+      await ledger.complete({ agencyId: t.agencyId, idempotencyKey: "leased", token: first.token }, response),
+    ).toBe(false);
+    expect(
+      await ledger.complete({ agencyId: t.agencyId, idempotencyKey: "leased", token: retry.token }, response),
+    ).toBe(true);
     expect(await ledger.begin(t.agencyId, "leased", hash)).toEqual({ state: "replay", response });
   });
 

@@ -36,8 +36,8 @@ export interface AdmissionPolicy extends Permission {
 interface Identified {
   caller: Caller;
   rate?: RateDecision;
-  /** A key's request: the secret's hash and where its reads start. */
-  key?: { hash: string; bookmark?: string };
+  /** An API key's request: the secret's hash and where its reads start. */
+  apiKey?: { hash: string; bookmark?: string };
 }
 
 const READS = new Set(["GET", "HEAD"]);
@@ -69,14 +69,14 @@ export function admission(policy: AdmissionPolicy): MiddlewareHandler<AppEnv> {
     const admitted: Admission = { caller: identified.caller, rate: identified.rate, idempotency: held?.idem };
     c.set("admission", admitted);
     c.set("caller", admitted.caller);
-    const key = identified.key;
-    if (!key) return respond(c, next, held);
-    const session = openSession(c.env.DB, sessionConstraint(read, key.bookmark), c.var.event);
+    const apiKey = identified.apiKey;
+    if (!apiKey) return respond(c, next, held);
+    const session = openSession(c.env.DB, sessionConstraint(read, apiKey.bookmark), c.var.event);
     c.set("db", session.db);
     c.set("d1", session.binding);
     let handed: Promise<void> | undefined;
     const handOff = () =>
-      (handed ??= timed(c.var.event, "gateMs", handOffBookmark(c.env, key.hash, session.bookmark())));
+      (handed ??= timed(c.var.event, "gateMs", handOffBookmark(c.env, apiKey.hash, session.bookmark())));
     await respond(c, next, held, handOff);
     if (!read) await handOff();
     if (tags && count) await settleConditionalRead(c, tags, count);
@@ -104,7 +104,7 @@ async function enter(
     noteCaller(c, caller, rate);
     if (policy.endpoint) applyRate(c, policy.endpoint, rate);
     const count =
-      conditional && policy.endpoint && identity.identified.key ? uncounted(c, caller, policy.endpoint) : undefined;
+      conditional && policy.endpoint && identity.identified.apiKey ? uncounted(c, caller, policy.endpoint) : undefined;
     await check(c, policy, caller, count);
     const held = policy.idempotent ? await hold(c, ownerOf(caller, policy), early) : undefined;
     if (held instanceof Response) return held;
@@ -149,7 +149,7 @@ async function byKey(
     // Work started on another caller than the one confirmed is not kept.
     if (last && !sameCaller(last.caller, answer.caller)) await early?.drop();
     return {
-      identified: { caller: answer.caller, rate: answer.rate, key: { hash, bookmark: answer.bookmark } },
+      identified: { caller: answer.caller, rate: answer.rate, apiKey: { hash, bookmark: answer.bookmark } },
       early,
     };
   } catch (err) {

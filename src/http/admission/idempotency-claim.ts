@@ -49,7 +49,7 @@ export const requestHashOf = (owner: string, method: string, path: string, body:
 async function contextOf(c: Context<AppEnv>, owner: RecordOwner, key: string, limit?: number) {
   const body = await readBodyText(c, limit);
   const requestHash = await requestHashOf(owner.caller ?? "agency", c.req.method, c.req.path, body);
-  return { agencyId: owner.agencyId, key, requestHash } satisfies IdempotencyContext;
+  return { agencyId: owner.agencyId, idempotencyKey: key, requestHash } satisfies IdempotencyContext;
 }
 
 /** The request's idempotency key: 400 when missing or not 1–128 visible ASCII characters. */
@@ -63,11 +63,11 @@ function idempotencyKeyOf(c: Context<AppEnv>): string {
 
 type LedgerStub = ReturnType<Env["IDEMPOTENCY"]["getByName"]>;
 const ledgerOf = (env: Env, idem: IdempotencyContext): LedgerStub =>
-  env.IDEMPOTENCY.getByName(ledgerName(idem.agencyId, idem.key));
+  env.IDEMPOTENCY.getByName(ledgerName(idem.agencyId, idem.idempotencyKey));
 
 /** Asks the ledger for the request's idempotency key, the call timed in the request's wide event. */
 async function begin(ledger: LedgerStub, idem: IdempotencyContext, event: RequestEvent | undefined): Promise<Begin> {
-  const begun = ledger.begin(idem.agencyId, idem.key, idem.requestHash, undefined, outboundTraceparent());
+  const begun = ledger.begin(idem.agencyId, idem.idempotencyKey, idem.requestHash, undefined, outboundTraceparent());
   return (await timed(event, "ledgerMs", begun as Promise<unknown>)) as Begin;
 }
 
@@ -110,8 +110,9 @@ export class EarlyClaim {
     this.#open = false;
     const claimed = await this.#claimed;
     if (!claimed) return undefined;
-    const { agencyId, key, requestHash } = claimed.idem;
-    if (agencyId === idem.agencyId && key === idem.key && requestHash === idem.requestHash) return claimed.begin;
+    const { agencyId, idempotencyKey, requestHash } = claimed.idem;
+    if (agencyId === idem.agencyId && idempotencyKey === idem.idempotencyKey && requestHash === idem.requestHash)
+      return claimed.begin;
     await undo(claimed);
     return undefined;
   }
@@ -131,7 +132,7 @@ export class EarlyClaim {
  */
 async function undo({ idem, begin, ledger }: Claimed): Promise<void> {
   if (begin.state !== "acquired") return;
-  const lease: Lease = { agencyId: idem.agencyId, key: idem.key, token: begin.token };
+  const lease: Lease = { agencyId: idem.agencyId, idempotencyKey: idem.idempotencyKey, token: begin.token };
   try {
     await (begin.recovering ? ledger.release(lease) : ledger.discard(lease));
   } catch (err) {
@@ -170,7 +171,11 @@ export async function hold(
   if (begun.state === "replay") return replay(c, await unseal(c.env, idem, begun.response));
   if (begun.state === "conflict") throw new DomainError("idempotency_key_conflict");
   if (begun.state === "in_progress") throw new DomainError("idempotency_key_in_progress", { retryAfter: 5 });
-  const held: Hold = { idem, ledger, lease: { agencyId: idem.agencyId, key: idem.key, token: begun.token } };
+  const held: Hold = {
+    idem,
+    ledger,
+    lease: { agencyId: idem.agencyId, idempotencyKey: idem.idempotencyKey, token: begun.token },
+  };
   if (!begun.recovering) return held;
   return (await answerCommitted(c, held)) ?? held;
 }

@@ -30,7 +30,7 @@ export function idempotencyMark(
   if (!idem) return [];
   const row: IdempotencyMark = {
     agencyId: idem.agencyId,
-    idemKey: idem.key,
+    idemKey: idem.idempotencyKey,
     requestHash: idem.requestHash,
     status: result.status,
     resourceType: result.resourceType ?? null,
@@ -54,7 +54,7 @@ export async function findMark(db: Db, idem: IdempotencyContext): Promise<Idempo
     .where(
       and(
         eq(idempotencyMarks.agencyId, idem.agencyId),
-        eq(idempotencyMarks.idemKey, idem.key),
+        eq(idempotencyMarks.idemKey, idem.idempotencyKey),
         gt(idempotencyMarks.expiresAt, nowIso()),
       ),
     )

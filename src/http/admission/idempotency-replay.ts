@@ -14,7 +14,7 @@ const RESPONSE_PURPOSE = "idempotency-response";
  * are kept sealed, bound to the agency, the idempotency key and the request, caller included.
  */
 const responseBinding = (idem: IdempotencyContext) =>
-  rowBinding("idempotency", idem.agencyId, idem.key, idem.requestHash);
+  rowBinding("idempotency", idem.agencyId, idem.idempotencyKey, idem.requestHash);
 
 /**
  * Each agency's answers are sealed under a key of its own (HKDF of the master key, the purpose
