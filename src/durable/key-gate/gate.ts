@@ -31,7 +31,7 @@ export class KeyGate extends DurableObject<Env> {
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    this.#state = new KeyStateCache(env.DB);
+    this.#state = new KeyStateCache(() => this.env.DB);
     ctx.blockConcurrencyWhile(async () => {
       const sql = ctx.storage.sql;
       this.#windows = new RateWindows(sql);

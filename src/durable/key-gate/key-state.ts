@@ -29,7 +29,8 @@ export class KeyStateCache {
   #loaded: LoadedKey | undefined;
   #generation = 0;
 
-  constructor(private readonly db: D1Database) {}
+  /** The binding is read at each load, from the object's env as it stands then. */
+  constructor(private readonly d1: () => D1Database) {}
 
   async load(keyId: string): Promise<LoadedKey | undefined> {
     for (let attempt = 0; attempt < LOAD_ATTEMPTS; attempt++) {
@@ -37,7 +38,7 @@ export class KeyStateCache {
       if (cached && Date.now() - cached.at < KEY_STATE_MAX_AGE_MS) return cached;
       const generation = this.#generation;
       const at = Date.now();
-      const db = database(this.db);
+      const db = database(this.d1());
       const [row, secrets] = await Promise.all([
         db
           .select({
