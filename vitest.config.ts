@@ -1,5 +1,6 @@
 import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
+import { availableParallelism } from "node:os";
 import { dirname, resolve } from "node:path";
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import type { Plugin } from "vite";
@@ -46,39 +47,106 @@ function withoutDanglingSourceMaps(): Plugin {
   };
 }
 
+/**
+ * Test files that touch only the data they mint and start no background work that outlives them
+ * (no queue consumer, sweep, Cron run, master-key rotation or count over every agency): they run
+ * one after another in one runtime per worker, which saves starting a runtime per file. Every
+ * other file gets a runtime, and storage, of its own.
+ */
+const SHARED_RUNTIME = [
+  "test/client/client.test.ts",
+  "test/client/webhooks.test.ts",
+  "test/contract/conditional.test.ts",
+  "test/contract/conformance.test.ts",
+  "test/contract/contract.test.ts",
+  "test/contract/docs.test.ts",
+  "test/contract/errors-catalog.test.ts",
+  "test/contract/limits-route.test.ts",
+  "test/contract/model-a.test.ts",
+  "test/contract/model-b.test.ts",
+  "test/contract/openapi-client.test.ts",
+  "test/contract/validation.test.ts",
+  "test/contract/wire.test.ts",
+  "test/keys-and-auth/auth.test.ts",
+  "test/keys-and-auth/confirmed-reads.test.ts",
+  "test/keys-and-auth/crypto.test.ts",
+  "test/keys-and-auth/idempotency-claim.test.ts",
+  "test/keys-and-auth/idempotency-complete.test.ts",
+  "test/keys-and-auth/idempotency-ledger.test.ts",
+  "test/keys-and-auth/idempotency.test.ts",
+  "test/keys-and-auth/rate-limit-window.test.ts",
+  "test/keys-and-auth/rate-limit.test.ts",
+  "test/listings/list-growth.test.ts",
+  "test/listings/listing-races.test.ts",
+  "test/listings/listings.test.ts",
+  "test/listings/tours.test.ts",
+  "test/listings/version-guard.test.ts",
+  "test/media/media-status.test.ts",
+  "test/media/media.test.ts",
+  "test/media/multipart-r2.test.ts",
+  "test/operations/outbound-policy.test.ts",
+  "test/operations/sessions.test.ts",
+  "test/sandbox/test-helpers-live.test.ts",
+  "test/scheduling/ics-feeds.test.ts",
+  "test/scheduling/ics-recurrence.test.ts",
+  "test/scheduling/ics-zones.test.ts",
+  "test/scheduling/scheduling.test.ts",
+  "test/scheduling/slots.test.ts",
+  "test/tenancy/hostile.test.ts",
+  "test/tenancy/quotas.test.ts",
+  "test/tenancy/tenant.test.ts",
+  "test/tenancy/users.test.ts",
+  "test/webhooks/event-scopes.test.ts",
+  "test/webhooks/events.test.ts",
+  "test/webhooks/ssrf.test.ts",
+  "test/webhooks/stripe.test.ts",
+  "test/webhooks/webhook-endpoint-limit.test.ts",
+  "test/webhooks/webhooks.test.ts",
+];
+
+/** A project of tests in the Workers runtime; `isolate` gives each file a runtime of its own. */
+async function workersProject(name: string, files: { include?: string[]; exclude?: string[]; isolate: boolean }) {
+  return {
+    resolve: textModules,
+    plugins: [
+      withoutDanglingSourceMaps(),
+      cloudflareTest({
+        wrangler: { configPath: "./wrangler.jsonc" },
+        miniflare: {
+          bindings: {
+            TEST_MIGRATIONS: await readD1Migrations("./migrations"),
+            ...TEST_SECRETS,
+            // `npm run fuzz` hands its seed and request count to the fuzz files.
+            FUZZ_SEED: process.env.FUZZ_SEED ?? "",
+            FUZZ_RUNS: process.env.FUZZ_RUNS ?? "",
+          },
+        },
+      }),
+    ],
+    test: {
+      name,
+      include: files.include ?? ["test/**/*.test.ts"],
+      exclude: ["test/node/**", "test/browser/**", "test/cli/**", ...(files.exclude ?? [])],
+      isolate: files.isolate,
+      setupFiles: ["./test/support/apply-migrations.ts"],
+      testTimeout: 20_000,
+    },
+  };
+}
+
 export default defineConfig(async () => ({
   test: {
+    // vitest's default (one fewer than the cores) is one worker on a 2-core machine, where the
+    // runtimes' start-up and the Node side of the run leave a second core half idle.
+    maxWorkers: Math.max(2, availableParallelism() - 1),
     // Every request and run of the Worker writes an info line (its wide event); tests that need
     // them read them from a spy on console.log. Warnings and errors are printed as ever.
     onConsoleLog: (line: string, type: "stdout" | "stderr") =>
       type === "stdout" && line.startsWith('{"level":"info"') ? false : undefined,
     projects: [
-      {
-        // Integration tests inside the Workers runtime, against real D1, Durable Objects, Queues and R2.
-        resolve: textModules,
-        plugins: [
-          withoutDanglingSourceMaps(),
-          cloudflareTest({
-            wrangler: { configPath: "./wrangler.jsonc" },
-            miniflare: {
-              bindings: {
-                TEST_MIGRATIONS: await readD1Migrations("./migrations"),
-                ...TEST_SECRETS,
-                // `npm run fuzz` hands its seed and request count to the fuzz files.
-                FUZZ_SEED: process.env.FUZZ_SEED ?? "",
-                FUZZ_RUNS: process.env.FUZZ_RUNS ?? "",
-              },
-            },
-          }),
-        ],
-        test: {
-          name: "workers",
-          include: ["test/**/*.test.ts"],
-          exclude: ["test/node/**", "test/browser/**", "test/cli/**"],
-          setupFiles: ["./test/support/apply-migrations.ts"],
-          testTimeout: 20_000,
-        },
-      },
+      // Integration tests inside the Workers runtime, against real D1, Durable Objects, Queues and R2.
+      await workersProject("workers", { exclude: SHARED_RUNTIME, isolate: true }),
+      await workersProject("workers-shared", { include: SHARED_RUNTIME, isolate: false }),
       {
         // Checks that need Node: the OpenAPI 3.1 schema validator reads its schemas from
         // disk and compiles them with code generation, which workerd does not allow.
