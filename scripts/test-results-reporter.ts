@@ -15,6 +15,8 @@ export interface FileResult {
   skipped: number;
   /** The file itself failed (an import, a hook) beyond the tests counted as failed. */
   fileFailed: boolean;
+  /** How long the file took, its set-up and its tests together (ms). */
+  durationMs?: number;
 }
 
 export default class TestResultsReporter implements Reporter {
@@ -37,6 +39,7 @@ export default class TestResultsReporter implements Reporter {
       else result.skipped++;
     }
     result.fileFailed = module.state() === "failed" && result.failed === 0;
+    result.durationMs = Math.round(module.diagnostic().duration);
     appendFileSync(this.#path, `${JSON.stringify(result)}\n`);
   }
 }

@@ -62,11 +62,41 @@ export function totals(results: FileResult[]): { passed: number; failed: number;
   return sum;
 }
 
-/** Prints the closing line and the noise found; answers the run's exit code. */
+/** A file's group: its project, and for the Workers projects the area folder under test/. */
+const groupOf = (r: FileResult) =>
+  r.project.startsWith("workers") ? `${r.project} ${r.file.split("/").slice(0, 2).join("/")}` : r.project;
+
+/**
+ * The time each group of files took, slowest first, with its file count and slowest file.
+ * Files run two or more at a time, so the times add up to more than the run's own.
+ */
+export function groupTimes(results: FileResult[]): string[] {
+  const groups = new Map<string, { ms: number; files: number; slowest: FileResult }>();
+  for (const r of results) {
+    const name = groupOf(r);
+    const g = groups.get(name) ?? { ms: 0, files: 0, slowest: r };
+    g.ms += r.durationMs ?? 0;
+    g.files++;
+    if ((r.durationMs ?? 0) > (g.slowest.durationMs ?? 0)) g.slowest = r;
+    groups.set(name, g);
+  }
+  const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+  return [...groups.entries()]
+    .sort(([, a], [, b]) => b.ms - a.ms)
+    .map(
+      ([name, g]) =>
+        `${seconds(g.ms).padStart(8)}  ${name} (${g.files} file${g.files === 1 ? "" : "s"}; ` +
+        `slowest ${g.slowest.file.split("/").pop()}, ${seconds(g.slowest.durationMs ?? 0)})`,
+    );
+}
+
+/** Prints the time per group, the closing line and the noise found; answers the run's exit code. */
 export function summarize(resultsPath: string, status: number, outputPath?: string): number {
   let exitCode = status;
   const results = readResults(resultsPath);
   if (results.length) {
+    console.log("\nTime per group of test files:");
+    for (const line of groupTimes(results)) console.log(line);
     const t = totals(results);
     console.log(`\n${t.passed} passed, ${t.failed} failed, ${t.skipped} skipped`);
     if (t.failed && !exitCode) exitCode = 1;

@@ -3,7 +3,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { noise } from "../../scripts/test-summary.ts";
+import { groupTimes, noise } from "../../scripts/test-summary.ts";
 
 // Lines that runs of this suite printed, one of each kind of noise.
 const NOISY = [
@@ -61,5 +61,31 @@ describe("the quiet-run check of npm test", () => {
     expect(noisy.status, noisy.stdout).toBe(1);
     expect(noisy.stdout).toContain("The run was not quiet: 1 line(s) of noise.");
     expect(noisy.stdout).toContain("uncaught error: uncaught exception; source = Uncaught (in promise)");
+  });
+});
+
+describe("the time per group of test files", () => {
+  it("adds each group's files up, slowest group first, and names its slowest file", () => {
+    const file = (project: string, path: string, durationMs: number) => ({
+      project,
+      file: path,
+      passed: 1,
+      failed: 0,
+      skipped: 0,
+      fileFailed: false,
+      durationMs,
+    });
+    const lines = groupTimes([
+      file("workers", "test/webhooks/a.test.ts", 1_000),
+      file("node", "test/node/x.test.ts", 500),
+      file("workers-shared", "test/webhooks/b.test.ts", 4_000),
+      file("workers", "test/webhooks/c.test.ts", 2_500),
+      file("node", "test/node/y.test.ts", 700),
+    ]);
+    expect(lines).toEqual([
+      "   4.0 s  workers-shared test/webhooks (1 file; slowest b.test.ts, 4.0 s)",
+      "   3.5 s  workers test/webhooks (2 files; slowest c.test.ts, 2.5 s)",
+      "   1.2 s  node (2 files; slowest y.test.ts, 0.7 s)",
+    ]);
   });
 });
