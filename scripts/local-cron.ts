@@ -72,13 +72,18 @@ export function runLocalCron(
   const startedAt = Date.now();
   /** The schedule's clock: the wall clock, run `speed` times as fast from the start. */
   const now = () => startedAt + (Date.now() - startedAt) * speed;
+  let last = 0;
   const next = () => {
-    // Just past the next minute of the schedule's clock.
-    timer = setTimeout(tick, (60_000 - (now() % 60_000) + 50) / speed);
+    // Just past the next minute of the schedule's clock (50 ms of wall time past it at most).
+    timer = setTimeout(tick, (60_000 - (now() % 60_000)) / speed + Math.min(50, 50 / speed + 2));
   };
   const tick = () => {
-    const minute = new Date(Math.floor(now() / 60_000) * 60_000);
-    for (const cron of crons) if (cronFires(cron, minute)) void fire(cron, minute);
+    const minute = Math.floor(now() / 60_000) * 60_000;
+    // A timer that fired a hair early finds the minute already run: it waits for the next.
+    if (minute > last) {
+      last = minute;
+      for (const cron of crons) if (cronFires(cron, new Date(minute))) void fire(cron, new Date(minute));
+    }
     next();
   };
   next();

@@ -24,7 +24,7 @@ describe("the local Cron schedule", () => {
 });
 
 describe("the local Cron runner", () => {
-  it("fires each cron once a minute of its clock, with that minute as the scheduled time", async () => {
+  it("fires each cron at most once a minute of its clock, with that minute as the scheduled time", async () => {
     const seen: { cron: string; time: number }[] = [];
     const server = createServer((req, res) => {
       const url = new URL(req.url ?? "/", "http://local");
@@ -45,7 +45,11 @@ describe("the local Cron runner", () => {
     expect(seen.every((s) => s.cron === "* * * * *")).toBe(true);
     const times = seen.map((s) => s.time);
     expect(times.every((t) => t % 60_000 === 0)).toBe(true);
-    for (let i = 1; i < times.length; i++) expect(times[i]! - times[i - 1]!).toBe(60_000);
+    // A tick late on a busy machine skips to the minute it wakes in, never back nor twice.
+    for (let i = 1; i < times.length; i++) {
+      const step = times[i]! - times[i - 1]!;
+      expect(step > 0 && step % 60_000 === 0, `${times[i - 1]} then ${times[i]}`).toBe(true);
+    }
     expect(lines[0]).toMatch(/^Cron "\* \* \* \* \*" ran locally: 200 in \d+ ms\.$/);
   });
 });
