@@ -1,0 +1,16 @@
+// A runtime that several test files share runs them one after another: work a file left
+// behind would carry on into the next. A call to another host that no test intercepted is
+// refused at once, so nothing leaves this machine and nothing waits on a name look-up.
+const LOOPBACK = /^(localhost|127\.\d+\.\d+\.\d+|\[::1\])$/;
+const GUARDED = Symbol.for("alms.test.outbound-guard");
+
+const current = globalThis.fetch as typeof fetch & { [GUARDED]?: true };
+if (!current[GUARDED]) {
+  const guarded = (async (input: RequestInfo | URL, init?: RequestInit) => {
+    const url = new URL(input instanceof Request ? input.url : String(input));
+    if (!LOOPBACK.test(url.hostname)) throw new TypeError(`outbound call to ${url.host} refused in tests`);
+    return current(input, init);
+  }) as typeof fetch & { [GUARDED]?: true };
+  guarded[GUARDED] = true;
+  globalThis.fetch = guarded;
+}
