@@ -20,9 +20,11 @@ export function payloadSchema(type: EventType): Record<string, unknown> {
       override: (ctx) => {
         const json = ctx.jsonSchema as Record<string, unknown>;
         if (json.additionalProperties === false) delete json.additionalProperties;
-        const meta = getOpenApiMetadata(ctx.zodSchema as unknown as z.ZodType);
-        if (typeof meta.description === "string") json.description = meta.description;
-        if (meta.example !== undefined) json.examples = [meta.example];
+        // A field's example is JSON Schema's `examples`, after its description.
+        const { description, example } = getOpenApiMetadata(ctx.zodSchema as unknown as z.ZodType);
+        delete json.example;
+        if (typeof description === "string") json.description = description;
+        if (example !== undefined) json.examples = [example];
       },
     }) as Record<string, unknown>;
     cache.set(type, schema);

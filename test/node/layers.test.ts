@@ -87,6 +87,14 @@ describe("the floors of src/, as the lint enforces them", () => {
     expect(report).toContain("Routes hold no queries");
   });
 
+  it("holds the domain to plain zod", () => {
+    const { status, report } = lint("plain-zod", {
+      "src/domain/events/catalog.ts": `import { z } from "@hono/zod-openapi";\nexport const id = z.string();\n`,
+    });
+    expect(status, report).not.toBe(0);
+    expect(report).toContain("plain zod for schemas");
+  });
+
   it("refuses a circle", () => {
     const { status, report } = lint("circle", {
       "src/domain/a.ts": `import { b } from "./b";\nexport const a = () => b;\n`,

@@ -1,14 +1,14 @@
-import { z } from "@hono/zod-openapi";
+import { z } from "zod";
 
 const ts = (description: string) =>
-  z.string().openapi({ description: `${description} ISO 8601 UTC.`, example: "2026-11-22T15:30:00.000Z" });
+  z.string().meta({ description: `${description} ISO 8601 UTC.`, example: "2026-11-22T15:30:00.000Z" });
 const listingNumber = z
   .string()
   .regex(/^[a-z0-9]{7}$/, "7 lowercase letters or digits")
-  .openapi({ description: "The listing's identifier.", example: "k3v9x2a" });
-const appointmentId = z.string().openapi({ example: "apt_0mhx3k2a1q8v2l0c9z7rj4" });
-const userId = z.string().openapi({ example: "usr_0mhx3k2a1q8v2l0c9z7rj4" });
-const deliveryId = z.string().openapi({ example: "dlv_0mhx3k2a1q8v2l0c9z7rj4" });
+  .meta({ description: "The listing's identifier.", example: "k3v9x2a" });
+const appointmentId = z.string().meta({ example: "apt_0mhx3k2a1q8v2l0c9z7rj4" });
+const userId = z.string().meta({ example: "usr_0mhx3k2a1q8v2l0c9z7rj4" });
+const deliveryId = z.string().meta({ example: "dlv_0mhx3k2a1q8v2l0c9z7rj4" });
 
 /**
  * The 17 public event types. Each schema builds the event's `data` (payloads are parsed
@@ -59,8 +59,8 @@ export const EVENT_TYPES = {
       "A tour's stored calendar event cannot be reconciled with the agency's calendar (missing, moved or malformed).",
     data: z.object({
       subject_type: z.enum(["appointment", "tour"]),
-      subject_id: z.string().openapi({ example: "apt_0mhx3k2a1q8v2l0c9z7rj4" }),
-      calendar_event_id: z.string().openapi({ example: "shoot-0mhx3k2a1q8v2l0c9z7rj4" }),
+      subject_id: z.string().meta({ example: "apt_0mhx3k2a1q8v2l0c9z7rj4" }),
+      calendar_event_id: z.string().meta({ example: "shoot-0mhx3k2a1q8v2l0c9z7rj4" }),
       discrepancy: z.enum(["missing", "moved", "malformed"]),
       expected_starts_at: ts("Start the service holds.").nullable(),
       calendar_starts_at: ts("Start the calendar holds.").nullable(),
@@ -71,11 +71,11 @@ export const EVENT_TYPES = {
     apiVersion: "2026-11-01",
     description: "An invoice at the payment provider became paid.",
     data: z.object({
-      invoice_id: z.string().openapi({ example: "in_1QxYz2" }),
+      invoice_id: z.string().meta({ example: "in_1QxYz2" }),
       listing_number: listingNumber.nullable(),
-      amount_minor: z.number().int().openapi({ description: "Amount in the currency's minor unit.", example: 24900 }),
-      currency: z.string().openapi({ example: "usd" }),
-      provider_reference: z.string().openapi({ example: "in_1QxYz2" }),
+      amount_minor: z.number().int().meta({ description: "Amount in the currency's minor unit.", example: 24900 }),
+      currency: z.string().meta({ example: "usd" }),
+      provider_reference: z.string().meta({ example: "in_1QxYz2" }),
       paid_at: ts("When the invoice was paid."),
     }),
   },
@@ -84,9 +84,9 @@ export const EVENT_TYPES = {
     apiVersion: "2026-11-01",
     description: "An agency started a platform subscription.",
     data: z.object({
-      subscription_id: z.string().openapi({ example: "sub_1QxYz2" }),
-      plan: z.string().nullable().openapi({ example: "Pro monthly" }),
-      status: z.string().openapi({ example: "active" }),
+      subscription_id: z.string().meta({ example: "sub_1QxYz2" }),
+      plan: z.string().nullable().meta({ example: "Pro monthly" }),
+      status: z.string().meta({ example: "active" }),
       started_at: ts("Start of the subscription."),
     }),
   },
@@ -95,7 +95,7 @@ export const EVENT_TYPES = {
     apiVersion: "2026-11-01",
     description: "An agency cancelled its subscription.",
     data: z.object({
-      subscription_id: z.string().openapi({ example: "sub_1QxYz2" }),
+      subscription_id: z.string().meta({ example: "sub_1QxYz2" }),
       cancelled_at: ts("When the subscription ended."),
     }),
   },
@@ -105,9 +105,9 @@ export const EVENT_TYPES = {
     description: "A listing was created via API or dashboard.",
     data: z.object({
       listing_number: listingNumber,
-      status: z.string().openapi({ example: "Coming Soon" }),
-      address: z.string().openapi({ example: "12 Harbour Street, Portside" }),
-      public_url: z.string().openapi({ example: "https://listings.example.com/property/k3v9x2a" }),
+      status: z.string().meta({ example: "Coming Soon" }),
+      address: z.string().meta({ example: "12 Harbour Street, Portside" }),
+      public_url: z.string().meta({ example: "https://listings.example.com/property/k3v9x2a" }),
       created_at: ts("Creation time."),
     }),
   },
@@ -117,8 +117,8 @@ export const EVENT_TYPES = {
     description: "Listing metadata changed (address, agents, selected property-data sub-fields).",
     data: z.object({
       listing_number: listingNumber,
-      changed_fields: z.array(z.string()).openapi({ example: ["address"] }),
-      address: z.string().openapi({ example: "14 Harbour Street, Portside" }),
+      changed_fields: z.array(z.string()).meta({ example: ["address"] }),
+      address: z.string().meta({ example: "14 Harbour Street, Portside" }),
       owner_user_id: userId,
       agent_one_id: userId,
       agent_two_id: userId.nullable(),
@@ -130,8 +130,8 @@ export const EVENT_TYPES = {
     description: "A listing's status transitioned.",
     data: z.object({
       listing_number: listingNumber,
-      status: z.string().openapi({ example: "Sold" }),
-      previous_status: z.string().openapi({ example: "Active" }),
+      status: z.string().meta({ example: "Sold" }),
+      previous_status: z.string().meta({ example: "Active" }),
     }),
   },
   "listing.cancelled": {
@@ -141,8 +141,8 @@ export const EVENT_TYPES = {
     data: z.object({
       listing_number: listingNumber,
       status: z.literal("Cancelled"),
-      previous_status: z.string().openapi({ example: "Coming Soon" }),
-      reason: z.string().nullable().openapi({ example: "Seller withdrew" }),
+      previous_status: z.string().meta({ example: "Coming Soon" }),
+      reason: z.string().nullable().meta({ example: "Seller withdrew" }),
       source: z.enum(["api", "dashboard"]),
       cancelled_at: ts("When the listing was cancelled."),
     }),
@@ -154,7 +154,7 @@ export const EVENT_TYPES = {
     data: z.object({
       listing_number: listingNumber,
       section: z.enum(["gallery", "home", "features", "documents", "matterport", "floorplan"]),
-      operation: z.string().openapi({ example: "append" }),
+      operation: z.string().meta({ example: "append" }),
     }),
   },
   "media.delivery.completed": {
@@ -167,14 +167,14 @@ export const EVENT_TYPES = {
       delivery_id: deliveryId,
       listing_number: listingNumber,
       summary: z.object({
-        files_total: z.number().int().openapi({ example: 3 }),
-        files_delivered: z.number().int().openapi({ example: 2 }),
-        files_failed: z.number().int().openapi({ example: 1 }),
+        files_total: z.number().int().meta({ example: 3 }),
+        files_delivered: z.number().int().meta({ example: 2 }),
+        files_failed: z.number().int().meta({ example: 1 }),
         failed: z.array(
           z.object({
-            upload_id: z.string().openapi({ example: "upl_0mhx3k2a1q8v2l0c9z7rj4" }),
-            filename: z.string().nullable().openapi({ example: "front-elevation.jpg" }),
-            error: z.string().openapi({ example: "destination answered 403" }),
+            upload_id: z.string().meta({ example: "upl_0mhx3k2a1q8v2l0c9z7rj4" }),
+            filename: z.string().nullable().meta({ example: "front-elevation.jpg" }),
+            error: z.string().meta({ example: "destination answered 403" }),
           }),
         ),
       }),
@@ -187,8 +187,8 @@ export const EVENT_TYPES = {
     data: z.object({
       delivery_id: deliveryId,
       listing_number: listingNumber,
-      attempts: z.number().int().openapi({ example: 5 }),
-      error: z.string().openapi({ example: "destination answered 403" }),
+      attempts: z.number().int().meta({ example: 5 }),
+      error: z.string().meta({ example: "destination answered 403" }),
     }),
   },
   "user.signed_up": {
@@ -197,7 +197,7 @@ export const EVENT_TYPES = {
     description: "A user was provisioned under an agency hierarchy (admin create or invite).",
     data: z.object({
       user_id: userId,
-      role: z.string().openapi({ example: "agent" }),
+      role: z.string().meta({ example: "agent" }),
       managerId: userId.nullable(),
       source: z.enum(["admin_create", "invite"]),
     }),
@@ -213,7 +213,7 @@ export const EVENT_TYPES = {
       previous_manager_id: z
         .string()
         .nullable()
-        .openapi({
+        .meta({
           example: "usr_0mhx3k2a1q8v2l0c9z7rj3",
           description:
             "The manager before the change, null at the top. Null too when the user came from another agency " +
@@ -221,7 +221,7 @@ export const EVENT_TYPES = {
         }),
       agency_changed: z
         .boolean()
-        .openapi({ description: "True when the user moved to another agency (this one).", example: false }),
+        .meta({ description: "True when the user moved to another agency (this one).", example: false }),
     }),
   },
   "user.deactivated": {
