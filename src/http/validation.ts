@@ -200,6 +200,12 @@ function issueToErrors(issue: Issue, root: ZodType | undefined, input: unknown):
       const { message, ctx } = expectedShape(issue, fieldSchemaAt(root, issue.path));
       return one({ field, code: "validation_string_pattern", message, ctx });
     }
+    case "custom": {
+      // A refinement of a route's schema names its own code and context (see `queryRule`).
+      const params = issue.params as { code?: ErrorCode; ctx?: Record<string, unknown> } | undefined;
+      if (!params?.code) return one({ field, code: "validation.failed", message: issue.message });
+      return one({ field, code: params.code, message: issue.message, ctx: params.ctx ?? {} });
+    }
     case "not_multiple_of":
       return one({
         field,
@@ -263,6 +269,17 @@ export function validationError(
     : `The request failed validation (${flat.length} problems).`;
   return new DomainError(code, { message, details: { errors, fields } });
 }
+
+/**
+ * A rule of a route's schema that ties fields together, as a zod issue the validation hook
+ * answers with `code` and `ctx`, exactly as it answers the schema's own checks.
+ */
+export const queryRule = (field: string, code: ErrorCode, message: string, ctx: Record<string, unknown> = {}) => ({
+  code: "custom" as const,
+  path: [field],
+  message,
+  params: { code, ctx },
+});
 
 /** The validation hook every route uses: a failed parse becomes the spec's validation codes. */
 export function validationHook(

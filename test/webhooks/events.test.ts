@@ -155,6 +155,47 @@ describe("the events API", () => {
     expectError(await call("/api/v1/events?kind=listing.created", { key: t.key }), 422, "request_query_invalid");
   });
 
+  it("answers each rule that ties the query's fields together with its own code, context and message", async () => {
+    const t = await makeTenant();
+    const cases = [
+      {
+        query: "after_sequence=0&created_after=2026-11-01T00:00:00Z",
+        field: "created_after",
+        code: "validation_unknown_field",
+        message: "Not allowed together with after_sequence.",
+        ctx: { conflicts_with: "after_sequence" },
+      },
+      {
+        query: "created_before=2026-02-31T00:00:00Z",
+        field: "created_before",
+        code: "validation_string_pattern",
+        message:
+          "Expected an ISO 8601 date-time with an offset, like 2026-03-09T09:00:00Z or 2026-03-09T09:00:00-07:00.",
+        ctx: {
+          format: "datetime",
+          expected: "an ISO 8601 date-time with an offset",
+          example: "2026-03-09T09:00:00Z or 2026-03-09T09:00:00-07:00",
+        },
+      },
+      {
+        query: "created_after=2026-11-22T12:00:00%2B02:00&created_before=2026-11-22T09:30:00Z",
+        field: "created_before",
+        code: "validation_out_of_range",
+        message: "Must be later than created_after.",
+        ctx: { minimum: "2026-11-22T10:00:00.000Z", inclusive: false },
+      },
+    ];
+    for (const { query, field, code, message, ctx } of cases) {
+      const r = await call(`/api/v1/events?${query}`, { key: t.key });
+      expectError(r, 422, "request_query_invalid");
+      expect(r.json.error.message, r.text).toBe(`Invalid query parameter. ${field}: ${message}`);
+      expect(r.json.error.details, r.text).toEqual({
+        errors: [{ field, code, message, ctx }],
+        fields: { [field]: [message] },
+      });
+    }
+  });
+
   it("pages by cursor; a cursor works only for the filters it was minted for", async () => {
     const t = await makeTenant();
     const base = Date.now() - DAY;

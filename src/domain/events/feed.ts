@@ -5,7 +5,7 @@ import { type EventRow, eventSequences, events } from "../../db/schema";
 import { decodeSequenceCursor, encodeSequenceCursor } from "../../lib/cursor";
 import { DomainError } from "../../lib/errors";
 import { EVENT_TYPE_NAMES, type EventType } from "./catalog";
-import { firstOfEachType, ofTypes, queryError, retentionCutoff } from "./log";
+import { firstOfEachType, ofTypes, retentionCutoff } from "./log";
 
 export interface FeedFilters {
   /** The types the caller may read: no other is ever shown. */
@@ -18,18 +18,6 @@ export interface FeedFilters {
 export interface FeedPage extends Page<EventRow> {
   /** The agency's latest sequence when the page was read; the page shows nothing past it. */
   lastSequence: number;
-}
-
-/**
- * The feed is in sequence order and its end is `last_sequence`: a time window would cut
- * holes in it that the reader could not tell from missed events, so the two do not combine.
- */
-export function checkFeedQuery(query: { created_after?: string; created_before?: string }): void {
-  const field = query.created_after !== undefined ? "created_after" : "created_before";
-  if (query[field] !== undefined)
-    throw queryError(field, "validation_unknown_field", "Not allowed together with after_sequence.", {
-      conflicts_with: "after_sequence",
-    });
 }
 
 /** The agency's latest sequence number; 0 before its first event. */

@@ -1,10 +1,11 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { checkEventTypesReadable, readableEventTypes } from "../../domain/events/access";
 import { EVENT_TYPE_NAMES } from "../../domain/events/catalog";
-import { checkFeedQuery, lastSequence, pageFeed } from "../../domain/events/feed";
+import { lastSequence, pageFeed } from "../../domain/events/feed";
 import { EVENT_RETENTION_DAYS, eventWindow, pageEvents } from "../../domain/events/log";
 import type { AppEnv } from "../../http/env";
 import { json, publicRoute } from "../../http/route";
+import { queryRule } from "../../http/validation";
 import { keyringOf } from "../../lib/crypto/keyring";
 import { afterSequenceQuery, EventPageSchema, presentEvent } from "../../schemas/event-log";
 import { READ_SCOPES_TEXT } from "../../schemas/events";
@@ -18,6 +19,34 @@ const instant = (description: string) =>
       description: `${description} An ISO 8601 instant with \`Z\` or an offset.`,
       example: "2026-11-22T00:00:00Z",
     });
+
+/**
+ * The rules that tie the query's fields together. The feed is in sequence order and its end is
+ * `last_sequence`: a time window would cut holes in it that the reader could not tell from missed
+ * events, so the two do not combine. A window's end comes after its start.
+ */
+function windowRules(query: { created_after?: string; created_before?: string; after_sequence?: number }) {
+  const { created_after: after, created_before: before } = query;
+  if (query.after_sequence !== undefined) {
+    const field = after !== undefined ? "created_after" : "created_before";
+    if (query[field] === undefined) return [];
+    const message = "Not allowed together with after_sequence.";
+    return [queryRule(field, "validation_unknown_field", message, { conflicts_with: "after_sequence" })];
+  }
+  const window = eventWindow(after, before);
+  if (
+    window.createdAfter !== undefined &&
+    window.createdBefore !== undefined &&
+    window.createdBefore <= window.createdAfter
+  )
+    return [
+      queryRule("created_before", "validation_out_of_range", "Must be later than created_after.", {
+        minimum: window.createdAfter,
+        inclusive: false,
+      }),
+    ];
+  return [];
+}
 
 export const listEventsRoute = publicRoute(
   { endpoint: "read_events_list", scope: "webhooks:read", errors: ["event_sequence_expired"] },
@@ -50,16 +79,24 @@ export const listEventsRoute = publicRoute(
       "`last_sequence`: note `last_sequence`, read every resource again from the list routes, then continue with " +
       "`after_sequence=<last_sequence>`.",
     request: {
-      query: z.strictObject({
-        ...cursorQuery,
-        type: z
-          .enum(EVENT_TYPE_NAMES)
-          .optional()
-          .openapi({ description: "Only events of this type.", example: "listing.created" }),
-        created_after: instant("Only events created at or after this instant (inclusive)."),
-        created_before: instant("Only events created strictly before this instant (exclusive)."),
-        after_sequence: afterSequenceQuery,
-      }),
+      query: z
+        .strictObject({
+          ...cursorQuery,
+          type: z
+            .enum(EVENT_TYPE_NAMES)
+            .optional()
+            .openapi({ description: "Only events of this type.", example: "listing.created" }),
+          created_after: instant("Only events created at or after this instant (inclusive)."),
+          created_before: instant("Only events created strictly before this instant (exclusive)."),
+          after_sequence: afterSequenceQuery,
+        })
+        .superRefine(
+          (query, ctx) => {
+            for (const issue of windowRules(query)) ctx.addIssue(issue);
+          },
+          // Each field on its own first: a malformed instant (February 31st included) is its own error.
+          { when: (payload) => payload.issues.length === 0 },
+        ),
     },
     responses: {
       200: { description: "A page of events.", content: json(EventPageSchema) },
@@ -75,7 +112,6 @@ export const listEventsHandler: RouteHandler<typeof listEventsRoute, AppEnv> = a
   const readable = readableEventTypes(caller.scopes);
   const req = { keyring: keyringOf(c.env), cursor, limit };
   if (after_sequence !== undefined) {
-    checkFeedQuery(query);
     const feed = await pageFeed(c.var.db, caller.agencyId, { readable, type, afterSequence: after_sequence }, req);
     return c.json({ ...pageBody(feed, presentEvent), last_sequence: feed.lastSequence }, 200);
   }
