@@ -3,8 +3,8 @@
 // vitest's JSON report, written once the whole run ends, these lines survive a run that is
 // stopped partway, so `scripts/test-run.ts` knows which files have their results and
 // which must run again. The file is named by TEST_RESULTS_FILE.
-import { appendFileSync } from "node:fs";
-import type { Reporter, TestModule } from "vitest/node";
+import { appendFileSync, writeFileSync } from "node:fs";
+import type { Reporter, TestModule, TestRunEndReason } from "vitest/node";
 
 /** One finished test file, as the reporter writes it. */
 export interface FileResult {
@@ -21,6 +21,12 @@ export interface FileResult {
 
 export default class TestResultsReporter implements Reporter {
   readonly #path = process.env.TEST_RESULTS_FILE;
+  readonly #endPath = process.env.TEST_RUN_END_FILE;
+
+  /** Notes that every test has run, and how the run went, for a guard waiting on the process to exit. */
+  onTestRunEnd(_modules: readonly TestModule[], _errors: readonly unknown[], reason: TestRunEndReason): void {
+    if (this.#endPath) writeFileSync(this.#endPath, JSON.stringify({ reason }));
+  }
 
   onTestModuleEnd(module: TestModule): void {
     if (!this.#path) return;

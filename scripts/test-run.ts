@@ -5,12 +5,13 @@
 // longest test timeout is 300 s) is stopped with its whole process group, and the files
 // that have no results yet run again, up to two more times. Every file's results are kept
 // as it ends (`scripts/test-results-reporter.ts`), so no result is run twice or lost, and
-// a file that failed stays failed. Then the plain closing line and the quiet-run check.
+// a file that failed stays failed. A run that ran every test but does not exit within a minute
+// is stopped too, its results kept. Then the plain closing line and the quiet-run check.
 //
 //   node scripts/test-run.ts [filters]   (npm test runs it after lint and typecheck;
 //                                        filters are vitest's, e.g. test/node)
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { appendFileSync, mkdirSync, readFileSync, rmSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { relative } from "node:path";
 import type { FileResult } from "./test-results-reporter.ts";
 import { readResults, summarize } from "./test-summary.ts";
@@ -19,6 +20,9 @@ const DIR = ".vitest";
 const RESULTS = `${DIR}/results.jsonl`;
 const OUTPUT = `${DIR}/output.log`;
 const LIST = `${DIR}/files.json`;
+const ENDED = `${DIR}/ended.json`;
+/** How long vitest may take to exit once every test has run; past it, the run is stopped as ended. */
+const LINGER_MS = 60_000;
 const STALL_MS = Number(process.env.TEST_STALL_SECONDS ?? 480) * 1000;
 /** The first run, then reruns of what a stalled run left without results. */
 const ATTEMPTS = 3;
@@ -26,6 +30,8 @@ const ATTEMPTS = 3;
 export interface GuardedRun {
   status: number;
   stalled: boolean;
+  /** Every test had run, but the process was still there `lingerMs` later: it was stopped. */
+  lingered?: boolean;
 }
 
 function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
@@ -44,7 +50,14 @@ function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
 export function runGuarded(
   command: string,
   args: string[],
-  opts: { stallMs: number; log?: string; env?: NodeJS.ProcessEnv; echo?: boolean },
+  opts: {
+    stallMs: number;
+    log?: string;
+    env?: NodeJS.ProcessEnv;
+    echo?: boolean;
+    /** Where the run notes that every test has run (`{ reason }`), and how long it may then take to exit. */
+    ended?: { file: string; lingerMs: number };
+  },
 ): Promise<GuardedRun> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, {
@@ -54,6 +67,8 @@ export function runGuarded(
     });
     let last = Date.now();
     let stalled = false;
+    let endedAt: number | undefined;
+    let lingered: { status: number } | undefined;
     const copy = (chunk: Buffer) => {
       last = Date.now();
       if (opts.echo !== false) process.stdout.write(chunk);
@@ -69,14 +84,25 @@ export function runGuarded(
     const onTerm = forward("SIGTERM");
     process.once("SIGINT", onInt);
     process.once("SIGTERM", onTerm);
+    const stop = () => {
+      signalGroup(child, "SIGTERM");
+      setTimeout(() => signalGroup(child, "SIGKILL"), 5_000).unref();
+    };
     const watch = setInterval(
       () => {
-        if (stalled || Date.now() - last < opts.stallMs) return;
+        if (stalled || lingered) return;
+        if (opts.ended && endedAt === undefined && existsSync(opts.ended.file)) endedAt = Date.now();
+        if (opts.ended && endedAt !== undefined && Date.now() - endedAt >= opts.ended.lingerMs) {
+          const { reason } = JSON.parse(readFileSync(opts.ended.file, "utf8")) as { reason?: string };
+          lingered = { status: reason === "passed" ? 0 : 1 };
+          stop();
+          return;
+        }
+        if (Date.now() - last < opts.stallMs) return;
         stalled = true;
-        signalGroup(child, "SIGTERM");
-        setTimeout(() => signalGroup(child, "SIGKILL"), 5_000).unref();
+        stop();
       },
-      Math.min(1_000, Math.max(50, opts.stallMs / 4)),
+      Math.min(1_000, Math.max(50, Math.min(opts.stallMs, opts.ended?.lingerMs ?? opts.stallMs) / 4)),
     );
     const done = () => {
       clearInterval(watch);
@@ -98,7 +124,8 @@ export function runGuarded(
         done();
         child.stdout.destroy();
         child.stderr.destroy();
-        resolve({ status: code ?? (signal ? 1 : 0), stalled });
+        if (lingered) resolve({ status: lingered.status, stalled: false, lingered: true });
+        else resolve({ status: code ?? (signal ? 1 : 0), stalled });
       });
     });
   });
@@ -126,12 +153,16 @@ function say(line: string): void {
 
 async function main(filters: string[]): Promise<number> {
   mkdirSync(DIR, { recursive: true });
-  for (const f of [RESULTS, OUTPUT, LIST]) rmSync(f, { force: true });
-  const env = { ...process.env, TEST_RESULTS_FILE: RESULTS };
+  for (const f of [RESULTS, OUTPUT, LIST, ENDED]) rmSync(f, { force: true });
+  const env = { ...process.env, TEST_RESULTS_FILE: RESULTS, TEST_RUN_END_FILE: ENDED };
   const base = ["run", "--reporter=default", "--reporter=./scripts/test-results-reporter.ts"];
   let files = filters;
   for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
-    const run = await runGuarded("vitest", [...base, ...files], { stallMs: STALL_MS, log: OUTPUT, env });
+    rmSync(ENDED, { force: true });
+    const ended = { file: ENDED, lingerMs: LINGER_MS };
+    const run = await runGuarded("vitest", [...base, ...files], { stallMs: STALL_MS, log: OUTPUT, env, ended });
+    if (run.lingered)
+      say(`vitest ran every test but had not exited ${LINGER_MS / 1000} s later: it was stopped, its results kept.`);
     if (!run.stalled) return run.status;
     files = unreported(listFiles(filters), readResults(RESULTS));
     say(

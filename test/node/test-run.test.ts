@@ -80,3 +80,35 @@ describe("the guard around the test run", () => {
     expect(summary.stdout).toContain("1 passed, 1 failed, 0 skipped");
   });
 });
+
+describe("a run that has run every test but does not exit", () => {
+  it("is stopped once it has lingered, with the status its end noted and its group gone", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "alms-run-"));
+    const ended = join(dir, "ended.json");
+    // A runner that notes its end, then keeps printing (so it never looks stalled) and never exits.
+    const script = [
+      `require('node:fs').writeFileSync(${JSON.stringify(ended)}, JSON.stringify({ reason: 'passed' }));`,
+      "setInterval(() => console.log('background work'), 50);",
+    ].join("\n");
+    const started = Date.now();
+    const run = await runGuarded(process.execPath, ["-e", script], {
+      stallMs: 60_000,
+      echo: false,
+      ended: { file: ended, lingerMs: 300 },
+    });
+    expect(run).toEqual({ status: 0, stalled: false, lingered: true });
+    expect(Date.now() - started).toBeLessThan(10_000);
+  });
+
+  it("keeps a failed run failed", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "alms-run-"));
+    const ended = join(dir, "ended.json");
+    const script = `require('node:fs').writeFileSync(${JSON.stringify(ended)}, JSON.stringify({ reason: 'failed' })); setInterval(() => {}, 1000);`;
+    const run = await runGuarded(process.execPath, ["-e", script], {
+      stallMs: 60_000,
+      echo: false,
+      ended: { file: ended, lingerMs: 300 },
+    });
+    expect(run).toEqual({ status: 1, stalled: false, lingered: true });
+  });
+});
