@@ -1,7 +1,8 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
+import type { MiddlewareHandler } from "hono";
 import { Hono } from "hono";
 import { database } from "../db/client";
-import { drainAfterWrites } from "./drain";
+import { kickOutbox } from "../webhooks/outbox/kick";
 import type { AppEnv } from "./env";
 import { errorResponse, handleError } from "./errors";
 import { internalDocument, liveDocument, publicDocument } from "./openapi/document";
@@ -92,4 +93,19 @@ export function createApp(parts: AppParts): { app: Hono<AppEnv>; routes: RouteRe
   for (const { app: plain } of parts.plain) app.route("/", plain);
   app.notFound((c) => errorResponse(c, unmatched(c))).onError(handleError);
   return { app, routes };
+}
+
+/** After a successful change, drain the outbox in the background so its events leave within seconds. */
+function drainAfterWrites(): MiddlewareHandler<AppEnv> {
+  return async function drainAfterWrites(c, next) {
+    await next();
+    if (c.req.method === "GET" || c.req.method === "HEAD" || c.req.method === "OPTIONS" || c.res.status >= 400) return;
+    let ctx: Pick<ExecutionContext, "waitUntil">;
+    try {
+      ctx = c.executionCtx;
+    } catch {
+      return; // no execution context (called outside a Worker invocation)
+    }
+    kickOutbox(c.env, ctx);
+  };
 }

@@ -7,7 +7,7 @@ import type { AppEnv } from "./env";
 import { errorResponses } from "./openapi/errors";
 import { operatorAuth } from "./operator";
 import { type Guard, ROUTE_META, type RouteMeta } from "./registry";
-import { sandboxOnly } from "./sandbox";
+import { unmatched } from "./routing";
 import { bodyLimit, DEFAULT_BODY_LIMIT, jsonBody, NO_BODY_LIMIT } from "./wire";
 
 const MUTATING = new Set(["post", "put", "patch", "delete"]);
@@ -192,3 +192,15 @@ export function internalRoute<const R extends RouteConfig>(errors: readonly Erro
 
 /** An OpenAPI content block of one JSON media type: `content: json(Schema)` in a route's body or response. */
 export const json = <T extends ZodType>(schema: T) => ({ "application/json": { schema } }) as const;
+
+/**
+ * The first guard of a sandbox-only route (`sandboxOnly` in its guard): where the API runs
+ * in live mode the route does not exist, so it answers exactly like an unknown path,
+ * before authentication, budgets or body checks can tell it apart.
+ */
+function sandboxOnly(): MiddlewareHandler<AppEnv> {
+  return async function sandboxOnly(c, next) {
+    if (c.env.API_MODE === "live") throw unmatched(c);
+    await next();
+  };
+}

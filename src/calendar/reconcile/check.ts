@@ -1,13 +1,11 @@
 import { and, eq } from "drizzle-orm";
 import { type Db, database } from "../../db/client";
 import { type CalendarConnection, calendarConnections } from "../../db/schema";
-import { withDeadline } from "../../lib/deadline";
 import { DomainError } from "../../lib/errors";
 import { nowIso } from "../../lib/ids";
 import { log } from "../../lib/telemetry/log";
 import type { CalendarEvent } from "../outbound";
 import { reconcileCaches } from "./caches";
-import { metered } from "./query-meter";
 import { settleSubject } from "./settle";
 import type { Subject } from "./subjects";
 
@@ -119,5 +117,38 @@ export async function checkSubject(run: Run, subject: Subject) {
       error: String(err),
       stack: err instanceof Error ? err.stack : undefined,
     });
+  }
+}
+
+/** A D1 binding that counts the statements prepared through it: one per query run. */
+function metered(d1: D1Database): { d1: D1Database; queries: () => number } {
+  let queries = 0;
+  const proxy = new Proxy(d1, {
+    get(target, prop) {
+      if (prop === "prepare")
+        return (query: string) => {
+          queries++;
+          return target.prepare(query);
+        };
+      const value = Reflect.get(target, prop);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+  return { d1: proxy, queries: () => queries };
+}
+
+/**
+ * `work`'s answer, or `onTimeout()`'s error once `ms` have passed, whichever comes first:
+ * a call that ignores its abort signal still cannot hold its caller past the deadline.
+ */
+async function withDeadline<T>(work: Promise<T>, ms: number, onTimeout: () => Error): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(onTimeout()), ms);
+  });
+  try {
+    return await Promise.race([work, expired]);
+  } finally {
+    clearTimeout(timer);
   }
 }
