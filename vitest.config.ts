@@ -48,19 +48,24 @@ function withoutDanglingSourceMaps(): Plugin {
 }
 
 /**
- * Test files that touch only the data they mint and start no background work that outlives them
- * (no webhook endpoint or media destination, so no delivery; no sweep, Cron run, master-key
- * rotation or count over every agency): they run one after another in one runtime per worker,
- * which saves starting a runtime per file. Every other file gets a runtime, and storage, of its own.
+ * Test files that touch only the data they mint and leave nothing running that a later file could
+ * meet: no media destination or calendar, no sweep, Cron run, master-key rotation or count over
+ * every agency, no webhook delivery they wait for in the background (what they leave pending is
+ * ended after each file, see test/support/shared-runtime.ts). They run one after another in one
+ * runtime per worker, which saves starting a runtime per file. Every other file gets a runtime,
+ * and storage, of its own.
  */
 const SHARED_RUNTIME = [
   "test/client/client.test.ts",
   "test/client/webhooks.test.ts",
+  "test/contract/conditional.test.ts",
+  "test/contract/conformance.test.ts",
   "test/contract/docs.test.ts",
   "test/contract/errors-catalog.test.ts",
   "test/contract/limits-route.test.ts",
   "test/contract/model-a.test.ts",
   "test/contract/model-b.test.ts",
+  "test/contract/openapi-client.test.ts",
   "test/contract/validation.test.ts",
   "test/contract/wire.test.ts",
   "test/keys-and-auth/auth.test.ts",
@@ -69,13 +74,16 @@ const SHARED_RUNTIME = [
   "test/keys-and-auth/idempotency-claim.test.ts",
   "test/keys-and-auth/idempotency-complete.test.ts",
   "test/keys-and-auth/idempotency-ledger.test.ts",
+  "test/keys-and-auth/idempotency.test.ts",
   "test/keys-and-auth/rate-limit-window.test.ts",
   "test/keys-and-auth/rate-limit.test.ts",
   "test/listings/list-growth.test.ts",
   "test/listings/listing-races.test.ts",
   "test/listings/listings.test.ts",
   "test/listings/tours.test.ts",
+  "test/listings/version-guard.test.ts",
   "test/media/multipart-r2.test.ts",
+  "test/operations/outbound-policy.test.ts",
   "test/operations/sessions.test.ts",
   "test/sandbox/test-helpers-live.test.ts",
   "test/scheduling/ics-feeds.test.ts",
@@ -86,7 +94,12 @@ const SHARED_RUNTIME = [
   "test/tenancy/quotas.test.ts",
   "test/tenancy/tenant.test.ts",
   "test/tenancy/users.test.ts",
+  "test/webhooks/event-scopes.test.ts",
+  "test/webhooks/events.test.ts",
+  "test/webhooks/ssrf.test.ts",
   "test/webhooks/stripe.test.ts",
+  "test/webhooks/webhook-endpoint-limit.test.ts",
+  "test/webhooks/webhooks.test.ts",
 ];
 
 /** A project of tests in the Workers runtime; `isolate` gives each file a runtime of its own. */
