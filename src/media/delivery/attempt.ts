@@ -32,10 +32,10 @@ const joinKey = (...parts: string[]) =>
  * One run of a delivery: files not yet delivered are copied from R2 to the agent's
  * bucket, PARALLEL_PUTS at a time (each holding a copy slot of the batch), at most
  * FILES_PER_RUN of them (pending files first, then failed ones, longest-waiting first).
- * While files are still pending after the run it continues in a fresh job; otherwise the run was an attempt. Retryable failures are
- * retried with backoff; after the last attempt (or when nothing left is retryable) the
- * delivery is final: `completed` if any file arrived, else `failed`, with its event in
- * the same batch.
+ * While files are still pending after the run it continues in a fresh job; otherwise the
+ * run was an attempt. Retryable failures are retried with backoff; after the last attempt
+ * (or when nothing left is retryable) the delivery is final: `completed` if any file
+ * arrived, else `failed`, with its event in the same batch.
  */
 export async function deliver(db: Db, env: Env, deliveryId: string, young: boolean, budget: Budget): Promise<Verdict> {
   const delivery = await db.select().from(mediaDeliveries).where(eq(mediaDeliveries.id, deliveryId)).get();
