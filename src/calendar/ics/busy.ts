@@ -20,7 +20,7 @@ export function checkFeedUrl(feedUrl: string, policy: OutboundPolicy): string {
 
 /**
  * A plain ICS feed, read with ical.js: busy times are the occurrences of its opaque,
- * confirmed events and its busy FREEBUSY periods (see ics-feed.ts). A feed URL the policy
+ * confirmed events and its busy FREEBUSY periods (see feed.ts). A feed URL the policy
  * refuses at fetch time is 502 `calendar_provider_error`; the feed is read at most
  * `PROVIDER_BODY_LIMIT` bytes.
  */

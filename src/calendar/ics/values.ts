@@ -1,7 +1,7 @@
 import ICAL from "ical.js";
 import type { FeedZones, Zone } from "./zones";
 
-/** A date or date-time value as written: a wall time (see zoned.ts) in the zone it is read in. */
+/** A date or date-time value as written: a wall time (see ../zoned.ts) in the zone it is read in. */
 export interface Moment {
   wall: number;
   date: boolean;

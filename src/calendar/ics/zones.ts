@@ -2,7 +2,7 @@ import ICAL from "ical.js";
 import { isTimeZone, utcToWall, wallToUtc } from "../zoned";
 import { ianaForWindowsZone } from "./windows-zones";
 
-/** A clock a feed's times are read in: wall time (see zoned.ts) to instant and back. */
+/** A clock a feed's times are read in: wall time (see ../zoned.ts) to instant and back. */
 export interface Zone {
   toUtc(wall: number): number;
   toWall(ms: number): number;

@@ -153,7 +153,7 @@ export function outcomeWriter(d1: D1Database, lease: string) {
     record: (outcome: AttemptOutcome) => submit({ outcome }),
     /** Frees the lease of a delivery this batch took but did not attempt. */
     release: (deliveryId: string) => submit({ release: deliveryId }),
-    /** Frees the hold this batch set on an endpoint whose attempts outlived its deadline (see endpoint-holds). */
+    /** Frees the hold this batch set on an endpoint whose attempts outlived its deadline (see endpoints/holds.ts). */
     free: (endpointId: string) => submit({ free: endpointId }),
   };
 }
