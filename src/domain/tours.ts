@@ -77,10 +77,34 @@ export async function createTour(
  * `alsoWrite` follows the guarded UPDATE: a statement there conditional on `changes()`
  * runs only if it changed the tour.
  */
+export type TourPatch = { status?: TourStatus; price?: number | null; description?: string | null };
+
+/** True when every field the patch sends already holds that value: such an update changes nothing. */
+export const leavesTourUnchanged = (tour: Tour, patch: TourPatch): boolean =>
+  (patch.status === undefined || patch.status === tour.status) &&
+  (patch.price === undefined || patch.price === tour.price) &&
+  (patch.description === undefined || patch.description === tour.description);
+
+/**
+ * The answer to an update that changes nothing: the tour as read, the same version, once
+ * the precondition holds; `alsoWrite` (the request's commit mark) is written alone.
+ */
+export async function keepTour(
+  db: Db,
+  tour: Tour,
+  alsoWrite: BatchItem<"sqlite">[] = [],
+  ifVersion?: IfVersion,
+): Promise<Tour> {
+  checkVersion(tour.version, ifVersion);
+  const [first, ...rest] = alsoWrite;
+  if (first) await db.batch([first, ...rest]).catch((err: unknown) => quotaRefusal(db, tour.agencyId, err));
+  return tour;
+}
+
 export async function updateTour(
   db: Db,
   tour: Tour,
-  patch: { status?: TourStatus; price?: number | null; description?: string | null },
+  patch: TourPatch,
   alsoWrite: BatchItem<"sqlite">[] = [],
   ifVersion?: IfVersion,
 ): Promise<Tour> {

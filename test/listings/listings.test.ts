@@ -422,6 +422,57 @@ describe("sections", () => {
     expect(removed.json.sections.matterport).toBeNull();
   });
 
+  it("a write that leaves the section as it is emits no event and keeps the version", async () => {
+    const t = await makeTenant();
+    const l = await makeListing(t);
+    const mp = `/api/v1/listings/${l.listing_number}/sections/matterport`;
+    const fp = `/api/v1/listings/${l.listing_number}/sections/floorplan`;
+    const url = "https://my.matterport.com/show/?m=same";
+    const set = await call(mp, { method: "PATCH", key: t.key, body: { operation: "set", url } });
+    expect(set.status, set.text).toBe(200);
+    const again = await call(mp, { method: "PATCH", key: t.key, body: { operation: "set", url } });
+    expect(again.status, again.text).toBe(200);
+    expect(again.json).toEqual(set.json);
+    expect(again.headers.get("etag")).toBe(set.headers.get("etag"));
+    // A stale precondition is still refused, though nothing would change.
+    expectError(
+      await call(mp, { method: "PATCH", key: t.key, body: { operation: "set", url }, headers: { "If-Match": '"1"' } }),
+      412,
+      "resource_version_mismatch",
+    );
+    const plans = ["https://cdn.example.com/a.pdf", "https://cdn.example.com/b.pdf"];
+    const replaced = await call(fp, { method: "PATCH", key: t.key, body: { operation: "replace", urls: plans } });
+    expect(replaced.status, replaced.text).toBe(200);
+    const idempotencyKey = crypto.randomUUID();
+    const same = await call(fp, {
+      method: "PATCH",
+      key: t.key,
+      idempotencyKey,
+      body: { operation: "replace", urls: plans },
+    });
+    expect(same.status, same.text).toBe(200);
+    expect(same.headers.get("etag")).toBe(replaced.headers.get("etag"));
+    const replay = await call(fp, {
+      method: "PATCH",
+      key: t.key,
+      idempotencyKey,
+      body: { operation: "replace", urls: plans },
+    });
+    expect(replay.headers.get("X-Idempotent-Replay"), replay.text).toBe("true");
+    expect(replay.json).toEqual(same.json);
+    await call(mp, { method: "PATCH", key: t.key, body: { operation: "remove" } });
+    const removedAgain = await call(mp, { method: "PATCH", key: t.key, body: { operation: "remove" } });
+    expect(removedAgain.status, removedAgain.text).toBe(200);
+    expect((await outbox(t.agencyId, "listing.section_modified")).map((e) => (e.data as any).operation)).toEqual([
+      "set",
+      "replace",
+      "remove",
+    ]);
+    const after = await call(`/api/v1/listings/${l.listing_number}`, { key: t.key });
+    expect(after.headers.get("etag")).toBe(removedAgain.headers.get("etag"));
+    expect(after.json.sections).toMatchObject({ floorplan: plans, matterport: null });
+  });
+
   it("a semantic failure is invalid_section_payload naming the field, and changes nothing", async () => {
     const t = await makeTenant();
     const l = await makeListing(t);

@@ -137,6 +137,20 @@ describe("tours", () => {
     );
   });
 
+  it("an update that sends only the values a tour already has keeps its version", async () => {
+    const t = await makeTenant();
+    const tour = await newTour(t, "11 Same Street", { price: 100, description: "kept" });
+    const path = `/api/v1/tours/${tour.tour_number}`;
+    const before = await call(path, { key: t.key });
+    const same = await call(path, { method: "PUT", key: t.key, body: { price: 100, description: "kept" } });
+    expect(same.status, same.text).toBe(200);
+    expect(same.headers.get("etag")).toBe(before.headers.get("etag"));
+    expect(same.json.updated_at).toBe(before.json.updated_at);
+    const changed = await call(path, { method: "PUT", key: t.key, body: { price: 100, description: "new" } });
+    expect(changed.json, changed.text).toMatchObject({ price: 100, description: "new" });
+    expect(changed.headers.get("etag")).not.toBe(before.headers.get("etag"));
+  });
+
   it("deletes with 204 and no body; a replay answers 204 again", async () => {
     const t = await makeTenant();
     const tour = await newTour(t, "8 Delete Dr");

@@ -85,6 +85,38 @@ export function floorplanValue(current: string[], change: FloorplanChange): Sect
 }
 
 /**
+ * True when `value` leaves the listing's section as it is: a `set`, `replace` or `remove` of
+ * what the section already holds. Such a write changes nothing: no event, the same version.
+ * An append always adds a URL, so it always changes the section.
+ */
+export function leavesSectionUnchanged(listing: Listing, value: SectionValue): boolean {
+  if (value.guard) return false;
+  const { floorplanUrls, matterportUrl } = value;
+  if (floorplanUrls !== undefined) {
+    if (!Array.isArray(floorplanUrls)) return false;
+    const current = listing.floorplanUrls;
+    if (floorplanUrls.length !== current.length || floorplanUrls.some((url, i) => url !== current[i])) return false;
+  }
+  return matterportUrl === undefined || matterportUrl === listing.matterportUrl;
+}
+
+/**
+ * The answer to a section write that changes nothing: the listing as read, once the
+ * precondition holds; `alsoWrite` (the request's commit mark) is written alone.
+ */
+export async function keepSection(
+  db: Db,
+  listing: Listing,
+  alsoWrite: BatchItem<"sqlite">[] = [],
+  ifVersion?: IfVersion,
+): Promise<Listing> {
+  checkVersion(listing.version, ifVersion);
+  const [first, ...rest] = alsoWrite;
+  if (first) await db.batch([first, ...rest]).catch((err: unknown) => quotaRefusal(db, listing.agencyId, err));
+  return listing;
+}
+
+/**
  * Writes a section and its `listing.section_modified` event together; a value whose guard
  * does not hold in the UPDATE is refused with the guard's error. The event is written only
  * when the listing row changed, and `alsoWrite` follows it, so a statement there

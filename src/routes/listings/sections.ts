@@ -4,6 +4,8 @@ import type { Listing } from "../../db/schema";
 import { findListing } from "../../domain/listings/reads";
 import {
   floorplanValue,
+  keepSection,
+  leavesSectionUnchanged,
   MAX_FLOORPLANS,
   nextMatterport,
   type SectionValue,
@@ -46,7 +48,9 @@ export const floorplanRoute = publicRoute(
     description:
       `The floorplan section is an ordered list of https URLs (at most ${MAX_FLOORPLANS}). \`set\` with \`url\` ` +
       "makes it that one URL; `append` with `url` adds one; `replace` with `urls` replaces the whole list. A payload " +
-      "that breaks these rules is 422 `invalid_section_payload` naming the field. Emits `listing.section_modified`.",
+      "that breaks these rules is 422 `invalid_section_payload` naming the field. Emits `listing.section_modified`; " +
+      "a `set` or `replace` that leaves the list as it is changes nothing: 200 with the listing, the same version " +
+      "and ETag, and no event.",
     request: {
       params: listingNumberParam,
       body: {
@@ -80,13 +84,17 @@ async function updateSection(
   const ifVersion = ifMatch(c);
   const db = c.var.db;
   const listing = await findListing(db, c.get("caller").agencyId, listingNumber);
+  const next = value(listing);
+  const unchanged = leavesSectionUnchanged(listing, next);
   const mark = idempotencyMark(c, db, {
     status: 200,
     resourceType: "listing",
     resourceId: listing.id,
-    ifChanged: true,
+    ifChanged: !unchanged,
   });
-  const updated = await writeSection(db, listing, section, operation, value(listing), mark, ifVersion);
+  const updated = unchanged
+    ? await keepSection(db, listing, mark, ifVersion)
+    : await writeSection(db, listing, section, operation, next, mark, ifVersion);
   setEtag(c, updated.version);
   return ListingSchema.parse(presentListing(updated, c.env.SITE_URL));
 }
@@ -107,7 +115,8 @@ export const matterportRoute = publicRoute(guard, {
   summary: "Set or remove the Matterport URL",
   description:
     "`set` with an https `url`, or `remove`. `set` without `url` is 422 `invalid_section_payload` naming `url`. " +
-    "Emits `listing.section_modified`.",
+    "Emits `listing.section_modified`; a `set` of the URL already there, or a `remove` when there is none, changes " +
+    "nothing: 200 with the listing, the same version and ETag, and no event.",
   request: {
     params: listingNumberParam,
     body: {

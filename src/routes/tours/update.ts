@@ -1,5 +1,5 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import { findTour, updateTour } from "../../domain/tours";
+import { findTour, keepTour, leavesTourUnchanged, updateTour } from "../../domain/tours";
 import { ifMatch, setEtag } from "../../http/admission/conditional";
 import { idempotencyMark } from "../../http/admission/idempotency-mark";
 import type { AppEnv } from "../../http/env";
@@ -27,7 +27,8 @@ export const updateTourRoute = publicRoute(
     summary: "Update a tour's status, price or description",
     description:
       "Send any of `status`, `price`, `description` (at least one); fields left out keep their value, null " +
-      "clears price or description.",
+      "clears price or description. An update that leaves every field it sends as it is changes nothing: " +
+      "200 with the tour, the same version and ETag.",
     request: { params: tourNumberParam, body: { content: json(UpdateTourBody) } },
     responses: tourAnswer(200, "The updated tour."),
   },
@@ -52,8 +53,16 @@ export const updateTourHandler: RouteHandler<typeof updateTourRoute, AppEnv> = a
   const ifVersion = ifMatch(c);
   const db = c.var.db;
   const tour = await findTour(db, c.get("caller").agencyId, c.req.valid("param").tourNumber);
-  const mark = idempotencyMark(c, db, { status: 200, resourceType: "tour", resourceId: tour.id, ifChanged: true });
-  const updated = await updateTour(db, tour, b, mark, ifVersion);
+  const unchanged = leavesTourUnchanged(tour, b);
+  const mark = idempotencyMark(c, db, {
+    status: 200,
+    resourceType: "tour",
+    resourceId: tour.id,
+    ifChanged: !unchanged,
+  });
+  const updated = unchanged
+    ? await keepTour(db, tour, mark, ifVersion)
+    : await updateTour(db, tour, b, mark, ifVersion);
   setEtag(c, updated.version);
   return c.json(TourSchema.parse(presentTour(updated)), 200);
 };
