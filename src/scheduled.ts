@@ -18,7 +18,7 @@ import { inRun } from "./lib/telemetry/run-event";
 import { sweepStuckDeliveries } from "./media/delivery/stuck";
 import { markStaleDeliveriesDead } from "./webhooks/delivery/stale";
 import { sweepOutbox } from "./webhooks/outbox/sweep";
-import { sweepRetention } from "./webhooks/retention";
+import { RETENTION_MINUTE_STATEMENTS, sweepRetention } from "./webhooks/retention";
 
 const NIGHTLY = "0 3 * * *";
 const EVERY_MINUTE = "* * * * *";
@@ -111,5 +111,15 @@ async function runJobs(controller: ScheduledController, env: Env): Promise<void>
     // The sweeper: whatever the after-write drain left behind (a failed send, a Worker that died) goes out now.
     const drained = await sweepOutbox(env);
     if (drained.events) log.info("outbox swept", { job: "outbox_sweep", ...drained });
+    // Retention a minute at a time, so a day's removals outrun what the quotas let agencies hold.
+    const swept = await sweepRetention(env, controller.scheduledTime, RETENTION_MINUTE_STATEMENTS).catch(
+      (err: unknown) => {
+        log.error("event retention failed", { job: "event_retention", error: String(err) });
+        return undefined;
+      },
+    );
+    if (swept && swept.attempts + swept.deliveries + swept.events > 0) {
+      log.info("event retention swept", { job: "event_retention", ...swept });
+    }
   }
 }

@@ -6,9 +6,10 @@ import { nowIso } from "../lib/ids";
 
 /**
  * What an agency's quotas bound: rows of a table, or bytes of the fields a client chooses
- * the size of. The triggers of the agency_quotas migration keep `agency_usage` exact and
- * refuse the write that would pass a quota; `quota_defaults` (seeded there) holds the
- * defaults.
+ * the size of, and the rows each write derives (events, webhook deliveries and attempts,
+ * commit marks, search grams). The triggers of the agency_quotas and derived_quotas
+ * migrations keep `agency_usage` exact and refuse the write that would pass a quota;
+ * `quota_defaults` (seeded there) holds the defaults.
  */
 const QUOTA_RESOURCES = {
   tours: "rows",
@@ -19,21 +20,45 @@ const QUOTA_RESOURCES = {
   api_keys: "rows",
   users: "rows",
   appointments: "rows",
+  events: "rows",
+  webhook_deliveries: "rows",
+  webhook_attempts: "rows",
+  idempotency_marks: "rows",
+  tour_search_grams: "rows",
 } as const satisfies Record<string, "rows" | "bytes">;
+
+/**
+ * Events of the platform's own making: they record what already happened (a payment, a
+ * subscription, a calendar orphan, a finished media delivery), so they count against the
+ * agency but are never refused. Every other event refuses its write while the agency is at
+ * its events, webhook_deliveries or webhook_attempts quota (the events_quota trigger).
+ */
+export const UNREFUSED_EVENT_TYPES = [
+  "invoice.payment_made",
+  "subscription.created",
+  "subscription.cancelled",
+  "appointment.orphan.detected",
+  "media.delivery.completed",
+  "media.delivery.failed",
+] as const;
 
 /**
  * The tables the quotas count, for the usage report: the resource counting their rows, the
  * one counting their client-sized bytes, and the average size of the rest of a row (ids,
- * timestamps, fixed columns and index entries; for a tour, also its ~30 search gram rows).
- * Approximate: D1 reports no size per row.
+ * timestamps, fixed columns and index entries). Approximate: D1 reports no size per row.
  */
 export const STORED_TABLES = {
-  tours: { rows: "tours", bytes: "tour_bytes", rowBytes: 2_500 },
+  tours: { rows: "tours", bytes: "tour_bytes", rowBytes: 700 },
   listings: { rows: "listings", bytes: "listing_bytes", rowBytes: 700 },
   media_uploads: { rows: "media_uploads", rowBytes: 500 },
   api_keys: { rows: "api_keys", rowBytes: 600 },
   users: { rows: "users", rowBytes: 400 },
   appointments: { rows: "appointments", rowBytes: 300 },
+  events: { rows: "events", rowBytes: 1_100 },
+  webhook_deliveries: { rows: "webhook_deliveries", rowBytes: 350 },
+  webhook_delivery_attempts: { rows: "webhook_attempts", rowBytes: 200 },
+  idempotency_marks: { rows: "idempotency_marks", rowBytes: 450 },
+  tour_search_grams: { rows: "tour_search_grams", rowBytes: 60 },
 } as const satisfies Record<string, { rows: QuotaResource; bytes?: QuotaResource; rowBytes: number }>;
 
 export type QuotaResource = keyof typeof QUOTA_RESOURCES;
@@ -55,7 +80,7 @@ export interface QuotaState {
 const REFUSAL = /agency_quota_exceeded:([a-z_]+)/;
 
 /** The resource whose quota refused a D1 write, or undefined when the failure is something else. */
-function refusedResource(err: unknown): QuotaResource | undefined {
+export function refusedResource(err: unknown): QuotaResource | undefined {
   const seen = new Set<unknown>();
   for (let e: unknown = err; e && !seen.has(e); e = (e as { cause?: unknown }).cause) {
     seen.add(e);

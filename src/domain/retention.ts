@@ -139,12 +139,13 @@ export function sweepIdempotencyMarks(db: Db, nowMs: number, maxStatements: numb
   const cutoff = nowIso(nowMs);
   return inPages(
     async () =>
+      // Counted from RETURNING: D1's `changes` also counts what the usage trigger wrote.
       (
-        await db.run(
+        await db.all(
           sql`DELETE FROM ${idempotencyMarks} WHERE rowid IN (SELECT rowid FROM ${idempotencyMarks}
-            WHERE ${idempotencyMarks.expiresAt} < ${cutoff} LIMIT ${SWEEP_PAGE})`,
+            WHERE ${idempotencyMarks.expiresAt} < ${cutoff} LIMIT ${SWEEP_PAGE}) RETURNING 1`,
         )
-      ).meta.changes,
+      ).length,
     maxStatements,
   );
 }

@@ -9,7 +9,7 @@ import { quotaRefusal } from "./quotas";
 import { checkVersion, type IfVersion, nextVersion, versionAccepted, versionIn, versionMismatch } from "./versions";
 
 export const TOUR_STATUSES = ["active", "inactive", "archived"] as const;
-export type TourStatus = (typeof TOUR_STATUSES)[number];
+type TourStatus = (typeof TOUR_STATUSES)[number];
 const TOUR_NUMBER = /^[a-z0-9]{8}$/;
 
 export interface TourInput {

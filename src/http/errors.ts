@@ -1,5 +1,6 @@
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
+import { quotaRefusal, refusedResource } from "../domain/quotas";
 import { sandboxHelper, sandboxSentence } from "../lib/error-guide";
 import { DomainError, type ErrorCode, statusOf } from "../lib/errors";
 import { newId } from "../lib/ids";
@@ -32,8 +33,22 @@ function envelope(err: DomainError, requestId: string, origin: string): ErrorEnv
 }
 
 /** The one error handler: the envelope for every failure, never a stack trace. */
-export function handleError(err: Error, c: Context<AppEnv>): Response {
-  return errorResponse(c, asDomainError(err, c));
+export async function handleError(err: Error, c: Context<AppEnv>): Promise<Response> {
+  return errorResponse(c, await quotaFigures(err, c));
+}
+
+/**
+ * A write a quota trigger refused that its handler did not map (a derived row: an event or
+ * a commit mark), as `agency_quota_exceeded` with the agency's limit and usage where the
+ * caller's agency is known.
+ */
+async function quotaFigures(err: Error, c: Context<AppEnv>): Promise<DomainError> {
+  const agencyId = c.var.caller?.agencyId;
+  if (!(err instanceof DomainError) && agencyId && c.var.db && refusedResource(err)) {
+    const refusal = await quotaRefusal(c.var.db, agencyId, err).catch((e: unknown) => e);
+    if (refusal instanceof DomainError) return refusal;
+  }
+  return asDomainError(err, c);
 }
 
 function asDomainError(err: Error, c: Context<AppEnv>): DomainError {
@@ -48,6 +63,14 @@ function asDomainError(err: Error, c: Context<AppEnv>): DomainError {
     return new DomainError("request_content_type_mismatch", {
       message: `The Content-Type '${received}' is not a JSON media type; send 'application/json'.`,
       details: { received, accepted: ["application/json"] },
+    });
+  }
+  // A quota trigger refused a write no handler mapped (its agency's figures are then not read).
+  const resource = refusedResource(err);
+  if (resource) {
+    return new DomainError("agency_quota_exceeded", {
+      message: `The agency has reached its ${resource} quota; delete something or ask for a higher quota.`,
+      details: { resource, limit: null, usage: null },
     });
   }
   const transient = transientFailure(err);

@@ -88,6 +88,8 @@ function routeCodes(route: RouteConfig, guard: Guard): ErrorCode[] {
       "idempotency_key_conflict",
       "idempotency_key_in_progress",
       "idempotency_unavailable",
+      // Every write commits a mark, and most an event: both count against the agency's quotas.
+      "agency_quota_exceeded",
     );
   }
   codes.push("request_body_too_large");

@@ -12,6 +12,18 @@ const RESOURCE_DESCRIPTIONS: Record<QuotaResource, string> = {
   api_keys: "API keys of the agency, revoked ones included.",
   users: "Users of the agency, deactivated ones included.",
   appointments: "Shoot appointments of the agency's listings, cancelled ones included.",
+  events:
+    "Events the agency's changes wrote, within the retention window. While it is reached, a write that would emit " +
+    "an event is refused.",
+  webhook_deliveries:
+    "Webhook deliveries of the agency's events (one per event and subscribed endpoint), within the retention " +
+    "window. While it is reached, a write that would emit an event is refused.",
+  webhook_attempts: "Attempts of those deliveries. While it is reached, a write that would emit an event is refused.",
+  idempotency_marks:
+    "Commit marks of the agency's idempotent writes of the last 24 hours. While it is reached, writes are refused.",
+  tour_search_grams:
+    "Entries of the tours' address search index (up to one per character of an address, plus one). A tour whose " +
+    "address would pass it is refused.",
 };
 
 const QuotaSchema = z

@@ -248,7 +248,9 @@ describe("the usage report (npm run ops -- usage)", () => {
     const [item] = r.json.data;
     expect(item.agency_id).toBe(t.agencyId);
     expect(item.tables.tours.rows).toBe(1);
-    expect(item.tables.tours.approx_bytes).toBe((await usage(t.agencyId, "tour_bytes")) + 2_500);
+    expect(item.tables.tours.approx_bytes).toBe((await usage(t.agencyId, "tour_bytes")) + 700);
+    expect(item.tables.tour_search_grams.rows).toBe(await usage(t.agencyId, "tour_search_grams"));
+    expect(item.tables.events.rows).toBe(await usage(t.agencyId, "events"));
     expect(item.tables.listings.rows).toBe(1);
     expect(item.tables.users.rows).toBe(4);
     expect(item.tables.api_keys.rows).toBe(1);

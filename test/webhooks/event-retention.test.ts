@@ -1,10 +1,15 @@
 import { env } from "cloudflare:workers";
 import { and, eq, inArray, like } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { events, webhookDeliveries, webhookDeliveryAttempts } from "../../src/db/schema";
+import { events, quotaDefaults, webhookDeliveries, webhookDeliveryAttempts } from "../../src/db/schema";
 import { outboxInsert } from "../../src/domain/events/outbox";
 import { createAgency } from "../../src/domain/people/hierarchy";
-import { RETENTION_PAGE, sweepRetention } from "../../src/webhooks/retention";
+import {
+  RETENTION_MINUTE_STATEMENTS,
+  RETENTION_PAGE,
+  RETENTION_ROWS_PER_DAY,
+  sweepRetention,
+} from "../../src/webhooks/retention";
 import { db, makeListing, makeTenant, unique } from "../support/harness";
 import { consume, cron, drained, interceptWebhooks, registerEndpoint, WEBHOOK_QUEUE } from "../support/webhook-harness";
 
@@ -158,5 +163,62 @@ describe("the nightly retention sweep", () => {
     expect(next).toMatchObject({ attempts: 0, deliveries: n - RETENTION_PAGE, complete: true });
     expect(next.events).toBeGreaterThanOrEqual(n);
     expect(await left()).toEqual({ events: 0, deliveries: 0, attempts: 0 });
+  });
+});
+
+/**
+ * Agencies at their full default quotas of events, deliveries and attempts that one
+ * database's retention keeps pace with (docs/limits.md, "Retention keeps pace").
+ */
+const FULL_AGENCIES_PER_DATABASE = 22;
+
+describe("retention keeps pace with the quotas", () => {
+  it("removes in a day more than the agencies of a database may hold of what it sweeps", async () => {
+    const defaults = new Map((await db().select().from(quotaDefaults)).map((q) => [q.resource, q.quota] as const));
+    const perAgency = ["events", "webhook_deliveries", "webhook_attempts"].reduce((sum, r) => {
+      expect(defaults.has(r), r).toBe(true);
+      return sum + defaults.get(r)!;
+    }, 0);
+    // An agency holds at most its quotas; what falls due in a day is some of what it holds.
+    expect(perAgency).toBe(1_300_000);
+    expect(RETENTION_ROWS_PER_DAY).toBe(29_000_000);
+    expect(RETENTION_ROWS_PER_DAY).toBeGreaterThan(FULL_AGENCIES_PER_DATABASE * perAgency);
+  });
+
+  it("each minute's run removes its full figure while more is due, and no more", async () => {
+    const t = { agencyId: (await createAgency(db(), { name: unique("agency"), kind: "media_agency" })).id };
+    const tag = unique("minute").replaceAll("-", "_");
+    const at = old();
+    const figure = RETENTION_MINUTE_STATEMENTS * RETENTION_PAGE;
+    const n = figure + 700;
+    const series = `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${n})`;
+    await env.DB.batch([
+      env.DB.prepare(
+        `INSERT INTO events (id, agency_id, event_type, api_version, timestamp, data, enqueued_at, created_at) ` +
+          `${series} SELECT 'evt_' || ?1 || '_' || i, ?2, 'user.deactivated', '2026-11-01', 0, '{}', ?3, ?3 FROM n`,
+      ).bind(tag, t.agencyId, at),
+      env.DB.prepare(
+        `INSERT INTO webhook_deliveries (id, event_id, endpoint_id, agency_id, status, attempts, created_at, updated_at) ` +
+          `${series} SELECT 'whd_' || ?1 || '_' || i, 'evt_' || ?1 || '_' || i, 'we_' || ?1, ?2, 'delivered', 1, ?3, ?3 FROM n`,
+      ).bind(tag, t.agencyId, at),
+      env.DB.prepare(
+        `INSERT INTO webhook_delivery_attempts (id, delivery_id, attempt, attempted_at, response_status, latency_ms) ` +
+          `${series} SELECT 'wha_' || ?1 || '_' || i, 'whd_' || ?1 || '_' || i, 1, ?2, 200, 5 FROM n`,
+      ).bind(tag, at),
+    ]);
+    const count = async (table: "events" | "webhook_deliveries" | "webhook_delivery_attempts", prefix: string) =>
+      (
+        await env.DB.prepare(`SELECT count(*) AS n FROM ${table} WHERE id LIKE ?`)
+          .bind(`${prefix}_${tag}_%`)
+          .first<{ n: number }>()
+      )?.n;
+    await cron("* * * * *");
+    // Attempts go first: exactly the figure of them, nothing else yet.
+    expect(await count("webhook_delivery_attempts", "wha")).toBe(n - figure);
+    expect(await count("webhook_deliveries", "whd")).toBe(n);
+    expect(await count("events", "evt")).toBe(n);
+    await cron("* * * * *");
+    expect(await count("webhook_delivery_attempts", "wha")).toBe(0);
+    expect(await count("webhook_deliveries", "whd")).toBe(n - (figure - RETENTION_PAGE * 2));
   });
 });
