@@ -38,7 +38,7 @@ export function pageAgencyUsers(db: Db, agencyId: string, req: PageRequest) {
   return keysetPage(db, users, `internal-users:${agencyId}`, eq(users.agencyId, agencyId), req);
 }
 
-/** Every agency, for the dashboard. */
-export function pageAgencies(db: Db, req: PageRequest) {
-  return keysetPage(db, agencies, "agencies", undefined, req);
+/** Every agency, for the dashboard; `list` names the list its cursors page (the agencies list, the usage report). */
+export function pageAgencies(db: Db, req: PageRequest, list: "agencies" | "usage" = "agencies") {
+  return keysetPage(db, agencies, list, undefined, req);
 }

@@ -61,7 +61,8 @@ export const usageHandler: RouteHandler<typeof usageRoute, AppEnv> = async (c) =
   const db = c.var.db;
   const page = agency_id
     ? { rows: [await getAgency(db, agency_id)], nextCursor: "" }
-    : await pageAgencies(db, { keyring: keyringOf(c.env), cursor, limit });
+    : // A list of its own: a cursor of the agencies list does not page the usage report, nor the other way.
+      await pageAgencies(db, { keyring: keyringOf(c.env), cursor, limit }, "usage");
   const usage = await usageOfAgencies(
     db,
     page.rows.map((a) => a.id),
