@@ -8,7 +8,11 @@ import { etagOf } from "../lib/etag";
  * the resource has one of them. Undefined accepts any version (no If-Match, or `*`); an
  * empty list accepts none.
  */
-export type IfVersion = readonly number[] | undefined;
+export type IfVersion = (readonly number[] & { readonly sent?: readonly string[] }) | undefined;
+
+/** The versions of an If-Match, carrying the tags as sent so a refusal can name them. */
+export const ifVersionOf = (versions: readonly number[], sent: readonly string[]): IfVersion =>
+  Object.assign([...versions], { sent });
 
 /** The writing statement's version guard, or undefined when any version is accepted. */
 export function versionIn(column: SQLiteColumn, ifVersion: IfVersion): SQL | undefined {
@@ -20,10 +24,21 @@ export function versionIn(column: SQLiteColumn, ifVersion: IfVersion): SQL | und
 export const versionAccepted = (current: number, ifVersion: IfVersion): boolean =>
   ifVersion === undefined || ifVersion.includes(current);
 
-/** 412 `resource_version_mismatch`, naming the accepted and the current version as ETags. */
-export function versionMismatch(ifVersion: readonly number[], current: number): DomainError {
+/**
+ * 412 `resource_version_mismatch`, naming the tags sent and the current version as ETags.
+ * When a sent tag is weak (`W/"v7"`), the message says why it cannot match: If-Match
+ * compares strongly.
+ */
+export function versionMismatch(ifVersion: NonNullable<IfVersion>, current: number): DomainError {
+  const sent = ifVersion.sent ?? ifVersion.map(etagOf);
+  const weak = sent.some((tag) => tag.startsWith("W/"));
   return new DomainError("resource_version_mismatch", {
-    details: { expected: ifVersion.map(etagOf).join(", "), current: etagOf(current) },
+    ...(weak && {
+      message:
+        `If-Match compares entity tags strongly, so a weak tag (W/…) never matches; nothing was written. ` +
+        `Send the ETag as the resource answered it: ${etagOf(current)}.`,
+    }),
+    details: { expected: sent.join(", "), current: etagOf(current) },
   });
 }
 

@@ -369,12 +369,12 @@ describe.each(ROUTES)("If-Match on $name", (route) => {
     const any = await send(t, route, r.write, route.bodies[1], "*");
     expect(any.status, any.text).toBe(200);
     expect(any.headers.get("etag")).toBe(`"v${version + 2}"`);
-    // A weak tag never matches under If-Match's strong comparison.
-    expectError(
-      await send(t, route, r.write, route.bodies[2], `W/"v${version + 2}"`),
-      412,
-      "resource_version_mismatch",
-    );
+    // A weak tag never matches under If-Match's strong comparison, and the answer says so, naming the tag sent.
+    const weak = await send(t, route, r.write, route.bodies[2], `W/"v${version + 2}"`);
+    expectError(weak, 412, "resource_version_mismatch");
+    expect(weak.json.error.details).toEqual({ expected: `W/"v${version + 2}"`, current: `"v${version + 2}"` });
+    expect(weak.json.error.message).toMatch(/weak tag .* never matches/);
+    expect(weak.json.error.message).toContain(`"v${version + 2}"`);
   });
 
   it("a malformed If-Match is 400 if_match_malformed and writes nothing", async () => {

@@ -1,6 +1,6 @@
 import type { Context } from "hono";
 import type { EndpointName } from "../../domain/budgets";
-import type { IfVersion } from "../../domain/versions";
+import { type IfVersion, ifVersionOf } from "../../domain/versions";
 import type { RateDecision } from "../../durable/key-gate/verdict";
 import { DomainError } from "../../lib/errors";
 import { type EntityTags, etagOf, parseEntityTags, versionsOf, weaklyMatches } from "../../lib/etag";
@@ -22,7 +22,7 @@ export function ifMatch(c: Context<AppEnv>): IfVersion {
   if (value === undefined) return undefined;
   const tags = parseEntityTags(value);
   if (!tags) throw new DomainError("if_match_malformed", { details: { if_match: value.slice(0, 200) } });
-  return tags === "*" ? undefined : versionsOf(tags);
+  return tags === "*" ? undefined : ifVersionOf(versionsOf(tags), tags);
 }
 
 /**
