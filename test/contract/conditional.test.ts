@@ -390,6 +390,46 @@ describe.each(ROUTES)("If-Match on $name", (route) => {
   });
 });
 
+describe("If-Match and idempotency", () => {
+  it("is part of the request: a corrected precondition under the same key is a conflict, not the 412 again", async () => {
+    const t = await makeTenant();
+    const l = await makeListing(t);
+    const path = `/api/v1/listings/${l.listing_number}/sections/matterport`;
+    const { etag } = await etagOf(t, `/api/v1/listings/${l.listing_number}`);
+    const body = { operation: "set", url: "https://my.matterport.com/show/?m=precondition" };
+    const idempotencyKey = crypto.randomUUID();
+    const stale = await call(path, {
+      key: t.key,
+      method: "PATCH",
+      body,
+      idempotencyKey,
+      headers: { "If-Match": '"v999"' },
+    });
+    expectError(stale, 412, "resource_version_mismatch");
+    // The same request again is the same answer.
+    const again = await call(path, {
+      key: t.key,
+      method: "PATCH",
+      body,
+      idempotencyKey,
+      headers: { "If-Match": '"v999"' },
+    });
+    expect(again.headers.get("X-Idempotent-Replay")).toBe("true");
+    expect(again.status).toBe(412);
+    // A corrected If-Match under that key is another request.
+    const corrected = await call(path, {
+      key: t.key,
+      method: "PATCH",
+      body,
+      idempotencyKey,
+      headers: { "If-Match": etag },
+    });
+    expectError(corrected, 409, "idempotency_key_conflict");
+    const fresh = await call(path, { key: t.key, method: "PATCH", body, headers: { "If-Match": etag } });
+    expect(fresh.status, fresh.text).toBe(200);
+  });
+});
+
 describe("If-Match on a missing resource", () => {
   it("stays 404", async () => {
     const t = await makeTenant();

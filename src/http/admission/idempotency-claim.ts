@@ -39,16 +39,18 @@ export const callerIdentity = (caller: Pick<Caller, "keyId" | "userId">) =>
 export const ledgerName = (agencyId: string, key: string) => `${agencyId}:${bucketOf(key, IDEMPOTENCY_SHARDS)}`;
 
 /**
- * A request as the record remembers it: its owner (`agency`, or one caller), method, path
- * and body. The same key with another request, or from a caller that does not own the
- * record, is a conflict.
+ * A request as the record remembers it: its owner (`agency`, or one caller), method, path,
+ * precondition (If-Match, when sent) and body. The same key with another request, or from
+ * a caller that does not own the record, is a conflict: a retry that corrects its If-Match
+ * is a new request, never the replay of the first one's 412.
  */
-export const requestHashOf = (owner: string, method: string, path: string, body: string) =>
-  sha256Hex(`${owner}\n${method} ${path}\n${body}`);
+export const requestHashOf = (owner: string, method: string, path: string, body: string, ifMatch?: string) =>
+  sha256Hex(`${owner}\n${method} ${path}\n${ifMatch === undefined ? "" : `if-match: ${ifMatch.trim()}\n`}${body}`);
 
 async function contextOf(c: Context<AppEnv>, owner: RecordOwner, key: string, limit?: number) {
   const body = await readBodyText(c, limit);
-  const requestHash = await requestHashOf(owner.caller ?? "agency", c.req.method, c.req.path, body);
+  const ifMatch = c.req.header("if-match");
+  const requestHash = await requestHashOf(owner.caller ?? "agency", c.req.method, c.req.path, body, ifMatch);
   return { agencyId: owner.agencyId, idempotencyKey: key, requestHash } satisfies IdempotencyContext;
 }
 
