@@ -1,5 +1,5 @@
 import { createRoute, type RouteConfig } from "@hono/zod-openapi";
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import type { ZodType } from "zod";
 import type { ErrorCode } from "../lib/errors";
 import { admission } from "./admission/admission";
@@ -194,6 +194,29 @@ export function internalRoute<const R extends RouteConfig>(errors: readonly Erro
 
 /** An OpenAPI content block of one JSON media type: `content: json(Schema)` in a route's body or response. */
 export const json = <T extends ZodType>(schema: T) => ({ "application/json": { schema } }) as const;
+
+/**
+ * The 201 of a route that creates a resource a route reads: its body, and a `Location`
+ * naming where to read it (`example` is such a path). A replay repeats the Location.
+ */
+export const created = <T extends ZodType>(description: string, schema: T, example: string) =>
+  ({
+    201: {
+      description,
+      headers: {
+        Location: {
+          description: "The absolute URL of the created resource, where a GET reads it.",
+          schema: { type: "string", format: "uri", example: `https://api.example.com${example}` },
+        },
+      },
+      content: json(schema),
+    },
+  }) as const;
+
+/** Names the created resource's URL (`path` on this origin) in the answer's `Location`. */
+export const setLocation = (c: Context<AppEnv>, path: string): void => {
+  c.header("Location", new URL(path, c.req.url).toString());
+};
 
 /**
  * The first guard of a sandbox-only route (`sandboxOnly` in its guard): where the API runs

@@ -1,7 +1,7 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { createAgency } from "../../domain/people/hierarchy";
 import type { AppEnv } from "../../http/env";
-import { internalRoute, json } from "../../http/route";
+import { created, internalRoute, json, setLocation } from "../../http/route";
 import { AgencySchema, presentAgency } from "./schema";
 
 export const createAgencyRoute = internalRoute([], {
@@ -21,7 +21,7 @@ export const createAgencyRoute = internalRoute([], {
       ),
     },
   },
-  responses: { 201: { description: "The agency.", content: json(AgencySchema) } },
+  responses: created("The agency.", AgencySchema, "/internal/v1/agencies/agy_0mhx3k2a1q8v2l0c9z7rj4"),
 });
 
 export const createAgencyHandler: RouteHandler<typeof createAgencyRoute, AppEnv> = async (c) => {
@@ -31,5 +31,6 @@ export const createAgencyHandler: RouteHandler<typeof createAgencyRoute, AppEnv>
     kind: body.kind,
     cancellationNoticeHours: body.cancellation_notice_hours,
   });
+  setLocation(c, `/internal/v1/agencies/${agency.id}`);
   return c.json(presentAgency(agency), 201);
 };

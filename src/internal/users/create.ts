@@ -2,7 +2,7 @@ import { type RouteHandler, z } from "@hono/zod-openapi";
 import { createUser } from "../../domain/people/hierarchy";
 import { ROLES } from "../../domain/roles";
 import type { AppEnv } from "../../http/env";
-import { internalRoute, json } from "../../http/route";
+import { created, internalRoute, json, setLocation } from "../../http/route";
 import { withRenames } from "../../http/validation";
 import { InternalUserSchema, presentInternalUser } from "./schema";
 
@@ -36,9 +36,7 @@ export const createUserRoute = internalRoute(
         ),
       },
     },
-    responses: {
-      201: { description: "The user.", content: json(InternalUserSchema) },
-    },
+    responses: created("The user.", InternalUserSchema, "/internal/v1/users/usr_0mhx3k2a1q8v2l0c9z7rj4"),
   },
 );
 
@@ -52,5 +50,6 @@ export const createUserHandler: RouteHandler<typeof createUserRoute, AppEnv> = a
     email: b.email,
     source: b.source,
   });
+  setLocation(c, `/internal/v1/users/${user.id}`);
   return c.json(presentInternalUser(user), 201);
 };

@@ -2,7 +2,7 @@ import { type RouteHandler, z } from "@hono/zod-openapi";
 import { createListing } from "../../domain/listings/create";
 import { idempotencyMark } from "../../http/admission/idempotency-mark";
 import type { AppEnv } from "../../http/env";
-import { json, publicRoute } from "../../http/route";
+import { created, json, publicRoute, setLocation } from "../../http/route";
 import { withRenames } from "../../http/validation";
 import { ListingSchema, presentListing, WRITER_ROLES } from "../../schemas/listings";
 
@@ -49,9 +49,7 @@ export const createListingRoute = publicRoute(
       "dashboard). `address`, `owner_user_id` and `agent_one_id` are required. A `listing.created` webhook " +
       "follows within seconds.",
     request: { body: { content: json(CreateListingBody) } },
-    responses: {
-      201: { description: "The created listing.", content: json(ListingSchema) },
-    },
+    responses: created("The created listing.", ListingSchema, "/api/v1/listings/k3v9x2a"),
   },
 );
 
@@ -71,5 +69,6 @@ export const createListingHandler: RouteHandler<typeof createListingRoute, AppEn
     },
     ({ id }) => idempotencyMark(c, db, { status: 201, resourceType: "listing", resourceId: id }),
   );
+  setLocation(c, `/api/v1/listings/${listing.listingNumber}`);
   return c.json(ListingSchema.parse(presentListing(listing, c.env.SITE_URL)), 201);
 };

@@ -2,7 +2,7 @@ import type { RouteHandler } from "@hono/zod-openapi";
 import { findListing } from "../../domain/listings/reads";
 import { idempotencyMark } from "../../http/admission/idempotency-mark";
 import type { AppEnv } from "../../http/env";
-import { json, publicRoute } from "../../http/route";
+import { created, json, publicRoute, setLocation } from "../../http/route";
 import { checkUpload } from "../../media/policy";
 import { createUpload } from "../../media/uploads/records";
 import { presentUpload, UPLOADER_ROLES, UploadRequestSchema, UploadTargetSchema } from "../../schemas/media/media";
@@ -53,9 +53,11 @@ export const uploadMediaRoute = publicRoute(
       "503 `queue_unavailable` (with `Retry-After`) means nothing was recorded; retry with the same idempotency key.",
     ].join("\n"),
     request: { body: { content: json(UploadRequestSchema) } },
-    responses: {
-      201: { description: "The upload destination.", content: json(UploadTargetSchema) },
-    },
+    responses: created(
+      "The upload destination.",
+      UploadTargetSchema,
+      "/api/v1/media/uploads/upl_0mhx3k2a1q8v2l0c9z7rj4",
+    ),
   },
 );
 
@@ -79,5 +81,6 @@ export const uploadMediaHandler: RouteHandler<typeof uploadMediaRoute, AppEnv> =
     },
     (id) => idempotencyMark(c, db, { status: 201, resourceType: "media_upload", resourceId: id }),
   );
+  setLocation(c, `/api/v1/media/uploads/${upload.id}`);
   return c.json(await presentUpload(c.env, new URL(c.req.url).origin, upload, listing?.listingNumber ?? null), 201);
 };

@@ -4,7 +4,7 @@ import { activeUserOfAgency } from "../../domain/people/users";
 import { AGENCY_ROLES } from "../../domain/roles";
 import { idempotencyMark } from "../../http/admission/idempotency-mark";
 import type { AppEnv } from "../../http/env";
-import { json, publicRoute } from "../../http/route";
+import { created, json, publicRoute, setLocation } from "../../http/route";
 import { randomAlnum } from "../../lib/ids";
 import { presentUser, UserSchema } from "../../schemas/users";
 import { helperGuard, TEST_HELPERS_TAG } from "./schema";
@@ -48,7 +48,7 @@ export const createUserRoute = publicRoute(
         ),
       },
     },
-    responses: { 201: { description: "The user.", content: json(UserSchema) } },
+    responses: created("The user.", UserSchema, "/api/v1/users/usr_0mhx3k2a1q8v2l0c9z7rj4"),
   },
 );
 
@@ -68,5 +68,6 @@ export const createUserHandler: RouteHandler<typeof createUserRoute, AppEnv> = a
     },
     ({ id }) => idempotencyMark(c, db, { status: 201, resourceType: "user", resourceId: id }),
   );
+  setLocation(c, `/api/v1/users/${user.id}`);
   return c.json(UserSchema.parse(presentUser(user)), 201);
 };

@@ -2,12 +2,9 @@ import type { RouteHandler } from "@hono/zod-openapi";
 import { createTour } from "../../domain/tours";
 import { idempotencyMark } from "../../http/admission/idempotency-mark";
 import type { AppEnv } from "../../http/env";
-import { json, publicRoute } from "../../http/route";
+import { created, json, publicRoute, setLocation } from "../../http/route";
 import { WRITER_ROLES } from "../../schemas/listings";
 import { CreateTourBody, presentTour, TourSchema } from "../../schemas/tours";
-
-const tourAnswer = (status: 200 | 201, description: string) =>
-  ({ [status]: { description, content: json(TourSchema) } }) as const;
 
 /** Room for 100 images with 2048-character URLs and captions, plus the description. */
 const CREATE_TOUR_BODY_LIMIT = 256 * 1024;
@@ -30,7 +27,7 @@ export const createTourRoute = publicRoute(
       "`address`, `city`, `state` and `zipcode` are required; the rest is optional. The tour starts `active`, " +
       "with a server-minted `tour_number`.",
     request: { body: { content: json(CreateTourBody) } },
-    responses: tourAnswer(201, "The created tour."),
+    responses: created("The created tour.", TourSchema, "/api/v1/tours/q7x2m9ka"),
   },
 );
 
@@ -56,5 +53,6 @@ export const createTourHandler: RouteHandler<typeof createTourRoute, AppEnv> = a
     },
     ({ id }) => idempotencyMark(c, db, { status: 201, resourceType: "tour", resourceId: id }),
   );
+  setLocation(c, `/api/v1/tours/${tour.tourNumber}`);
   return c.json(TourSchema.parse(presentTour(tour)), 201);
 };

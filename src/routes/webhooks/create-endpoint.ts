@@ -1,7 +1,7 @@
 import type { RouteHandler } from "@hono/zod-openapi";
 import { idempotencyMark } from "../../http/admission/idempotency-mark";
 import type { AppEnv } from "../../http/env";
-import { json, publicRoute } from "../../http/route";
+import { created, json, publicRoute, setLocation } from "../../http/route";
 import { READ_SCOPES_TEXT } from "../../schemas/events";
 import { CreatedWebhookEndpointSchema, CreateWebhookEndpointBody, presentEndpoint } from "../../schemas/webhooks";
 import { createEndpoint } from "../../webhooks/endpoints/records";
@@ -42,12 +42,11 @@ export const createEndpointRoute = publicRoute(
       "encrypted); another key of the agency reusing that idempotency key gets 409 `idempotency_key_conflict`, " +
       "never the secret. A new idempotency key registers a new endpoint.",
     request: { body: { content: json(CreateWebhookEndpointBody) } },
-    responses: {
-      201: {
-        description: "The endpoint and its signing secret (shown once).",
-        content: json(CreatedWebhookEndpointSchema),
-      },
-    },
+    responses: created(
+      "The endpoint and its signing secret (shown once).",
+      CreatedWebhookEndpointSchema,
+      "/api/v1/webhooks/endpoints/we_0mhx3k2a1q8v2l0c9z7rj4",
+    ),
   },
 );
 
@@ -63,5 +62,6 @@ export const createEndpointHandler: RouteHandler<typeof createEndpointRoute, App
     { url: b.url, eventTypes: b.event_types, description: b.description, scopes: caller.scopes },
     ({ id }) => idempotencyMark(c, db, { status: 201, resourceType: "webhook_endpoint", resourceId: id }),
   );
+  setLocation(c, `/api/v1/webhooks/endpoints/${endpoint.id}`);
   return c.json(CreatedWebhookEndpointSchema.parse({ ...presentEndpoint(endpoint), signing_secret: secret }), 201);
 };
