@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { AUTH_FAILURE_LIMIT, forgetHeldBack } from "../../src/http/admission/auth-throttle";
+import { AUTH_FAILURE_LIMIT, forgetHeldBack, throttleKeyOf } from "../../src/http/admission/auth-throttle";
 import { forgetKeys } from "../../src/http/admission/key-auth";
 import { call, expectError, makeTenant } from "../support/harness";
 import { countD1 } from "../support/webhook-fixtures";
@@ -73,5 +73,29 @@ describe("failed authentication is throttled per client address before D1", () =
   it("a request without a client address (a local call) is never held back by address", async () => {
     for (let i = 0; i < AUTH_FAILURE_LIMIT + 5; i++)
       expectError(await call("/api/v1/users", { key: randomKey() }), 401, "api_key_invalid");
+  });
+
+  it("counts IPv6 clients by their /64, so rotating addresses within it does not evade the limit", async () => {
+    expect(throttleKeyOf("2001:db8:aa:1::7")).toBe("2001:db8:aa:1::/64");
+    expect(throttleKeyOf("2001:0db8:00aa:0001:ffff:1:2:3")).toBe("2001:db8:aa:1::/64");
+    expect(throttleKeyOf("2001:db8::1")).toBe("2001:db8:0:0::/64");
+    expect(throttleKeyOf("::ffff:198.51.100.7")).toBe("198.51.100.7");
+    expect(throttleKeyOf("198.51.100.7")).toBe("198.51.100.7");
+    const net = `2001:db8:${Math.floor(Math.random() * 0xffff).toString(16)}:${Math.floor(Math.random() * 0xffff).toString(16)}`;
+    const rotating = () =>
+      `${net}:${Array.from({ length: 4 }, () => Math.floor(Math.random() * 0xffff).toString(16)).join(":")}`;
+    let refused = false;
+    for (let i = 0; i < FLOOD && !refused; i++) {
+      const r = await call("/api/v1/users", { key: randomKey(), headers: from(rotating()) });
+      if (r.status === 429) refused = true;
+      else expectError(r, 401, "api_key_invalid");
+    }
+    expect(refused).toBe(true);
+    // Another /64 is not held back.
+    expectError(
+      await call("/api/v1/users", { key: randomKey(), headers: from("2001:db8:ffff:fffe::1") }),
+      401,
+      "api_key_invalid",
+    );
   });
 });

@@ -17,10 +17,30 @@ export function forgetHeldBack(): void {
 }
 
 /**
- * The client's address as Cloudflare's edge reports it. A request without one did not
- * come through the edge (a local call, a test): it is not throttled by address.
+ * What failures are counted against: the client's address as Cloudflare's edge reports it,
+ * and for IPv6 its /64 (a host is given a whole /64 and can pick any address in it, so
+ * counting single addresses would let it rotate past the limit). A request without an
+ * address did not come through the edge (a local call, a test): it is not throttled.
  */
-const addressOf = (c: Context<AppEnv>) => c.req.header("cf-connecting-ip");
+const addressOf = (c: Context<AppEnv>): string | undefined => {
+  const address = c.req.header("cf-connecting-ip")?.trim();
+  return address ? throttleKeyOf(address) : undefined;
+};
+
+/** An IPv4 address as it is; an IPv6 address as its /64 (`2001:db8:0:1::/64`); an IPv4-mapped one as its IPv4. */
+export function throttleKeyOf(address: string): string {
+  if (!address.includes(":")) return address;
+  const mapped = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(address);
+  if (mapped) return mapped[1]!;
+  const [head = "", tail] = address.toLowerCase().split("%")[0]!.split("::");
+  const front = head ? head.split(":") : [];
+  const back = tail ? tail.split(":") : [];
+  const groups =
+    tail === undefined ? front : [...front, ...Array(Math.max(0, 8 - front.length - back.length)).fill("0"), ...back];
+  const prefix = groups.slice(0, 4).map((g) => (Number.parseInt(g, 16) || 0).toString(16));
+  while (prefix.length < 4) prefix.push("0");
+  return `${prefix.join(":")}::/64`;
+}
 
 /**
  * Refuses, before any D1 lookup, a request from an address that failed authentication
