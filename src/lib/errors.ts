@@ -99,7 +99,11 @@ export const ERRORS = {
     "The events after this sequence are past the 30-day window; resync from the list routes, then read the " +
       "events after details.last_sequence.",
   ],
-  request_not_found: [404, "No such request: only your agency's writes of the last 24 hours can be looked up."],
+  request_not_found: [
+    404,
+    "No such request: only your agency's writes that committed a change in the last 24 hours can be looked up " +
+      "(a read, a refused or failed write and a replay are not kept).",
+  ],
   stripe_signature_invalid: [400, "The Stripe-Signature header does not verify, or is older than 5 minutes."],
   webhook_url_not_allowed: [422, "The receiver URL must be a public https URL."],
   webhook_event_type_not_allowed: [422, "An event type is unknown or cannot be subscribed to."],

@@ -119,7 +119,10 @@ describe("looking up a request", () => {
     expectError(await inspect(t, read.headers.get("X-Request-Id")!), 404, "request_not_found");
     const failed = await call("/api/v1/listings", { key: t.key, body: { address: "" } });
     expect(failed.status).toBe(422);
-    expectError(await inspect(t, failed.headers.get("X-Request-Id")!), 404, "request_not_found");
+    const notFound = await inspect(t, failed.headers.get("X-Request-Id")!);
+    expectError(notFound, 404, "request_not_found");
+    // The message names the rule that applies (only committed writes are kept), not only the 24 hours.
+    expect(notFound.json.error.message).toMatch(/committed/);
     const idemKey = crypto.randomUUID();
     const address = unique("addr");
     const made = await createListing(t, { "X-Idempotency-Key": idemKey }, address);
