@@ -3,6 +3,7 @@ import type { Db } from "../db/client";
 import type { EndpointName } from "../domain/budgets";
 import type { Role, Scope } from "../domain/roles";
 import type { ErrorCode } from "../lib/errors";
+import { isNear, levenshtein } from "../lib/suggest";
 
 /** What a route declares about its guards. */
 export interface Guard {
@@ -89,7 +90,7 @@ const routeKey = (method: string, path: string) => `${method.toUpperCase()} ${pa
 export class RouteRegistry {
   readonly #operations: RouteMeta[] = [];
   readonly #byKey = new Map<string, RouteMeta>();
-  readonly #paths: { method: string; pattern: RegExp }[] = [];
+  readonly #paths: { method: string; pattern: RegExp; template: string }[] = [];
   readonly #sandboxOnly: RegExp[] = [];
   readonly #replayers: Map<string, Replayer>;
 
@@ -118,7 +119,7 @@ export class RouteRegistry {
 
   /** A path served outside the OpenAPI operations (documents, the signed upload path, receivers). */
   addPath(method: string, template: string): this {
-    this.#paths.push({ method: method.toUpperCase(), pattern: patternOf(template) });
+    this.#paths.push({ method: method.toUpperCase(), pattern: patternOf(template), template });
     return this;
   }
 
@@ -129,6 +130,42 @@ export class RouteRegistry {
   /** The operation matched as `method` + Hono's route path (`/api/v1/listings/:listing_number`). */
   operation(method: string, routePath: string): RouteMeta | undefined {
     return this.#byKey.get(routeKey(method, routePath));
+  }
+
+  /**
+   * Up to three paths of known routes that `path` is probably a typo of (each literal part
+   * a few edits away, the path's own values in the template's places), the nearest first.
+   * `visible` leaves out the routes the caller cannot see.
+   */
+  nearPaths(path: string, visible: (template: string) => boolean): string[] {
+    const typed = path.split("/");
+    const near = new Map<string, number>();
+    for (const { template } of this.#paths) {
+      const parts = template.split("/");
+      if (parts.length !== typed.length || !visible(template)) continue;
+      let cost = 0;
+      const filled: string[] = [];
+      for (const [i, part] of parts.entries()) {
+        const given = typed[i]!;
+        if (/^(\{\w+\}|:\w+)$/.test(part) || part === given) {
+          filled.push(/^(\{\w+\}|:\w+)$/.test(part) ? given : part);
+          continue;
+        }
+        if (!isNear(given, part)) {
+          cost = Number.POSITIVE_INFINITY;
+          break;
+        }
+        cost += levenshtein(given.toLowerCase(), part.toLowerCase()) || 1;
+        filled.push(part);
+      }
+      const candidate = filled.join("/");
+      if (cost > 0 && cost < Number.POSITIVE_INFINITY && cost < (near.get(candidate) ?? Number.POSITIVE_INFINITY))
+        near.set(candidate, cost);
+    }
+    return [...near.entries()]
+      .sort((a, b) => a[1] - b[1])
+      .slice(0, 3)
+      .map(([candidate]) => candidate);
   }
 
   allowedMethods(path: string): string[] {

@@ -22,6 +22,20 @@ export function unmatched(c: Context<AppEnv>): DomainError {
       headers: { Allow: allowed.join(", ") },
     });
   }
-  if (path.startsWith("/api/v1/listings/")) return new HttpError("endpoint_not_in_scope");
-  return new HttpError("request_path_not_found", { message: `No route ${c.req.method} ${path}.` });
+  const did_you_mean = hidden ? [] : c.var.routes.nearPaths(path, (template) => visibleTo(c, template));
+  const details = did_you_mean.length ? { did_you_mean } : {};
+  const hint = did_you_mean.length ? ` Did you mean ${did_you_mean.join(" or ")}?` : "";
+  if (path.startsWith("/api/v1/listings/")) {
+    return new HttpError("endpoint_not_in_scope", {
+      ...(hint && { message: `No such listing route.${hint}` }),
+      details,
+    });
+  }
+  return new HttpError("request_path_not_found", { message: `No route ${c.req.method} ${path}.${hint}`, details });
+}
+
+/** Whether a route's template may be suggested to this request: no internal path without the operator token, no sandbox helper in live. */
+function visibleTo(c: Context<AppEnv>, template: string): boolean {
+  if (template.startsWith("/internal/")) return Boolean(c.env.OPERATOR_TOKEN) && c.req.path.startsWith("/internal/");
+  return !(c.env.API_MODE === "live" && c.var.routes.isSandboxOnly(template.replaceAll(/\{\w+\}/g, "x")));
 }

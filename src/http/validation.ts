@@ -1,6 +1,7 @@
 import type { Context } from "hono";
 import type { ZodError, ZodType } from "zod";
 import { DomainError, type ErrorCode } from "../lib/errors";
+import { suggestions } from "../lib/suggest";
 import type { AppEnv } from "./env";
 import { expectedShape } from "./expected-shape";
 
@@ -26,6 +27,15 @@ const renames = new WeakMap<object, ReadonlyMap<string, string>>();
 
 export function withRenames<T extends ZodType>(schema: T, map: Record<string, string>): T {
   renames.set(schema, new Map(Object.entries(map)));
+  return schema;
+}
+
+/** What to say of values an enum leaves out on purpose (a status with a route of its own), by schema. */
+const valueHints = new WeakMap<object, ReadonlyMap<string, string>>();
+
+/** Registers, for an enum field, the sentence that answers each value it refuses on purpose. */
+export function withValueHints<T extends ZodType>(schema: T, hints: Record<string, string>): T {
+  valueHints.set(schema, new Map(Object.entries(hints)));
   return schema;
 }
 
@@ -89,35 +99,6 @@ const jsonType = (v: unknown) =>
         ? "integer"
         : typeof v;
 
-function levenshtein(a: string, b: string): number {
-  const row = Array.from({ length: b.length + 1 }, (_, i) => i);
-  for (let i = 1; i <= a.length; i++) {
-    let prev = row[0]!;
-    row[0] = i;
-    for (let j = 1; j <= b.length; j++) {
-      const tmp = row[j]!;
-      row[j] = Math.min(row[j]! + 1, row[j - 1]! + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
-      prev = tmp;
-    }
-  }
-  return row[b.length]!;
-}
-
-function suggestions(key: string, known: string[]): string[] {
-  const k = key.toLowerCase();
-  return known
-    .map((name) => ({ name, d: levenshtein(k, name.toLowerCase()) }))
-    .filter(
-      ({ name, d }) =>
-        d <= Math.max(2, Math.floor(name.length / 3)) ||
-        name.toLowerCase().includes(k) ||
-        k.includes(name.toLowerCase()),
-    )
-    .sort((a, b) => a.d - b.d)
-    .slice(0, 3)
-    .map(({ name }) => name);
-}
-
 type Located = { path: readonly PathKey[]; error: FieldError };
 
 function issueToErrors(issue: Issue, root: ZodType | undefined, input: unknown): Located[] {
@@ -173,13 +154,25 @@ function issueToErrors(issue: Issue, root: ZodType | undefined, input: unknown):
       return one({ field, code: "validation_out_of_range", message: issue.message, ctx });
     }
     case "invalid_value": {
-      if (!valueAt(input, issue.path).present)
+      const { present, value } = valueAt(input, issue.path);
+      if (!present)
         return one({ field, code: "validation_missing_required", message: `'${field || "body"}' is required.` });
+      const allowed = `Must be one of: ${issue.values.map(String).join(", ")}.`;
+      const schema = fieldSchemaAt(root, issue.path);
+      const hint = typeof value === "string" && schema ? valueHints.get(schema)?.get(value) : undefined;
+      const did_you_mean =
+        typeof value === "string" && !hint
+          ? suggestions(
+              value,
+              issue.values.map(String).filter((v) => v !== value),
+            )
+          : [];
       return one({
         field,
         code: "validation_enum_not_allowed",
-        message: `Must be one of: ${issue.values.map(String).join(", ")}.`,
+        message: hint ? `${hint} ${allowed}` : allowed,
         ctx: { expected: issue.values },
+        ...(did_you_mean.length ? { did_you_mean } : {}),
       });
     }
     case "invalid_union": {

@@ -29,6 +29,23 @@ describe("body validation codes", () => {
     expect(r.json.error.details.errors[0]).toMatchObject({ field: "emial", did_you_mean: ["email"] });
   });
 
+  it("validation_enum_not_allowed suggests the value meant, and says where a value left out on purpose goes", async () => {
+    const t = await makeTenant();
+    const l = await call("/api/v1/listings", {
+      key: t.key,
+      body: { address: "3 Enum Street", owner_user_id: t.owner.id, agent_one_id: t.agent.id },
+    });
+    expect(l.status, l.text).toBe(201);
+    const path = `/api/v1/listings/${l.json.listing_number}/status`;
+    const typo = await call(path, { key: t.key, method: "PATCH", body: { new_status: "sold" } });
+    expectError(typo, 422, "validation_enum_not_allowed");
+    expect(typo.json.error.details.errors[0]).toMatchObject({ field: "new_status", did_you_mean: ["Sold"] });
+    const cancel = await call(path, { key: t.key, method: "PATCH", body: { new_status: "Cancelled" } });
+    expectError(cancel, 422, "validation_enum_not_allowed");
+    expect(cancel.json.error.details.errors[0].message).toContain("/cancel");
+    expect(cancel.json.error.details.errors[0].did_you_mean).toBeUndefined();
+  });
+
   it("validation_deprecated_field names the new field in migration.to", async () => {
     const r = await createUser({ role: "agent", name: "A", email: "a@example.test", managerId: "usr_x" });
     expectError(r, 422, "validation_deprecated_field");

@@ -37,6 +37,21 @@ describe("routing", () => {
     expectError(await call("/"), 404, "request_path_not_found");
   });
 
+  it("a mistyped path is answered with did_you_mean, the path's own values kept", async () => {
+    const listing = await call("/api/v1/listing");
+    expectError(listing, 404, "request_path_not_found");
+    expect(listing.json.error.details.did_you_mean).toEqual(["/api/v1/listings"]);
+    expect(listing.json.error.message).toContain("Did you mean /api/v1/listings?");
+    const tour = await call("/api/v1/tuors/q7x2m9ka");
+    expect(tour.json.error.details.did_you_mean).toEqual(["/api/v1/tours/q7x2m9ka"]);
+    const status = await call("/api/v1/listings/k3v9x2a/stauts", { method: "PATCH", body: {} });
+    expectError(status, 404, "endpoint_not_in_scope");
+    expect(status.json.error.details.did_you_mean).toEqual(["/api/v1/listings/k3v9x2a/status"]);
+    // Nothing near: no suggestion; and the internal surface is never suggested from the public one.
+    expect((await call("/api/v1/nothing-here")).json.error.details).toEqual({});
+    expect((await call("/api/v1/usage")).json.error.details).toEqual({});
+  });
+
   it("a wrong method is 405 with Allow and details.methods_allowed", async () => {
     const r = await call("/api/v1/users", { method: "DELETE" });
     expectError(r, 405, "request_method_not_allowed");

@@ -5,6 +5,7 @@ import { ifMatch, setEtag } from "../../http/admission/conditional";
 import { idempotencyMark } from "../../http/admission/idempotency-mark";
 import type { AppEnv } from "../../http/env";
 import { json, publicRoute } from "../../http/route";
+import { withValueHints } from "../../http/validation";
 import { ListingSchema, listingNumberParam, presentListing, WRITER_ROLES } from "../../schemas/listings";
 
 export const updateStatusRoute = publicRoute(
@@ -31,7 +32,13 @@ export const updateStatusRoute = publicRoute(
         content: json(
           z
             .strictObject({
-              new_status: z.enum(SETTABLE_STATUSES).openapi({ description: "The status to move to.", example: "Sold" }),
+              new_status: withValueHints(
+                z.enum(SETTABLE_STATUSES).openapi({ description: "The status to move to.", example: "Sold" }),
+                {
+                  Cancelled:
+                    "A listing is cancelled with POST /api/v1/listings/{listing_number}/cancel, not by its status.",
+                },
+              ),
             })
             .openapi("UpdateListingStatus"),
         ),
