@@ -23,14 +23,24 @@ const responseBinding = (idem: IdempotencyContext) =>
  */
 const sealingScope = (idem: IdempotencyContext) => `agency:${idem.agencyId}`;
 
+/** The body, and the `Location` that names the created resource as the body does, sealed or opened. */
 async function withBody(
   env: Env,
   idem: IdempotencyContext,
   response: CachedResponse,
   change: typeof encrypt | typeof decrypt,
 ): Promise<CachedResponse> {
-  const body = await change(keyringOf(env), RESPONSE_PURPOSE, response.body, responseBinding(idem), sealingScope(idem));
-  return { ...response, body };
+  const sealed = (value: string) =>
+    change(keyringOf(env), RESPONSE_PURPOSE, value, responseBinding(idem), sealingScope(idem));
+  const headers = await Promise.all(
+    response.headers.map(
+      async ([name, value]): Promise<[string, string]> => [
+        name,
+        name.toLowerCase() === "location" ? await sealed(value) : value,
+      ],
+    ),
+  );
+  return { ...response, headers, body: await sealed(response.body) };
 }
 
 export const seal = (env: Env, idem: IdempotencyContext, response: CachedResponse) =>
