@@ -10,6 +10,7 @@ import { eventsApi } from "./routes/events";
 import { STRIPE_HOOK_PATH, stripeHook } from "./routes/hooks/stripe";
 import { limitsApi } from "./routes/limits";
 import { listingsApi, replayListing } from "./routes/listings";
+import { meApi } from "./routes/me";
 import { mediaApi, replayUpload, uploadPath } from "./routes/media";
 import { requestsApi } from "./routes/requests";
 import { reservedApi } from "./routes/reserved";
@@ -31,6 +32,7 @@ const publicApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
   .route("/", reservedApi)
   .route("/", adminApi)
   .route("/", limitsApi)
+  .route("/", meApi)
   .route("/", requestsApi)
   .route("/", testHelpersApi)
   .route("/", errorsApi);

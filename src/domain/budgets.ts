@@ -37,6 +37,8 @@ export const DEFAULT_BUDGETS = {
   read_request_single: 600,
   read_webhook_deliveries: 120,
   book_appointment: 60,
+  read_identity: 600,
+  read_limits: 120,
   /** Every sandbox test helper shares this one budget. */
   test_helpers: 100,
 } as const;

@@ -82,6 +82,10 @@ async function rejection(promise: Promise<unknown>) {
 
 describe("the official TypeScript client against npm run dev", () => {
   it("creates listings, pages them, uploads a file, verifies a webhook and reports errors", async () => {
+    // Who the key is, typed from the document.
+    const me = await client.get("/api/v1/me");
+    expect(me.mode).toBe("test");
+    expect(me.key_id).toMatch(/^key_/);
     const users = [];
     for await (const user of client.paginate("/api/v1/users", { query: { limit: 2 } })) users.push(user);
     const owner = users.find((u) => u.role === "media_agency")!;

@@ -10,7 +10,7 @@ const limits = async (key: string) => {
 };
 
 describe("GET /api/v1/limits", () => {
-  it("shows each budget's window shrinking with calls to its endpoint, and costs nothing itself", async () => {
+  it("shows each budget's window shrinking with calls to its endpoint, and costs only its own budget", async () => {
     const t = await makeTenant();
     const fresh = await limits(t.key);
     expect(fresh.key_id).toBe(t.keyId);
@@ -28,12 +28,18 @@ describe("GET /api/v1/limits", () => {
     expect(after.budgets.read_listings_list.remaining).toBe(Number(list.headers.get("x-rate-limit-remaining")));
     expect(after.budgets.create_listing.reset).toBeGreaterThanOrEqual(Math.floor(Date.now() / 1000));
 
-    // Reading the limits again changes no window, and answers no rate-limit headers of its own.
+    // Reading the limits again counts in its own window, read_limits, and changes no other.
     const again = await call("/api/v1/limits", { key: t.key });
-    expect(again.headers.get("x-rate-limit-limit")).toBeNull();
+    expect(again.headers.get("x-rate-limit-limit")).toBe(String(DEFAULT_BUDGETS.read_limits));
+    expect(again.json.budgets.read_limits.remaining).toBe(after.budgets.read_limits.remaining - 1);
+    expect(Number(again.headers.get("x-rate-limit-remaining"))).toBe(again.json.budgets.read_limits.remaining);
     // (An empty window's reset is "now", so only what is counted is compared.)
     const counted = (budgets: Record<string, { limit: number; remaining: number }>) =>
-      Object.fromEntries(Object.entries(budgets).map(([name, w]) => [name, [w.limit, w.remaining]]));
+      Object.fromEntries(
+        Object.entries(budgets)
+          .filter(([name]) => name !== "read_limits")
+          .map(([name, w]) => [name, [w.limit, w.remaining]]),
+      );
     expect(counted(again.json.budgets)).toEqual(counted(after.budgets));
     const next = await call("/api/v1/listings", { key: t.key });
     expect(Number(next.headers.get("x-rate-limit-remaining"))).toBe(after.budgets.read_listings_list.remaining - 1);
@@ -77,5 +83,37 @@ describe("GET /api/v1/limits", () => {
     const body = await limits(t.key);
     expect(body.key_id).toBe(t.keyId);
     expectError(await call("/api/v1/limits"), 401, "api_key_missing");
+  });
+});
+
+describe("GET /api/v1/me", () => {
+  it("answers the calling key: its agency, mode, role, scopes and budgets, within a budget of its own", async () => {
+    const t = await makeTenant({ scopes: ["users:read", "listings:read"] });
+    const admin = await makePlatformKey(t.agencyId, { scopes: ["admin"] });
+    const set = await call(`/api/v1/admin/api-keys/${t.keyId}/rate-limits`, {
+      key: admin.key,
+      method: "PATCH",
+      body: { overrides: { upload_media: 5 } },
+    });
+    expect(set.status, set.text).toBe(200);
+    const me = await call("/api/v1/me", { key: t.key });
+    expect(me.status, me.text).toBe(200);
+    const agency = await internal(`/internal/v1/agencies/${t.agencyId}`);
+    expect(me.json).toMatchObject({
+      key_id: t.keyId,
+      agency: { id: t.agencyId, name: agency.json.name, kind: agency.json.kind },
+      mode: "test",
+      scopes: ["listings:read", "users:read"],
+    });
+    expect(me.json.role).toBeTypeOf("string");
+    expect(me.json.budgets.upload_media).toBe(5);
+    expect(me.json.budgets.create_listing).toBe(DEFAULT_BUDGETS.create_listing);
+    expect(Object.keys(me.json.budgets).sort()).toEqual([...ENDPOINT_NAMES].sort());
+    expect(me.headers.get("x-rate-limit-limit")).toBe(String(DEFAULT_BUDGETS.read_identity));
+    const again = await call("/api/v1/me", { key: t.key });
+    expect(Number(again.headers.get("x-rate-limit-remaining"))).toBe(
+      Number(me.headers.get("x-rate-limit-remaining")) - 1,
+    );
+    expectError(await call("/api/v1/me"), 401, "api_key_missing");
   });
 });

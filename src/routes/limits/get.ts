@@ -9,7 +9,7 @@ import { presentQuotas } from "../../schemas/quotas";
 import { LimitsSchema, presentAgencyBudgets, presentBudgets } from "./schema";
 
 export const getLimitsRoute = publicRoute(
-  {},
+  { endpoint: "read_limits" },
   {
     method: "get",
     path: "/api/v1/limits",
@@ -17,9 +17,9 @@ export const getLimitsRoute = publicRoute(
     tags: ["Limits"],
     summary: "Your key's rate-limit budgets and your agency's quotas",
     description:
-      "Any valid key may read its own limits, whatever its scopes and role. It costs no budget of its own and " +
-      "counts against none: the windows are read as they stand. `agency_budgets` and `quotas` are the agency's, " +
-      "shared by all its keys.",
+      "Any valid key may read its own limits, whatever its scopes and role. Each read counts against its own " +
+      "budget, `read_limits`, and no other: the other windows are read as they stand. `agency_budgets` and " +
+      "`quotas` are the agency's, shared by all its keys.",
     responses: { 200: { description: "The key's budgets and the agency's quotas.", content: json(LimitsSchema) } },
   },
 );
