@@ -61,7 +61,10 @@ export const RequestTrailSchema = z
     resource: z
       .object({
         type: z.string().openapi({ example: "listing" }),
-        id: z.string().openapi({ example: "lst_0mhx3k2a1q8v2l0c9z7rj4" }),
+        id: z.string().openapi({
+          description: "The id its routes take: a listing's `listing_number`, a tour's `tour_number`, else its id.",
+          example: "k3v9x2a",
+        }),
       })
       .nullable()
       .openapi({ description: "The resource it created or changed; null for a write that names none." }),
@@ -75,7 +78,7 @@ export const RequestTrailSchema = z
   })
   .openapi("RequestTrail");
 
-export const presentRequestTrail = ({ mark, events }: RequestTrail) =>
+export const presentRequestTrail = ({ mark, resourceId, events }: RequestTrail) =>
   RequestTrailSchema.parse({
     request_id: mark.requestId,
     agency_id: mark.agencyId,
@@ -86,7 +89,7 @@ export const presentRequestTrail = ({ mark, events }: RequestTrail) =>
     status: mark.status,
     idempotency_key: mark.idemKey,
     idempotency_outcome: "new",
-    resource: mark.resourceType && mark.resourceId ? { type: mark.resourceType, id: mark.resourceId } : null,
+    resource: mark.resourceType && resourceId ? { type: mark.resourceType, id: resourceId } : null,
     trace_id: mark.traceParent?.split("-")[1] ?? null,
     events: events.map(({ event, deliveries }) => ({
       event_id: event.id,

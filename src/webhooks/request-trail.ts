@@ -5,6 +5,8 @@ import {
   events,
   type IdempotencyMark,
   idempotencyMarks,
+  listings,
+  tours,
   type WebhookDeliveryAttempt,
   webhookDeliveries,
   webhookDeliveryAttempts,
@@ -28,6 +30,8 @@ type TrailEvent = Pick<
 
 export interface RequestTrail {
   mark: IdempotencyMark;
+  /** The marked resource's id as its routes take it (a listing's number, a tour's number), or null for none. */
+  resourceId: string | null;
   events: { event: TrailEvent; deliveries: DeliveryLogEntry[] }[];
 }
 
@@ -35,7 +39,8 @@ export interface RequestTrail {
  * What one committed write did: its commit mark, the events written under its trace and
  * each event's deliveries with their attempts. Scoped to `agencyId` when given (the
  * operator looks up any agency's); an expired mark is as good as gone. Four reads, each
- * with a fixed number of bound parameters, none of them a scan.
+ * with a fixed number of bound parameters, none of them a scan (and one more for a listing's
+ * or tour's number).
  */
 export async function requestTrail(db: Db, requestId: string, agencyId?: string): Promise<RequestTrail> {
   const mark = await db
@@ -88,6 +93,7 @@ export async function requestTrail(db: Db, requestId: string, agencyId?: string)
   const deliveriesOf = Map.groupBy(deliveries, (d) => d.eventId);
   return {
     mark,
+    resourceId: await publicIdOf(db, mark),
     events: written.map((event) => ({
       event,
       deliveries: (deliveriesOf.get(event.id) ?? []).slice(0, TRAIL_MAX_DELIVERIES).map((delivery) => {
@@ -96,6 +102,33 @@ export async function requestTrail(db: Db, requestId: string, agencyId?: string)
       }),
     })),
   };
+}
+
+/**
+ * The id an integrator's routes take for the marked resource: listings and tours are
+ * addressed by their numbers, everything else by the id the mark holds. A resource gone
+ * since (a deleted tour) keeps the mark's id.
+ */
+async function publicIdOf(db: Db, mark: IdempotencyMark): Promise<string | null> {
+  const { resourceType, resourceId, agencyId } = mark;
+  if (!resourceType || !resourceId) return null;
+  if (resourceType === "listing") {
+    const row = await db
+      .select({ number: listings.listingNumber })
+      .from(listings)
+      .where(and(eq(listings.id, resourceId), eq(listings.agencyId, agencyId)))
+      .get();
+    return row?.number ?? resourceId;
+  }
+  if (resourceType === "tour") {
+    const row = await db
+      .select({ number: tours.tourNumber })
+      .from(tours)
+      .where(and(eq(tours.id, resourceId), eq(tours.agencyId, agencyId)))
+      .get();
+    return row?.number ?? resourceId;
+  }
+  return resourceId;
 }
 
 /** The latest attempts of each delivery, at most TRAIL_MAX_ATTEMPTS each, oldest first; one bound list. */

@@ -32,7 +32,8 @@ async function createListing(t: Tenant, headers: Record<string, string> = {}, ad
     .select({ id: listings.id })
     .from(listings)
     .where(and(eq(listings.agencyId, t.agencyId), eq(listings.listingNumber, r.json.listing_number)));
-  return { requestId: r.headers.get("X-Request-Id")!, listingId: listing!.id, res: r };
+  expect(listing, r.text).toBeDefined();
+  return { requestId: r.headers.get("X-Request-Id")!, res: r };
 }
 
 describe("looking up a request", () => {
@@ -40,7 +41,7 @@ describe("looking up a request", () => {
     const t = await makeTenant();
     const hook = await registerEndpoint(t, "http://localhost:9999/inspect", ["listing.created"]);
     const idemKey = crypto.randomUUID();
-    const { requestId, listingId, res } = await createListing(t, {
+    const { requestId, res } = await createListing(t, {
       "X-Idempotency-Key": idemKey,
       traceparent: `00-${TRACE}-00f067aa0ba902b7-01`,
     });
@@ -61,7 +62,7 @@ describe("looking up a request", () => {
       status: 201,
       idempotency_key: idemKey,
       idempotency_outcome: "new",
-      resource: { type: "listing", id: listingId },
+      resource: { type: "listing", id: res.json.listing_number },
       trace_id: TRACE,
     });
     expect(Date.now() - Date.parse(r.json.created_at)).toBeLessThan(60_000);
@@ -97,8 +98,18 @@ describe("looking up a request", () => {
     expect(a.json.events, a.text).toHaveLength(1);
     expect(b.json.events, b.text).toHaveLength(1);
     expect(a.json.events[0].event_id).not.toBe(b.json.events[0].event_id);
-    expect(a.json.resource.id).toBe(first.listingId);
-    expect(b.json.resource.id).toBe(second.listingId);
+    expect(a.json.resource.id).toBe(first.res.json.listing_number);
+    expect(b.json.resource.id).toBe(second.res.json.listing_number);
+    // The id shown is one the listing routes take.
+    expect((await call(`/api/v1/listings/${a.json.resource.id}`, { key: t.key })).status).toBe(200);
+    const tour = await call("/api/v1/tours", {
+      key: t.key,
+      body: { address: "8 Inspector Way", city: "Portside", state: "CA", zipcode: "94110" },
+    });
+    expect(tour.status, tour.text).toBe(201);
+    const trail = await inspect(t, tour.headers.get("X-Request-Id")!);
+    expect(trail.json.resource, trail.text).toEqual({ type: "tour", id: tour.json.tour_number });
+    expect((await call(`/api/v1/tours/${trail.json.resource.id}`, { key: t.key })).status).toBe(200);
   });
 
   it("is 404 request_not_found for another agency's request, and the operator sees it", async () => {
