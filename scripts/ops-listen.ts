@@ -73,6 +73,8 @@ interface ListedEvent {
   event_type: string;
   api_version: string;
   created_at: string;
+  sequence?: number;
+  resource?: unknown;
   data: unknown;
 }
 
@@ -85,6 +87,8 @@ async function forward(opts: ListenOptions, event: ListedEvent, signal: AbortSig
     api_version: event.api_version,
     timestamp,
     nonce: randomBytes(16).toString("base64url"),
+    // The agency's sequence and the resource, as a real delivery of the event carries them.
+    ...(event.sequence !== undefined && { sequence: event.sequence, resource: event.resource ?? null }),
     data: event.data,
   });
   try {
@@ -99,6 +103,8 @@ async function forward(opts: ListenOptions, event: ListedEvent, signal: AbortSig
         "X-Webhook-Event": event.event_type,
         "X-Webhook-Id": event.event_id,
         "X-Webhook-Delivery": `whd_listen_${randomBytes(9).toString("hex")}`,
+        // A delivery continues the writer's trace; the events API does not show it, so each forward starts one.
+        traceparent: `00-${randomBytes(16).toString("hex")}-${randomBytes(8).toString("hex")}-00`,
       },
       body,
     });

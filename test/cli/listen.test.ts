@@ -102,7 +102,22 @@ describe("ops listen and ops trigger against npm run dev", () => {
       expect(new Webhook(secret).verify(delivery!.body, headers)).toMatchObject({ event_id: eventId });
       expect(() => new Webhook(secret).verify(`${delivery!.body} `, headers)).toThrow(/No matching signature/);
       const envelope = JSON.parse(delivery!.body);
-      expect(Object.keys(envelope)).toEqual(["event_id", "event_type", "api_version", "timestamp", "nonce", "data"]);
+      // Exactly a real delivery's envelope: the agency's sequence and the resource included.
+      expect(Object.keys(envelope)).toEqual([
+        "event_id",
+        "event_type",
+        "api_version",
+        "timestamp",
+        "nonce",
+        "sequence",
+        "resource",
+        "data",
+      ]);
+      const listed = await fetch(`${origin}/api/v1/events/${eventId}`, { headers: { "X-API-Key": key } });
+      const stored = (await listed.json()) as { sequence: number; resource: unknown };
+      expect(envelope.sequence).toBe(stored.sequence);
+      expect(envelope.resource).toEqual(stored.resource);
+      expect(headers.traceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]$/);
       expect(envelope).toMatchObject({ event_id: eventId, event_type: type });
       expect(headers["webhook-timestamp"]).toBe(String(envelope.timestamp));
       expect(Math.abs(envelope.timestamp - Date.now() / 1000)).toBeLessThan(300);
