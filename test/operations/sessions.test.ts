@@ -29,6 +29,47 @@ describe("dashboard sessions", () => {
     expect(anonymous.status, anonymous.text).toBe(401);
   });
 
+  it("lists a user's live sessions, signs the user out everywhere, and lives at most a day", async () => {
+    const t = await makeTenant();
+    const other = await internal("/internal/v1/sessions", { method: "POST", body: { user_id: t.owner.id } });
+    const made = [];
+    for (let i = 0; i < 3; i++) {
+      const s = await internal("/internal/v1/sessions", { method: "POST", body: { user_id: t.agent.id } });
+      expect(s.status, s.text).toBe(201);
+      made.push(s.json);
+    }
+    await internal(`/internal/v1/sessions/${made[0]!.session_id}`, { method: "DELETE" });
+    const listed = await internal(`/internal/v1/users/${t.agent.id}/sessions`);
+    expect(listed.status, listed.text).toBe(200);
+    expect(listed.json.has_more).toBe(false);
+    expect(listed.json.data.map((s: { session_id: string }) => s.session_id).sort()).toEqual(
+      [made[1]!.session_id, made[2]!.session_id].sort(),
+    );
+    expect(JSON.stringify(listed.json)).not.toContain(made[1]!.token);
+
+    const out = await internal(`/internal/v1/users/${t.agent.id}/sessions/revoke`, { method: "POST" });
+    expect(out.status, out.text).toBe(200);
+    expect(out.json).toEqual({ revoked: 2 });
+    for (const s of made) expectError(await call(UPLOAD, { body: {}, headers: cookie(s.token) }), 401, "auth_required");
+    expect((await internal(`/internal/v1/users/${t.agent.id}/sessions`)).json.data).toEqual([]);
+    expect((await internal(`/internal/v1/users/${t.agent.id}/sessions/revoke`, { method: "POST" })).json).toEqual({
+      revoked: 0,
+    });
+    // Another user's session lives on.
+    expect((await call(UPLOAD, { body: {}, headers: cookie(other.json.token) })).status).not.toBe(401);
+    expectError(await internal("/internal/v1/users/usr_nobody/sessions"), 404, "user_not_found");
+    expectError(
+      await internal("/internal/v1/sessions", { method: "POST", body: { user_id: t.agent.id, ttl_minutes: 1441 } }),
+      422,
+      "validation_out_of_range",
+    );
+    const day = await internal("/internal/v1/sessions", {
+      method: "POST",
+      body: { user_id: t.agent.id, ttl_minutes: 1440 },
+    });
+    expect(day.status, day.text).toBe(201);
+  });
+
   it("the purge deletes expired and revoked sessions in bounded pages, and never a live one", async () => {
     const t = await makeTenant();
     const past = new Date(Date.now() - 3600_000).toISOString();

@@ -1,4 +1,4 @@
-import { eq, inArray, lte, sql } from "drizzle-orm";
+import { and, desc, eq, gt, inArray, isNull, lte, sql } from "drizzle-orm";
 import type { Db } from "../../db/client";
 import { sessions } from "../../db/schema";
 import { DomainError } from "../../lib/errors";
@@ -6,6 +6,10 @@ import { nowIso, randomToken, sha256Hex } from "../../lib/ids";
 import { getUserById } from "./hierarchy";
 
 const SESSION_TTL_MS = 12 * 60 * 60 * 1000;
+/** The longest a session may be asked to live: a day. A longer sign-in signs in again. */
+export const SESSION_MAX_TTL_MINUTES = 24 * 60;
+/** The most live sessions one listing shows, newest first. */
+export const SESSION_LIST_LIMIT = 100;
 
 /** A dashboard session for a user: the token is returned once, only its hash is stored. */
 export async function createSession(
@@ -33,6 +37,43 @@ export async function revokeSession(db: Db, sessionId: string): Promise<void> {
     .update(sessions)
     .set({ revokedAt: sql`coalesce(${sessions.revokedAt}, ${at})`, expiresAt: sql`min(${sessions.expiresAt}, ${at})` })
     .where(eq(sessions.tokenHash, sessionId));
+}
+
+export interface LiveSession {
+  sessionId: string;
+  createdAt: string;
+  expiresAt: string;
+}
+
+/**
+ * A user's live sessions (neither revoked nor expired), newest first, at most
+ * SESSION_LIST_LIMIT; `more` when the user has others. 404 for an unknown user.
+ */
+export async function liveSessions(db: Db, userId: string): Promise<{ sessions: LiveSession[]; more: boolean }> {
+  await getUserById(db, userId);
+  const rows = await db
+    .select({ sessionId: sessions.tokenHash, createdAt: sessions.createdAt, expiresAt: sessions.expiresAt })
+    .from(sessions)
+    .where(and(eq(sessions.userId, userId), isNull(sessions.revokedAt), gt(sessions.expiresAt, nowIso())))
+    .orderBy(desc(sessions.createdAt), desc(sessions.tokenHash))
+    .limit(SESSION_LIST_LIMIT + 1);
+  return { sessions: rows.slice(0, SESSION_LIST_LIMIT), more: rows.length > SESSION_LIST_LIMIT };
+}
+
+/**
+ * Revokes every live session of a user in one statement (signing out everywhere, after a
+ * lost laptop or a leaked cookie): each cookie is refused from the next request. Answers
+ * how many were live. 404 for an unknown user.
+ */
+export async function revokeUserSessions(db: Db, userId: string): Promise<number> {
+  await getUserById(db, userId);
+  const at = nowIso();
+  const revoked = await db
+    .update(sessions)
+    .set({ revokedAt: at, expiresAt: at })
+    .where(and(eq(sessions.userId, userId), isNull(sessions.revokedAt), gt(sessions.expiresAt, at)))
+    .returning({ sessionId: sessions.tokenHash });
+  return revoked.length;
 }
 
 /** Sessions deleted by one statement at most. */

@@ -1,5 +1,5 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { createSession } from "../../domain/people/sessions";
+import { createSession, SESSION_MAX_TTL_MINUTES } from "../../domain/people/sessions";
 import { SESSION_COOKIE } from "../../http/admission/session-auth";
 import type { AppEnv } from "../../http/env";
 import { internalRoute, json } from "../../http/route";
@@ -16,7 +16,16 @@ export const createSessionRoute = internalRoute(["user_not_found"], {
   request: {
     body: {
       content: json(
-        z.strictObject({ user_id: z.string(), ttl_minutes: z.number().int().min(1).max(43200).optional() }),
+        z.strictObject({
+          user_id: z.string(),
+          ttl_minutes: z
+            .number()
+            .int()
+            .min(1)
+            .max(SESSION_MAX_TTL_MINUTES)
+            .optional()
+            .openapi({ description: "How long the session lives: 12 hours by default, a day at most.", example: 720 }),
+        }),
       ),
     },
   },
