@@ -1,7 +1,9 @@
 import { and, asc, eq, getTableColumns, gt, type SQL, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
+import { jobCursors } from "../db/schema";
 import { SealError, sealPrefix } from "../lib/crypto/crypto";
 import { KEY_ID_LENGTH, type Keyring, keyIdOf } from "../lib/crypto/keyring";
+import { nowIso } from "../lib/ids";
 import {
   calendarCredentials,
   type SealedColumn,
@@ -20,7 +22,10 @@ const SEALED_COLUMNS: readonly SealedColumn[] = [webhookSigningSecret, calendarC
 
 /** Rows per page: one SELECT, then one batch of guarded UPDATEs of 3 bound parameters each. */
 const RESEAL_PAGE = 50;
-/** Pages per column per run: at most 3 × 10 × 2 + 3 statements, 1,500 rows; the rest waits for the next run. */
+/**
+ * Pages per column per run: at most 3 × (10 × 2 + 2) + 3 statements, 1,500 rows; the rest waits
+ * for the next run, which starts where this one stopped.
+ */
 const RESEAL_MAX_PAGES = 10;
 
 /** What `remaining_by_key` calls seals made before the keyring, which do not name their key. */
@@ -103,24 +108,37 @@ function remainingOf(db: Db, column: SealedColumn, prefix: string) {
   return db.select({ kid, n: sql<number>`count(*)` }).from(column.table).where(stale(column, prefix)).groupBy(kid);
 }
 
+/** Where each column's next run starts: after the last id the previous run read (none: from the start). */
+const cursorName = (column: SealedColumn) => `reseal:${column.name}`;
+
 /**
  * Seals again under the ring's newest key what an older key sealed, a bounded number of pages
- * per column; run again, it resumes with what is left. A value that opens under no key of the
- * ring is left as it is and counted, under its key id, until someone replaces it.
+ * per column. Each run goes on from where the previous one stopped, and starts over once it
+ * reached the end, so values it cannot open never hold back the ones after them. A value that
+ * opens under no key of the ring is left as it is and counted, under its key id, until someone
+ * replaces it.
  */
 export async function reseal(db: Db, keyring: Keyring): Promise<ResealReport> {
   const prefix = await sealPrefix(keyring);
   let resealed = 0;
   let unopenable = 0;
   for (const column of SEALED_COLUMNS) {
-    let after: string | undefined;
+    const name = cursorName(column);
+    const stored = await db.select().from(jobCursors).where(eq(jobCursors.name, name)).get();
+    let after: string | undefined = stored?.position ?? undefined;
     for (let page = 0; page < RESEAL_MAX_PAGES; page++) {
       const done = await resealPage(db, keyring, column, prefix, after);
       resealed += done.resealed;
       unopenable += done.unopenable;
-      if (done.rows < RESEAL_PAGE) break;
-      after = done.last;
+      after = done.rows < RESEAL_PAGE ? undefined : done.last;
+      if (after === undefined) break;
     }
+    const at = nowIso();
+    const position = after ?? null;
+    await db
+      .insert(jobCursors)
+      .values({ name, position, updatedAt: at })
+      .onConflictDoUpdate({ target: jobCursors.name, set: { position, updatedAt: at } });
   }
   const remaining = new Map<string, number>();
   for (const column of SEALED_COLUMNS) {
