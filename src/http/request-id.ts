@@ -1,7 +1,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { newId } from "../lib/ids";
 import { log } from "../lib/telemetry/log";
-import { continueTrace, inTrace, untraced } from "../lib/telemetry/trace";
+import { continueTrace, inTrace, untraced, withinSamplingBudget } from "../lib/telemetry/trace";
 import type { AppEnv } from "./env";
 import { unexpectedFailure } from "./errors";
 import { newRequestEvent, writeWideEvent } from "./wide-event";
@@ -27,7 +27,7 @@ export function requestId(): MiddlewareHandler<AppEnv> {
       logFailure(c, id, undefined);
       return;
     }
-    const event = newRequestEvent(continueTrace(c.req.header("traceparent")));
+    const event = newRequestEvent(withinSamplingBudget(continueTrace(c.req.header("traceparent"))));
     c.set("requestId", id);
     c.set("event", event);
     await inTrace(event.trace, next);

@@ -1,6 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { keepsWideEvent, SLOW_REQUEST_MS } from "../../src/http/wide-event";
-import { newTrace, parseTraceparent } from "../../src/lib/telemetry/trace";
+import {
+  forgetSampledTraces,
+  newTrace,
+  parseTraceparent,
+  SAMPLED_TRACES_PER_MINUTE,
+  withinSamplingBudget,
+} from "../../src/lib/telemetry/trace";
 import { captureInfoLogs, direct, expectError, keyed, makeTenant, usageDataset } from "../support/harness";
 
 const SAMPLED = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
@@ -60,6 +66,35 @@ describe("WIDE_EVENT_SAMPLE_RATE", () => {
     ]);
     expect(lines[0]).toMatchObject({ status: 404, error_code: "user_not_found", agency_id: t.agencyId });
     expect(lines[1]).toMatchObject({ status: 200, trace_id: "4bf92f3577b34da6a3ce929d0e0e4736" });
+  });
+
+  it("honours a caller's sampled flag within a budget per minute, then records the trace as not sampled", async () => {
+    forgetSampledTraces();
+    const sampled = parseTraceparent(SAMPLED)!;
+    const minute = Date.UTC(2026, 10, 27, 12, 0);
+    const kept = Array.from({ length: SAMPLED_TRACES_PER_MINUTE + 5 }, () => withinSamplingBudget(sampled, minute));
+    expect(kept.filter((tr) => tr.flags === "01")).toHaveLength(SAMPLED_TRACES_PER_MINUTE);
+    expect(kept.at(-1)).toEqual({ ...sampled, flags: "00" });
+    // An unsampled trace passes as it is and spends nothing; the next minute has a budget again.
+    expect(withinSamplingBudget(newTrace(), minute).flags).toBe("00");
+    expect(withinSamplingBudget(sampled, minute + 60_000).flags).toBe("01");
+
+    // Through the Worker: at rate 0, a client sending the flag on every request gets at most the budget of lines.
+    forgetSampledTraces();
+    const t = await makeTenant();
+    const logs = captureInfoLogs();
+    const bindings = { USAGE: usageDataset().dataset, WIDE_EVENT_SAMPLE_RATE: "0" };
+    for (let i = 0; i < SAMPLED_TRACES_PER_MINUTE + 10; i++) {
+      const r = await direct(
+        keyed(`/api/v1/users/${t.owner.id}`, t.key, { headers: { traceparent: SAMPLED } }),
+        bindings,
+      );
+      expect(r.status, r.text).toBe(200);
+    }
+    // (A minute may turn during the loop: then up to twice the budget, never all of them.)
+    const lines = requestLines(logs).length;
+    expect(lines).toBeGreaterThanOrEqual(SAMPLED_TRACES_PER_MINUTE);
+    expect(lines).toBeLessThan(SAMPLED_TRACES_PER_MINUTE + 10);
   });
 
   it("unset, every request writes its line", async () => {

@@ -1,9 +1,13 @@
 // A runtime that several test files share runs them one after another: work a file left
 // behind would carry on into the next. A call to another host that no test intercepted is
 // refused at once, so nothing leaves this machine and nothing waits on a name look-up; and
-// once a file ends, what it left for the outbox and the webhook queue is ended too.
+// once a file ends, what it left for the outbox and the webhook queue is ended too. Each file
+// starts with the isolate's budget of sampled traces unspent, as a file of its own would.
 import { env } from "cloudflare:workers";
-import { afterAll } from "vitest";
+import { afterAll, beforeAll } from "vitest";
+import { forgetSampledTraces } from "../../src/lib/telemetry/trace";
+
+beforeAll(() => forgetSampledTraces());
 
 const LOOPBACK = /^(localhost|127\.\d+\.\d+\.\d+|\[::1\])$/;
 const GUARDED = Symbol.for("alms.test.outbound-guard");

@@ -38,6 +38,38 @@ export function parseTraceparent(header: string | null | undefined): Trace | und
   return { traceId: traceId!, spanId: spanId!, flags: flags! };
 }
 
+/**
+ * Sampled traces a caller may ask this isolate to record per minute. A caller's sampled
+ * flag makes the request write its wide event and every Durable Object it reaches write a
+ * line, whatever the sample rate; past this budget the flag is cleared for this hop and
+ * every hop after it (a service may record its own sampling decision), so a client that
+ * sets it on every request costs no more than this in log lines.
+ */
+export const SAMPLED_TRACES_PER_MINUTE = 60;
+const honoured = { minute: 0, count: 0 };
+
+/** Forgets the sampled traces this isolate honoured, as a fresh isolate would start (for tests). */
+export function forgetSampledTraces(): void {
+  honoured.minute = 0;
+  honoured.count = 0;
+}
+
+/** `trace` as this service records it: a caller's sampled flag kept within SAMPLED_TRACES_PER_MINUTE. */
+export function withinSamplingBudget(trace: Trace, now = Date.now()): Trace {
+  if (!isSampled(trace)) return trace;
+  const minute = Math.floor(now / 60_000);
+  if (minute !== honoured.minute) {
+    honoured.minute = minute;
+    honoured.count = 0;
+  }
+  if (honoured.count < SAMPLED_TRACES_PER_MINUTE) {
+    honoured.count++;
+    return trace;
+  }
+  const flags = (Number.parseInt(trace.flags, 16) & 0xfe).toString(16).padStart(2, "0");
+  return { ...trace, flags };
+}
+
 /** A new span id: one hop of a trace. */
 const newSpanId = (): string => randomHex(8);
 
