@@ -48,6 +48,16 @@ export async function tourById(db: Db, agencyId: string, id: string): Promise<To
     .get();
 }
 
+/** The version of the agency's tour with this number, or undefined: one indexed read of one column. */
+export async function tourVersion(db: Db, agencyId: string, tourNumber: string): Promise<number | undefined> {
+  const row = await db
+    .select({ version: tours.version })
+    .from(tours)
+    .where(and(eq(tours.agencyId, agencyId), eq(tours.tourNumber, tourNumber)))
+    .get();
+  return row?.version;
+}
+
 /** Tour numbers are 8 characters of [a-z0-9], minted by the server and unique per agency. */
 export async function createTour(
   db: Db,

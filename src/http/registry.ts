@@ -27,6 +27,15 @@ export interface Guard {
    * 412 `resource_version_mismatch` when the resource has another version.
    */
   conditional?: "read" | "write";
+  /**
+   * A conditional read's version-only read of the requested resource (undefined when there
+   * is none): a matching If-None-Match is answered 304 from it before the handler runs.
+   */
+  currentVersion?: (
+    db: Db,
+    agencyId: string,
+    param: (name: string) => string | undefined,
+  ) => Promise<number | undefined>;
   /** Largest accepted body in bytes (413 above it). */
   bodyLimit?: number;
   /** The route's own error codes, beyond those its guards can answer. */

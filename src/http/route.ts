@@ -147,6 +147,7 @@ export function publicRoute<const R extends RouteConfig>(guard: Guard, route: R)
           roles: guard.roles,
           bodyLimit: limit,
           conditionalRead: guard.conditional === "read" && route.method === "get",
+          currentVersion: guard.currentVersion,
           idempotent: MUTATING.has(route.method),
           replaysToCallerOnly: guard.replaysToCallerOnly,
         }),

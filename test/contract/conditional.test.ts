@@ -1,7 +1,19 @@
+import { env } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { webhookEndpoints } from "../../src/db/schema";
-import { call, db, expectError, internal, makeListing, makeTenant, type Tenant, unique } from "../support/harness";
+import {
+  call,
+  db,
+  direct,
+  expectError,
+  internal,
+  keyed,
+  makeListing,
+  makeTenant,
+  type Tenant,
+  unique,
+} from "../support/harness";
 
 const newTour = async (t: Tenant) => {
   const r = await call("/api/v1/tours", {
@@ -221,6 +233,76 @@ describe("If-None-Match", () => {
     expect(refused.json.error.details.endpoint).toBe("read_listing_single");
   });
 });
+
+describe("conditional reads and the budget", () => {
+  const limitTo = async (t: Tenant, n: number) => {
+    const set = await internal(`/internal/v1/api-keys/${t.keyId}`, {
+      method: "PATCH",
+      body: { rate_limit_overrides: { read_listing_single: n } },
+    });
+    expect(set.status, set.text).toBe(200);
+  };
+
+  it("If-None-Match: * is counted like any read, and refused at the limit", async () => {
+    const t = await makeTenant();
+    const { listing_number } = await makeListing(t);
+    const path = `/api/v1/listings/${listing_number}`;
+    await limitTo(t, 3);
+    const first = await read(t, path, { "If-None-Match": "*" });
+    expect(first.status, first.text).toBe(304);
+    expect(remaining(first)).toBe(2);
+    const second = await read(t, path, { "If-None-Match": "*" });
+    expect(remaining(second)).toBe(1);
+    await read(t, path, { "If-None-Match": "*" });
+    expectError(await read(t, path, { "If-None-Match": "*" }), 429, "rate_limit_exceeded");
+  });
+
+  it("at the limit, a tag that does not match is refused before the handler reads the resource", async () => {
+    const t = await makeTenant();
+    const { listing_number } = await makeListing(t);
+    const path = `/api/v1/listings/${listing_number}`;
+    await limitTo(t, 1);
+    const only = await read(t, path);
+    expect(only.status, only.text).toBe(200);
+    const queries: string[] = [];
+    const DB = sessionsSeen(queries);
+    const refused = await direct(keyed(path, t.key, { headers: { "If-None-Match": '"v999"' } }), { DB });
+    expectError(refused, 429, "rate_limit_exceeded");
+    const listingReads = queries.filter((q) => /from "listings"/.test(q));
+    expect(listingReads, listingReads.join("\n")).toHaveLength(1);
+    expect(listingReads[0]).toMatch(/^select "version" from "listings"/);
+    // A matching tag is still answered 304 from the version alone, at no cost.
+    queries.length = 0;
+    const same = await direct(keyed(path, t.key, { headers: { "If-None-Match": only.headers.get("etag")! } }), { DB });
+    expect(same.status, same.text).toBe(304);
+    expect(same.headers.get("etag")).toBe(only.headers.get("etag"));
+    expect(queries.filter((q) => /from "listings"/.test(q)).every((q) => /^select "version"/.test(q))).toBe(true);
+  });
+});
+
+/** The D1 binding, with the statements of every session it opens noted in `queries`. */
+function sessionsSeen(queries: string[]): D1Database {
+  const real = env.DB;
+  return new Proxy(real, {
+    get(target, prop) {
+      if (prop !== "withSession") {
+        const value = Reflect.get(target, prop);
+        return typeof value === "function" ? value.bind(target) : value;
+      }
+      return (constraint: string) => {
+        const session = target.withSession(constraint);
+        return {
+          prepare(sql: string) {
+            queries.push(sql);
+            return session.prepare(sql);
+          },
+          batch: (statements: D1PreparedStatement[]) => session.batch(statements),
+          getBookmark: () => session.getBookmark(),
+        };
+      };
+    },
+  });
+}
 
 interface IfMatchRoute {
   name: string;

@@ -24,6 +24,17 @@ export async function findListing(db: Db, agencyId: string, listingNumber: strin
   return listing;
 }
 
+/** The version of the agency's listing with this number, or undefined: one indexed read of one column. */
+export async function listingVersion(db: Db, agencyId: string, listingNumber: string): Promise<number | undefined> {
+  if (!LISTING_NUMBER.test(listingNumber)) return undefined;
+  const row = await db
+    .select({ version: listings.version })
+    .from(listings)
+    .where(and(eq(listings.agencyId, agencyId), eq(listings.listingNumber, listingNumber)))
+    .get();
+  return row?.version;
+}
+
 /** The agency's listings, oldest first, optionally by status and by a person on them. */
 export async function pageListings(
   db: Db,

@@ -15,6 +15,16 @@ export async function userOfAgency(db: Db, agencyId: string, userId: string): Pr
   return user;
 }
 
+/** The version of the agency's user with this id, or undefined: one indexed read of one column. */
+export async function userVersion(db: Db, agencyId: string, userId: string): Promise<number | undefined> {
+  const row = await db
+    .select({ version: users.version })
+    .from(users)
+    .where(and(eq(users.id, userId), eq(users.agencyId, agencyId)))
+    .get();
+  return row?.version;
+}
+
 /** An active user of the agency, the only subject whose calendar the agency may read. */
 export async function activeUserOfAgency(db: Db, agencyId: string, userId: string): Promise<User> {
   const user = await userOfAgency(db, agencyId, userId);

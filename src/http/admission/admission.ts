@@ -4,13 +4,15 @@ import type { EndpointName } from "../../domain/budgets";
 import type { Caller } from "../../domain/roles";
 import type { RateDecision } from "../../durable/key-gate/verdict";
 import { DomainError } from "../../lib/errors";
+import { etagOf, weaklyMatches } from "../../lib/etag";
 import { openSession, sessionConstraint } from "../d1-session";
 import type { Admission, AppEnv } from "../env";
+import type { Guard } from "../registry";
 import { timed } from "../wide-event";
 import { readBody } from "../wire";
 import { countAuthFailure, holdBackAddress } from "./auth-throttle";
 import { authorize, type Permission } from "./authorize";
-import { countConditionalRead, ifNoneMatch, settleConditionalRead } from "./conditional";
+import { countConditionalRead, ifNoneMatch, notModified, settleConditionalRead } from "./conditional";
 import { callerIdentity, EarlyClaim, type Hold, hold, type RecordOwner, release, settle } from "./idempotency-claim";
 import { askGate, countAtGate, handOffBookmark, hashOfKey, isKnownKey, knownCaller, sameCaller } from "./key-auth";
 import { applyRate } from "./rate-limit";
@@ -24,6 +26,8 @@ export interface AdmissionPolicy extends Permission {
   endpoint?: EndpointName;
   /** A read answering an ETag: with If-None-Match, counted only when it is not answered 304. */
   conditionalRead?: boolean;
+  /** The version-only read a conditional read's If-None-Match is compared with, before its count and handler. */
+  currentVersion?: Guard["currentVersion"];
   /** The largest body the route accepts, read through this cap before anything uses it. */
   bodyLimit: number;
   /** A mutating route: it takes an idempotency key and is answered once per key. */
@@ -61,9 +65,11 @@ export function admission(policy: AdmissionPolicy): MiddlewareHandler<AppEnv> {
   return async function admission(c, next) {
     c.set("bodyLimit", policy.bodyLimit);
     const read = READS.has(c.req.method);
-    // A conditional read by key: authenticated now, counted once its answer is known not to be 304.
+    // A conditional read by key naming versions: authenticated now, counted once its answer is known not
+    // to be 304. `*` names no version: it is counted like any read, and answered 304 when the resource exists.
     const tags = policy.conditionalRead && policy.endpoint && read ? ifNoneMatch(c) : undefined;
-    const entry = await enter(c, policy, read, tags !== undefined);
+    const versioned = tags !== undefined && tags !== "*" ? tags : undefined;
+    const entry = await enter(c, policy, read, versioned !== undefined);
     if (entry instanceof Response) return entry;
     const { identified, held, count } = entry;
     const admitted: Admission = { caller: identified.caller, rate: identified.rate, idempotency: held?.idem };
@@ -77,9 +83,18 @@ export function admission(policy: AdmissionPolicy): MiddlewareHandler<AppEnv> {
     let handed: Promise<void> | undefined;
     const handOff = () =>
       (handed ??= timed(c.var.event, "gateMs", handOffBookmark(c.env, apiKey.hash, session.bookmark())));
+    if (versioned && count && policy.currentVersion) {
+      // Compared with a version-only read: a match is 304 at no cost; anything else is counted (429 when the
+      // window is spent) before the handler reads anything.
+      const version = await policy.currentVersion(session.db, identified.caller.agencyId, (name) => c.req.param(name));
+      if (version !== undefined && weaklyMatches(versioned, etagOf(version))) return notModified(c, version);
+      await count();
+      return respond(c, next, held, handOff);
+    }
     await respond(c, next, held, handOff);
     if (!read) await handOff();
-    if (tags && count) await settleConditionalRead(c, tags, count);
+    if (tags === "*") await settleConditionalRead(c, tags, async () => undefined);
+    else if (versioned && count) await settleConditionalRead(c, versioned, count);
   };
 }
 

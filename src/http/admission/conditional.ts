@@ -57,6 +57,15 @@ export async function settleConditionalRead(
 }
 
 /**
+ * The 304 of a conditional read whose If-None-Match matched the resource's current version
+ * before the handler ran: no body, the ETag, and the rate headers of the uncounted window.
+ */
+export function notModified(c: Context<AppEnv>, version: number): Response {
+  c.header("ETag", etagOf(version));
+  return c.body(null, 304);
+}
+
+/**
  * Counts a conditional read whose answer is not 304 (a refusal before the handler too),
  * and applies the decision: its rate headers, and 429 when the budget is spent.
  */

@@ -25,7 +25,8 @@ export function decorateConditional(op: Operation, conditional: "read" | "write"
     op.responses["304"] = {
       description:
         "Not modified: If-None-Match names the current ETag. No body; the ETag, X-Request-Id and the rate " +
-        "headers (reporting the window without this request) are sent. A 304 costs no rate budget.",
+        "headers (reporting the window without this request) are sent. A 304 for a named ETag costs no rate " +
+        "budget; `*` is counted like any read.",
       headers: { ...etagHeader },
     } as { headers: Record<string, unknown> };
   }
@@ -39,8 +40,10 @@ export function registerConditionalParameters(app: OpenAPIHono<AppEnv>): void {
     required: false,
     description:
       "An ETag this resource answered earlier (or a list of them, or `*`). When one matches the current ETag " +
-      "(weak comparison), the answer is 304 with no body and the request costs no rate budget. A value that " +
-      "is not a list of entity tags is ignored.",
+      "(weak comparison), the answer is 304 with no body and the request costs no rate budget; a tag that does " +
+      "not match is counted before the resource is read (429 when the budget is spent). `*` names no version: " +
+      "it is counted like any read, and answered 304 when the resource exists. A value that is not a list of " +
+      "entity tags is ignored.",
     schema: { type: "string", example: '"v7"' },
   });
   app.openAPIRegistry.registerComponent("parameters", "IfMatch", {

@@ -1,12 +1,18 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import { findListing } from "../../domain/listings/reads";
+import { findListing, listingVersion } from "../../domain/listings/reads";
 import { setEtag } from "../../http/admission/conditional";
 import type { AppEnv } from "../../http/env";
 import { json, publicRoute } from "../../http/route";
 import { ListingSchema, listingNumberParam, presentListing } from "../../schemas/listings";
 
 export const getListingRoute = publicRoute(
-  { endpoint: "read_listing_single", scope: "listings:read", conditional: "read", errors: ["listing_not_found"] },
+  {
+    endpoint: "read_listing_single",
+    scope: "listings:read",
+    conditional: "read",
+    currentVersion: (db, agencyId, param) => listingVersion(db, agencyId, param("listing_number") ?? ""),
+    errors: ["listing_not_found"],
+  },
   {
     method: "get",
     path: "/api/v1/listings/{listing_number}",

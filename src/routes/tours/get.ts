@@ -1,5 +1,5 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import { findTour } from "../../domain/tours";
+import { findTour, tourVersion } from "../../domain/tours";
 import { setEtag } from "../../http/admission/conditional";
 import type { AppEnv } from "../../http/env";
 import { json, publicRoute } from "../../http/route";
@@ -9,7 +9,13 @@ const tourAnswer = (status: 200 | 201, description: string) =>
   ({ [status]: { description, content: json(TourSchema) } }) as const;
 
 export const getTourRoute = publicRoute(
-  { endpoint: "read_tour_single", scope: "tours:read", conditional: "read", errors: ["tour_not_found"] },
+  {
+    endpoint: "read_tour_single",
+    scope: "tours:read",
+    conditional: "read",
+    currentVersion: (db, agencyId, param) => tourVersion(db, agencyId, param("tourNumber") ?? ""),
+    errors: ["tour_not_found"],
+  },
   {
     method: "get",
     path: "/api/v1/tours/{tourNumber}",

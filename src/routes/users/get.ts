@@ -1,13 +1,19 @@
 import type { RouteHandler } from "@hono/zod-openapi";
 import { z } from "@hono/zod-openapi";
-import { userOfAgency } from "../../domain/people/users";
+import { userOfAgency, userVersion } from "../../domain/people/users";
 import { setEtag } from "../../http/admission/conditional";
 import type { AppEnv } from "../../http/env";
 import { json, publicRoute } from "../../http/route";
 import { presentUser, UserSchema } from "../../schemas/users";
 
 export const getUserRoute = publicRoute(
-  { endpoint: "read_user_single", scope: "users:read", conditional: "read", errors: ["user_not_found"] },
+  {
+    endpoint: "read_user_single",
+    scope: "users:read",
+    conditional: "read",
+    currentVersion: (db, agencyId, param) => userVersion(db, agencyId, param("user_id") ?? ""),
+    errors: ["user_not_found"],
+  },
   {
     method: "get",
     path: "/api/v1/users/{user_id}",

@@ -3,13 +3,14 @@ import { setEtag } from "../../http/admission/conditional";
 import type { AppEnv } from "../../http/env";
 import { json, publicRoute } from "../../http/route";
 import { endpointIdParam, presentEndpoint, WebhookEndpointSchema } from "../../schemas/webhooks";
-import { findEndpoint } from "../../webhooks/endpoints/records";
+import { endpointVersion, findEndpoint } from "../../webhooks/endpoints/records";
 
 export const getEndpointRoute = publicRoute(
   {
     endpoint: "read_webhook_endpoints",
     scope: "webhooks:read",
     conditional: "read",
+    currentVersion: (db, agencyId, param) => endpointVersion(db, agencyId, param("endpoint_id") ?? ""),
     errors: ["webhook_endpoint_not_found"],
   },
   {

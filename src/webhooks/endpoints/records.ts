@@ -135,6 +135,16 @@ export async function findEndpoint(db: Db, agencyId: string, id: string): Promis
   return endpoint;
 }
 
+/** The version of the agency's endpoint with this id, or undefined: one indexed read of one column. */
+export async function endpointVersion(db: Db, agencyId: string, id: string): Promise<number | undefined> {
+  const row = await db
+    .select({ version: webhookEndpoints.version })
+    .from(webhookEndpoints)
+    .where(and(eq(webhookEndpoints.id, id), eq(webhookEndpoints.agencyId, agencyId)))
+    .get();
+  return row?.version;
+}
+
 /**
  * Removes a receiver; one removed meanwhile (a concurrent delete) is
  * `webhook_endpoint_not_found`. `alsoWrite` follows the DELETE: a statement there
