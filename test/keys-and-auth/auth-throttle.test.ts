@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { AUTH_FAILURE_LIMIT, forgetHeldBack, throttleKeyOf } from "../../src/http/admission/auth-throttle";
 import { forgetKeys } from "../../src/http/admission/key-auth";
-import { call, expectError, makeTenant } from "../support/harness";
+import { call, direct, expectError, makeTenant } from "../support/harness";
 import { countD1 } from "../support/webhook-fixtures";
 
 afterEach(() => {
@@ -97,5 +97,41 @@ describe("failed authentication is throttled per client address before D1", () =
       401,
       "api_key_invalid",
     );
+  });
+
+  it("forged upload URLs are throttled like keys, and a genuine one is never held back", async () => {
+    const t = await makeTenant();
+    const flooder = address();
+    const made = await call("/api/v1/media/upload", {
+      key: t.key,
+      body: { asset_type: "photo", content_type: "image/jpeg", size_bytes: 16 },
+    });
+    expect(made.status, made.text).toBe(201);
+    const genuine = new URL(made.json.url);
+    const forged = (i: number) => {
+      const url = new URL(genuine);
+      url.searchParams.set("sig", `${url.searchParams.get("sig")}x${i}`);
+      return url.toString();
+    };
+    const put = (url: string) =>
+      direct(
+        new Request(url, {
+          method: "PUT",
+          headers: { ...from(flooder), "Content-Type": "image/jpeg", "Content-Length": "16" },
+          body: new Uint8Array(16),
+        }),
+      );
+    let refused = false;
+    for (let i = 0; i < FLOOD && !refused; i++) {
+      const r = await put(forged(i));
+      if (r.status === 429) refused = true;
+      else expectError(r, 403, "upload_url_invalid");
+    }
+    expect(refused).toBe(true);
+    // A URL with no signature at all is refused without a lookup, and counted the same way.
+    expectError(await put(genuine.toString().replace(/[?&]sig=[^&]*/, "")), 429, "rate_limit_exceeded");
+    // The genuine URL, its signature verified from the request alone, still uploads from that address.
+    const ok = await put(genuine.toString());
+    expect(ok.status, ok.text).toBe(200);
   });
 });

@@ -63,10 +63,40 @@ export function holdBackAddress(c: Context<AppEnv>): void {
   });
 }
 
-/** A refusal that cost a D1 lookup: an unknown key, or a session cookie that names no live session. */
+/** A refusal that cost a D1 lookup: an unknown key, a session cookie that names no live session, a forged upload URL. */
 function failedLookup(err: unknown): boolean {
   if (!(err instanceof DomainError)) return false;
-  return err.code === "api_key_invalid" || (err.code === "auth_required" && err.details?.reason === "session_invalid");
+  return (
+    err.code === "api_key_invalid" ||
+    err.code === "upload_url_invalid" ||
+    (err.code === "auth_required" && err.details?.reason === "session_invalid")
+  );
+}
+
+/**
+ * A route whose only credential is its signed URL (`expires` and `sig` in the query: the
+ * Worker's own upload and part URLs). Like a key, it is held back per client address after
+ * too many failures, before any D1 lookup, unless `vouches` verifies its signature from the
+ * request alone; a URL without a well-formed `expires` and `sig` is refused before D1 too,
+ * and every refused URL is counted against the address.
+ */
+export function signedUrlRoute<C extends Context<AppEnv>>(
+  handler: (c: C) => Promise<Response>,
+  vouches: (c: C) => Promise<boolean>,
+) {
+  return async (c: C): Promise<Response> => {
+    // A URL whose signature verifies from the request alone (its type and size as sent) is never held back.
+    const address = addressOf(c);
+    if (address !== undefined && heldBack.has(address) && !(await vouches(c))) holdBackAddress(c);
+    try {
+      const expires = c.req.query("expires");
+      if (!c.req.query("sig") || !expires || !/^\d{1,12}$/.test(expires)) throw new DomainError("upload_url_invalid");
+      return await handler(c);
+    } catch (err) {
+      await countAuthFailure(c, err);
+      throw err;
+    }
+  };
 }
 
 /**

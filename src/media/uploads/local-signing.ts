@@ -44,6 +44,23 @@ export async function checkLocalUploadUrl(
   return Number(expires) * 1000 < now ? "expired" : "ok";
 }
 
+/**
+ * Whether a request to the Worker's upload URL carries a valid signature for the upload
+ * and the Content-Type and Content-Length it sends: what a genuine upload sends is what
+ * was signed, so this needs no D1 lookup (an expired one still verifies).
+ */
+export async function vouchesForUpload(
+  keyring: Keyring,
+  request: { id: string; contentType: string | undefined; contentLength: string | undefined },
+  expires: string | undefined,
+  sig: string | undefined,
+): Promise<boolean> {
+  const sizeBytes = Number(request.contentLength);
+  if (!request.contentType || !Number.isSafeInteger(sizeBytes)) return false;
+  const signed = { id: request.id, contentType: request.contentType, sizeBytes };
+  return (await checkLocalUploadUrl(keyring, signed, expires, sig, 0)) !== "invalid";
+}
+
 const PART_PURPOSE = "upload-part-url";
 
 interface SignedPart {
@@ -75,4 +92,17 @@ export async function checkLocalPartUrl(
   if (!expires || !sig || !/^\d{1,12}$/.test(expires)) return "invalid";
   if (!(await verify(keyring, PART_PURPOSE, partMessage(part, Number(expires)), sig))) return "invalid";
   return Number(expires) * 1000 < now ? "expired" : "ok";
+}
+
+/** Like `vouchesForUpload`, for one part: the upload, part number, type and size as the request sends them. */
+export async function vouchesForPart(
+  keyring: Keyring,
+  request: { id: string; partNumber: number; contentType: string | undefined; contentLength: string | undefined },
+  expires: string | undefined,
+  sig: string | undefined,
+): Promise<boolean> {
+  const partBytes = Number(request.contentLength);
+  if (!request.contentType || !Number.isSafeInteger(partBytes) || !Number.isInteger(request.partNumber)) return false;
+  const part = { id: request.id, contentType: request.contentType, partNumber: request.partNumber, partBytes };
+  return (await checkLocalPartUrl(keyring, part, expires, sig, 0)) !== "invalid";
 }

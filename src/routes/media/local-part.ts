@@ -1,9 +1,10 @@
 import { type Context, Hono } from "hono";
+import { signedUrlRoute } from "../../http/admission/auth-throttle";
 import type { AppEnv } from "../../http/env";
 import { keyringOf } from "../../lib/crypto/keyring";
 import { DomainError } from "../../lib/errors";
 import { normalizeContentType, partSizeOf } from "../../media/policy";
-import { checkLocalPartUrl } from "../../media/uploads/local-signing";
+import { checkLocalPartUrl, vouchesForPart } from "../../media/uploads/local-signing";
 import { multipartOf } from "../../media/uploads/multipart";
 import { claimPart, releasePart, storePart } from "../../media/uploads/parts";
 import { findUpload } from "../../media/uploads/records";
@@ -78,4 +79,23 @@ function sizeMismatch(expected: number, declared: string | undefined) {
   });
 }
 
-export const localPartApp = new Hono<AppEnv>().put("/uploads/:upload_id/parts/:part_number", localPart);
+/** The URL's signature checked against the upload id, part, type and size the request sends, without D1. */
+const vouches = (c: Context<AppEnv>) => {
+  const contentType = c.req.header("content-type");
+  return vouchesForPart(
+    keyringOf(c.env),
+    {
+      id: c.req.param("upload_id") ?? "",
+      partNumber: Number(c.req.param("part_number")),
+      contentType: contentType ? normalizeContentType(contentType) : undefined,
+      contentLength: c.req.header("content-length"),
+    },
+    c.req.query("expires"),
+    c.req.query("sig"),
+  );
+};
+
+export const localPartApp = new Hono<AppEnv>().put(
+  "/uploads/:upload_id/parts/:part_number",
+  signedUrlRoute(localPart, vouches),
+);

@@ -1,9 +1,10 @@
 import { type Context, Hono } from "hono";
+import { signedUrlRoute } from "../../http/admission/auth-throttle";
 import type { AppEnv } from "../../http/env";
 import { keyringOf } from "../../lib/crypto/keyring";
 import { DomainError } from "../../lib/errors";
 import { normalizeContentType } from "../../media/policy";
-import { checkLocalUploadUrl } from "../../media/uploads/local-signing";
+import { checkLocalUploadUrl, vouchesForUpload } from "../../media/uploads/local-signing";
 import { findUpload, settleUpload } from "../../media/uploads/records";
 
 /** Where an upload is sent when R2 is not signed for directly. */
@@ -110,4 +111,19 @@ function sizeMismatch(expected: number, declared: string | undefined) {
   });
 }
 
-export const localUploadApp = new Hono<AppEnv>().put("/uploads/:upload_id", localUpload);
+/** The URL's signature checked against the upload id, type and size the request sends, without D1. */
+const vouches = (c: Context<AppEnv>) =>
+  vouchesForUpload(
+    keyringOf(c.env),
+    {
+      id: c.req.param("upload_id") ?? "",
+      contentType: normalizeOrUndefined(c.req.header("content-type")),
+      contentLength: c.req.header("content-length"),
+    },
+    c.req.query("expires"),
+    c.req.query("sig"),
+  );
+
+const normalizeOrUndefined = (value: string | undefined) => (value ? normalizeContentType(value) : undefined);
+
+export const localUploadApp = new Hono<AppEnv>().put("/uploads/:upload_id", signedUrlRoute(localUpload, vouches));
