@@ -16,7 +16,7 @@
 //   - tours have no event: `sweepTours()` lists them and re-reads the changed ones.
 //
 // As a receiver (verifies the signature, the 5-minute timestamp and the nonce, then feeds receive()):
-//   ALMS_BASE_URL=http://127.0.0.1:8787 ALMS_API_KEY=sk_test_… WEBHOOK_SECRET=whsec_… PORT=9999 \
+//   ALMS_URL=http://127.0.0.1:8787 ALMS_API_KEY=sk_test_… WEBHOOK_SECRET=whsec_… PORT=9999 \
 //     node examples/mirror.mjs
 
 /** Items asked for per page of a cursor list (the maximum). */
@@ -310,13 +310,15 @@ export async function verifyDelivery(rawBody, signatureHeader, secret, now = Dat
 
 /** The receiver mode: `node examples/mirror.mjs`, with the settings in the environment. */
 async function main() {
-  const { ALMS_BASE_URL, ALMS_API_KEY, WEBHOOK_SECRET, PORT = "9999" } = process.env;
-  if (!ALMS_BASE_URL || !ALMS_API_KEY || !WEBHOOK_SECRET) {
-    console.error("Set ALMS_BASE_URL, ALMS_API_KEY and WEBHOOK_SECRET (the endpoint's signing secret).");
+  // ALMS_URL, as the ops CLI reads it (ALMS_BASE_URL, its earlier name, still works).
+  const { ALMS_API_KEY, WEBHOOK_SECRET, PORT = "9999" } = process.env;
+  const ALMS_URL = process.env.ALMS_URL ?? process.env.ALMS_BASE_URL;
+  if (!ALMS_URL || !ALMS_API_KEY || !WEBHOOK_SECRET) {
+    console.error("Set ALMS_URL, ALMS_API_KEY and WEBHOOK_SECRET (the endpoint's signing secret).");
     process.exit(2);
   }
   const { createServer } = await import("node:http");
-  const mirror = createMirror({ baseUrl: ALMS_BASE_URL, apiKey: ALMS_API_KEY });
+  const mirror = createMirror({ baseUrl: ALMS_URL, apiKey: ALMS_API_KEY });
   const NONCE_MEMORY_MS = 10 * 60 * 1000;
   const nonces = new Map(); // nonce → when first seen
   await mirror.start();

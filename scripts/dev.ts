@@ -151,6 +151,8 @@ async function main() {
     String(port),
     "--var",
     `OPERATOR_TOKEN:${token}`,
+    // Public URLs (a listing's public_url) name the port this sandbox answers on, unless a --var says otherwise.
+    ...(wranglerArgs.some((arg) => arg.startsWith("SITE_URL:")) ? [] : ["--var", `SITE_URL:http://localhost:${port}`]),
     "--test-scheduled",
     ...wranglerArgs,
   ];
@@ -183,7 +185,7 @@ async function main() {
 
  Cron triggers:  ${crons.join(", ")}, run on their schedules (UTC) as deployed
  API reference:  ${origin}/api/v1/docs
- Operator CLI:   npm run ops -- --help
+ Operator CLI:   ALMS_URL=${origin} npm run ops -- --help
 ────────────────────────────────────────────────────────────────────────
 `);
 }

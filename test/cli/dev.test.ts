@@ -32,6 +32,12 @@ describe("npm run dev", () => {
     expect(firstOutput, firstOutput).not.toMatch(STACK_FRAME);
     expect(firstOutput, firstOutput).not.toContain("ENOTFOUND");
     expect((await users(running.origin, first)).status).toBe(200);
+    // On a port of its own, the sandbox names that port in public URLs and in the ops line it prints.
+    const port = new URL(running.origin).port;
+    const listed = await fetch(`${running.origin}/api/v1/listings?limit=1`, { headers: { "X-API-Key": first } });
+    const [listing] = ((await listed.json()) as { data: { public_url: string; listing_number: string }[] }).data;
+    expect(listing?.public_url).toBe(`http://localhost:${port}/property/${listing?.listing_number}`);
+    expect(firstOutput).toContain(`ALMS_URL=${running.origin} npm run ops -- --help`);
     await stop(running.dev.child);
 
     running = await startDev(state, [], FAST_CRON);
