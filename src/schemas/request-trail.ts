@@ -1,6 +1,8 @@
 import { z } from "@hono/zod-openapi";
-import { EVENT_TYPE_NAMES } from "../domain/events/catalog";
+import { readScopeOf } from "../domain/events/access";
+import { EVENT_TYPE_NAMES, type EventType } from "../domain/events/catalog";
 import { syncFields } from "../domain/events/sync";
+import type { Scope } from "../domain/roles";
 import type { RequestTrail } from "../webhooks/request-trail";
 import { TRAIL_MAX_ATTEMPTS, TRAIL_MAX_DELIVERIES, TRAIL_MAX_EVENTS } from "../webhooks/request-trail";
 import { DeliveryLogEntrySchema, presentDeliveryLogEntry } from "./delivery-log";
@@ -51,7 +53,13 @@ export const RequestTrailSchema = z
     status: z.number().int().openapi({ description: "The HTTP status it answered.", example: 201 }),
     idempotency_key: z
       .string()
-      .openapi({ description: "The `X-Idempotency-Key` it carried.", example: "5f0c1d9e-8a3b-4c2e-9f6d-2b7a1e4c8d03" }),
+      .nullable()
+      .openapi({
+        description:
+          "The `X-Idempotency-Key` it carried; null when your key may not read the resource it names (its read " +
+          "scope), like `resource`.",
+        example: "5f0c1d9e-8a3b-4c2e-9f6d-2b7a1e4c8d03",
+      }),
     idempotency_outcome: z.literal("new").openapi({
       description:
         "Always `new`: only the request that ran the change is kept. A replay of it answers the same, with its " +
@@ -78,7 +86,35 @@ export const RequestTrailSchema = z
   })
   .openapi("RequestTrail");
 
-export const presentRequestTrail = ({ mark, resourceId, events }: RequestTrail) =>
+/** The scope that reads each kind of resource a write can name; a kind not listed is shown to no key. */
+const RESOURCE_READ_SCOPE = new Map<string, Scope>([
+  ["listing", "listings:read"],
+  ["media_upload", "listings:read"],
+  ["tour", "tours:read"],
+  ["user", "users:read"],
+  ["appointment", "scheduling:read"],
+  ["webhook_endpoint", "webhooks:read"],
+]);
+
+/**
+ * A request's trail as a key sees it: the events it may read (their types' read scopes), and
+ * the resource and idempotency key only when it may read that resource. Without `scopes` (the
+ * operator) everything.
+ */
+export const presentRequestTrail = ({ mark, resourceId, events: all }: RequestTrail, scopes?: ReadonlySet<Scope>) => {
+  const readsResource =
+    !scopes || (mark.resourceType !== null && scopes.has(RESOURCE_READ_SCOPE.get(mark.resourceType) ?? "admin"));
+  const events = scopes
+    ? all.filter(
+        ({ event }) =>
+          (EVENT_TYPE_NAMES as readonly string[]).includes(event.eventType) &&
+          scopes.has(readScopeOf(event.eventType as EventType)),
+      )
+    : all;
+  return presentTrail({ mark, resourceId: readsResource ? resourceId : null, events }, readsResource);
+};
+
+const presentTrail = ({ mark, resourceId, events }: RequestTrail, readsResource: boolean) =>
   RequestTrailSchema.parse({
     request_id: mark.requestId,
     agency_id: mark.agencyId,
@@ -87,7 +123,7 @@ export const presentRequestTrail = ({ mark, resourceId, events }: RequestTrail) 
     method: mark.method,
     path: mark.path,
     status: mark.status,
-    idempotency_key: mark.idemKey,
+    idempotency_key: readsResource ? mark.idemKey : null,
     idempotency_outcome: "new",
     resource: mark.resourceType && resourceId ? { type: mark.resourceType, id: resourceId } : null,
     trace_id: mark.traceParent?.split("-")[1] ?? null,

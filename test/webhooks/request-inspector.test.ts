@@ -2,7 +2,7 @@ import { and, eq, sql } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { events, idempotencyMarks, listings, webhookDeliveries } from "../../src/db/schema";
 import { nowIso } from "../../src/lib/ids";
-import { call, db, expectError, internal, makeTenant, type Tenant, unique } from "../support/harness";
+import { call, db, expectError, internal, makePlatformKey, makeTenant, type Tenant, unique } from "../support/harness";
 import {
   consume,
   drained,
@@ -110,6 +110,28 @@ describe("looking up a request", () => {
     const trail = await inspect(t, tour.headers.get("X-Request-Id")!);
     expect(trail.json.resource, trail.text).toEqual({ type: "tour", id: tour.json.tour_number });
     expect((await call(`/api/v1/tours/${trail.json.resource.id}`, { key: t.key })).status).toBe(200);
+  });
+
+  it("shows a key only what its scopes read: events, the resource and the idempotency key", async () => {
+    const t = await makeTenant();
+    const idemKey = crypto.randomUUID();
+    const { requestId, res } = await createListing(t, { "X-Idempotency-Key": idemKey });
+    const narrow = await makePlatformKey(t.agencyId, { scopes: ["webhooks:read"] });
+    const seen = await call(`/api/v1/requests/${requestId}`, { key: narrow.key });
+    expect(seen.status, seen.text).toBe(200);
+    expect(seen.json).toMatchObject({ request_id: requestId, status: 201, resource: null, idempotency_key: null });
+    expect(seen.json.events).toEqual([]);
+    expect(seen.text).not.toContain(res.json.listing_number);
+    expect(seen.text).not.toContain(idemKey);
+    const wide = await makePlatformKey(t.agencyId, { scopes: ["webhooks:read", "listings:read"] });
+    const full = await call(`/api/v1/requests/${requestId}`, { key: wide.key });
+    expect(full.json).toMatchObject({
+      resource: { type: "listing", id: res.json.listing_number },
+      idempotency_key: idemKey,
+    });
+    expect(full.json.events.map((e: { event_type: string }) => e.event_type)).toEqual(["listing.created"]);
+    // The operator sees everything.
+    expect((await internal(`/internal/v1/requests/${requestId}`)).json.idempotency_key).toBe(idemKey);
   });
 
   it("is 404 request_not_found for another agency's request, and the operator sees it", async () => {

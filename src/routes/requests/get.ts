@@ -17,7 +17,8 @@ export const getRequestRoute = publicRoute(
       "status it answered, its idempotency key, the resource it created or changed, the events it wrote and each " +
       "event's webhook deliveries with their attempts. Only a write that committed its change in the last 24 " +
       "hours can be looked up; a read, a write that failed or was replayed, an older one, another agency's or an " +
-      "unknown id answers 404 `request_not_found`. Read-only.",
+      "unknown id answers 404 `request_not_found`. A key sees only the events its scopes read, and the resource " +
+      "and idempotency key only when it may read that resource. Read-only.",
     request: { params: requestIdParam },
     responses: { 200: { description: "The request and what it did.", content: json(RequestTrailSchema) } },
   },
@@ -25,5 +26,5 @@ export const getRequestRoute = publicRoute(
 
 export const getRequestHandler: RouteHandler<typeof getRequestRoute, AppEnv> = async (c) => {
   const trail = await requestTrail(c.var.db, c.req.valid("param").request_id, c.get("caller").agencyId);
-  return c.json(presentRequestTrail(trail), 200);
+  return c.json(presentRequestTrail(trail, c.get("caller").scopes), 200);
 };
