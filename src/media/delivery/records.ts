@@ -9,27 +9,31 @@ import {
   type MediaDeliveryFile,
   mediaDeliveries,
   mediaDeliveryFiles,
+  users,
 } from "../../db/schema";
 import { DomainError } from "../../lib/errors";
 import { newId, nowIso } from "../../lib/ids";
 import { sendJob } from "../jobs";
 
 /**
- * Where a listing's media goes: the storage of its first agent, else its second agent.
- * A listing whose agents configured no storage is not delivered.
+ * Where a listing's media goes: the storage of its first agent, else its second agent,
+ * while that agent is a user of the listing's agency (a destination saved while its user
+ * moved to another agency is never used for the old one's media). A listing whose agents
+ * configured no storage is not delivered.
  */
-async function destinationFor(
+export async function destinationFor(
   db: Db,
   listing: Pick<Listing, "agencyId" | "agentOneId" | "agentTwoId">,
 ): Promise<DeliveryDestination | undefined> {
   for (const userId of [listing.agentOneId, listing.agentTwoId]) {
     if (!userId) continue;
-    const dest = await db
-      .select()
+    const row = await db
+      .select({ dest: deliveryDestinations })
       .from(deliveryDestinations)
+      .innerJoin(users, and(eq(users.id, deliveryDestinations.userId), eq(users.agencyId, listing.agencyId)))
       .where(and(eq(deliveryDestinations.userId, userId), eq(deliveryDestinations.agencyId, listing.agencyId)))
       .get();
-    if (dest) return dest;
+    if (row) return row.dest;
   }
   return undefined;
 }

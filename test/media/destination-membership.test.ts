@@ -1,0 +1,42 @@
+import { env } from "cloudflare:workers";
+import { eq } from "drizzle-orm";
+import { describe, expect, it } from "vitest";
+import { deliveryDestinations } from "../../src/db/schema";
+import { getUserById } from "../../src/domain/people/hierarchy";
+import { keyringOf } from "../../src/lib/crypto/keyring";
+import { saveDestination } from "../../src/media/delivery/destinations";
+import { destinationFor } from "../../src/media/delivery/records";
+import { db, internal, makeTenant } from "../support/harness";
+
+describe("a listing's delivery destination", () => {
+  it("is its agent's only while the agent is a user of the listing's agency", async () => {
+    const a = await makeTenant();
+    const b = await makeTenant();
+    const d = db();
+    const agent = await getUserById(d, a.agent.id);
+    await saveDestination(d, keyringOf(env), agent, {
+      endpointUrl: "https://s3.example.com",
+      bucket: "media",
+      region: "auto",
+      addressingStyle: "path",
+      accessKeyId: "AKIA",
+      secretAccessKey: "agent-secret",
+      pathPrefix: "",
+    });
+    const listing = { agencyId: a.agencyId, agentOneId: a.agent.id, agentTwoId: null };
+    expect((await destinationFor(d, listing))?.userId).toBe(a.agent.id);
+
+    // The agent moves to agency B; a save that raced the move left the destination bound to A.
+    const moved = await internal(`/internal/v1/users/${a.agent.id}/manager`, {
+      method: "PATCH",
+      body: { manager_id: b.owner.id },
+    });
+    expect(moved.status, moved.text).toBe(200);
+    await d
+      .update(deliveryDestinations)
+      .set({ agencyId: a.agencyId })
+      .where(eq(deliveryDestinations.userId, a.agent.id));
+    // A's listings, still naming the agent, are never delivered to the storage of someone now in B.
+    expect(await destinationFor(d, listing)).toBeUndefined();
+  });
+});
