@@ -73,7 +73,11 @@ export async function resolveConnection(db: Db, agencyId: string, userId: string
   const rows = await db
     .select({ userId: sql<string>`chain.id`, connection: calendarConnections })
     .from(sql`${managerChainOf(agencyId, userId)} AS chain`)
-    .leftJoin(calendarConnections, eq(calendarConnections.userId, sql`chain.id`))
+    // Only a connection bound to this agency: one saved while its user moved away stays the old agency's.
+    .leftJoin(
+      calendarConnections,
+      and(eq(calendarConnections.userId, sql`chain.id`), eq(calendarConnections.agencyId, agencyId)),
+    )
     .orderBy(sql`chain.depth`);
   const chain: string[] = [];
   for (const row of rows) {
