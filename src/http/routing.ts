@@ -34,7 +34,10 @@ export function unmatched(c: Context<AppEnv>): DomainError {
   return new HttpError("request_path_not_found", { message: `No route ${c.req.method} ${path}.${hint}`, details });
 }
 
-/** Whether a route's template may be suggested to this request: no internal path without the operator token, no sandbox helper in live. */
+/**
+ * Whether a route's template may be suggested to this request: no internal path without
+ * the operator token, no sandbox helper in live.
+ */
 function visibleTo(c: Context<AppEnv>, template: string): boolean {
   if (template.startsWith("/internal/")) return Boolean(c.env.OPERATOR_TOKEN) && c.req.path.startsWith("/internal/");
   return !(c.env.API_MODE === "live" && c.var.routes.isSandboxOnly(template.replaceAll(/\{\w+\}/g, "x")));

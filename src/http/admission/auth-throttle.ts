@@ -63,7 +63,10 @@ export function holdBackAddress(c: Context<AppEnv>): void {
   });
 }
 
-/** A refusal that cost a D1 lookup: an unknown key, a session cookie that names no live session, a forged upload URL. */
+/**
+ * A refusal that cost a D1 lookup: an unknown key, a session cookie that names no live
+ * session, a forged upload URL.
+ */
 function failedLookup(err: unknown): boolean {
   if (!(err instanceof DomainError)) return false;
   return (
