@@ -134,6 +134,21 @@ describe("looking up a request", () => {
     expect((await internal(`/internal/v1/requests/${requestId}`)).json.idempotency_key).toBe(idemKey);
   });
 
+  it("the delivery log, too, lists only deliveries of events the key may read", async () => {
+    const t = await makeTenant();
+    const hook = await registerEndpoint(t, "http://localhost:9999/log", ["listing.created"]);
+    await createListing(t);
+    await drained();
+    const path = `/api/v1/webhooks/endpoints/${hook.id}/deliveries`;
+    const full = await call(path, { key: t.key });
+    expect(full.status, full.text).toBe(200);
+    expect(full.json.data.map((d: { event_type: string }) => d.event_type)).toEqual(["listing.created"]);
+    const narrow = await makePlatformKey(t.agencyId, { scopes: ["webhooks:read"] });
+    const seen = await call(path, { key: narrow.key });
+    expect(seen.status, seen.text).toBe(200);
+    expect(seen.json.data).toEqual([]);
+  });
+
   it("is 404 request_not_found for another agency's request, and the operator sees it", async () => {
     const owner = await makeTenant();
     const other = await makeTenant();

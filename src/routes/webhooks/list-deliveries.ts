@@ -1,4 +1,5 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
+import { readableEventTypes } from "../../domain/events/access";
 import { EVENT_RETENTION_DAYS } from "../../domain/events/log";
 import type { AppEnv } from "../../http/env";
 import { json, publicRoute } from "../../http/route";
@@ -24,7 +25,8 @@ export const listDeliveriesRoute = publicRoute(
       "code, latency, error) and, while pending, when the next retry is due. Read-only: a dead delivery is " +
       "replayed from the dashboard, and the replay shows here as the delivery turning `pending` again, then as a " +
       `new attempt. Kept ${EVENT_RETENTION_DAYS} days after a delivery's last attempt; a pending delivery is ` +
-      "always shown. Another agency's endpoint, or a removed one, answers 404 `webhook_endpoint_not_found`.",
+      "always shown. Only deliveries of events your key may read (their types' read scopes) are listed. Another " +
+      "agency's endpoint, or a removed one, answers 404 `webhook_endpoint_not_found`.",
     request: {
       params: endpointIdParam,
       query: z.strictObject({
@@ -56,7 +58,7 @@ export const listDeliveriesHandler: RouteHandler<typeof listDeliveriesRoute, App
   const page = await pageDeliveryLog(
     db,
     endpoint,
-    { status, eventId: event_id },
+    { status, eventId: event_id, eventTypes: readableEventTypes(c.get("caller").scopes) },
     { keyring: keyringOf(c.env), cursor, limit },
   );
   return c.json(DeliveryLogPageSchema.parse(pageBody(page, presentDeliveryLogEntry)), 200);

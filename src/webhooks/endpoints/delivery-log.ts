@@ -22,25 +22,34 @@ export interface DeliveryLogEntry {
 
 /**
  * The delivery log of one endpoint (already resolved inside the caller's agency), oldest
- * first, optionally by status or event. It shows what the retention sweep keeps: pending
- * deliveries, and settled ones whose last activity is inside the retention horizon. The
- * attempts and the event types of a page are read with one bound parameter each.
+ * first, optionally by status or event, and only of `eventTypes` when given. It shows what
+ * the retention sweep keeps: pending deliveries, and settled ones whose last activity is
+ * inside the retention horizon. The attempts and the event types of a page are read with
+ * one bound parameter each.
  */
 export async function pageDeliveryLog(
   db: Db,
   endpoint: WebhookEndpoint,
-  filters: { status?: WebhookDelivery["status"]; eventId?: string },
+  filters: { status?: WebhookDelivery["status"]; eventId?: string; eventTypes?: readonly string[] },
   req: PageRequest,
   now = Date.now(),
 ): Promise<Page<DeliveryLogEntry>> {
-  const { status, eventId } = filters;
+  const { status, eventId, eventTypes } = filters;
+  // Deliveries of events the caller may read only (their types' read scopes), when it names them.
+  const readable =
+    eventTypes && inArray(events.eventType, sql`(SELECT value FROM json_each(${JSON.stringify(eventTypes)}))`);
   const where = and(
     eq(webhookDeliveries.endpointId, endpoint.id),
     eq(webhookDeliveries.agencyId, endpoint.agencyId),
     status ? eq(webhookDeliveries.status, status) : undefined,
     eventId !== undefined ? eq(webhookDeliveries.eventId, eventId) : undefined,
     or(eq(webhookDeliveries.status, "pending"), gte(webhookDeliveries.updatedAt, retentionCutoff(now))),
-    exists(db.select({ one: sql`1` }).from(events).where(eq(events.id, webhookDeliveries.eventId))),
+    exists(
+      db
+        .select({ one: sql`1` })
+        .from(events)
+        .where(and(eq(events.id, webhookDeliveries.eventId), readable)),
+    ),
   );
   const page = await keysetPage(
     db,
