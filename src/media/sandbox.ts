@@ -154,18 +154,24 @@ export async function completePendingUploads(
     const joined = upload.multipartId ? await joinedParts(db, env, upload) : null;
     const head = joined ?? (await env.UPLOADS.head(upload.objectKey));
     const arrived = head !== null && head.size === upload.sizeBytes;
-    const stored = arrived
-      ? head
+    // The placeholder is written only over what the head saw (nothing, or a short object): bytes that
+    // arrive in between win, and are what the upload settles with.
+    const placed = arrived
+      ? null
       : await env.UPLOADS.put(upload.objectKey, placeholder(upload.id), {
           httpMetadata: { contentType: upload.contentType },
           customMetadata: { upload_id: upload.id, sandbox_placeholder: "true" },
+          onlyIf: head ? { etagMatches: head.etag } : { etagDoesNotMatch: "*" },
         });
+    const stored = arrived ? head : (placed ?? (await env.UPLOADS.head(upload.objectKey)));
+    // Gone again between the two calls (deleted meanwhile): nothing to settle with yet; a retry sees what is there.
+    if (!stored) throw new DomainError("service_unavailable", { retryAfter: 1 });
     let settled: Awaited<ReturnType<typeof settleUpload>>;
     try {
       settled = await settleUpload(db, env, upload, { status: "completed", etag: stored.etag }, now);
     } catch (err) {
       // As on the upload PUT: the delivery could not be queued, so the placeholder is taken back.
-      if (!arrived) await env.UPLOADS.delete(upload.objectKey);
+      if (placed) await env.UPLOADS.delete(upload.objectKey);
       throw err;
     }
     if (settled.settled) completed.push(upload.id);
