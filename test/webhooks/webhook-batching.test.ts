@@ -195,7 +195,11 @@ describe("the drain after writes", () => {
       await backgroundDrainDone();
     }
     expect(claimedAt).toHaveLength(3);
+    // The spacing runs from each drain's beginning; a claim is prepared a few milliseconds into its drain, and
+    // that lead varies with the machine's load, so the claims are held to the spacing less that jitter (a drain
+    // started without waiting would claim within a few milliseconds of the last).
+    const JITTER_MS = 10;
     for (let i = 1; i < claimedAt.length; i++)
-      expect(claimedAt[i]! - claimedAt[i - 1]!).toBeGreaterThanOrEqual(DRAIN_SPACING_MS);
+      expect(claimedAt[i]! - claimedAt[i - 1]!).toBeGreaterThanOrEqual(DRAIN_SPACING_MS - JITTER_MS);
   });
 });
