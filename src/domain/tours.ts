@@ -95,22 +95,6 @@ export const leavesTourUnchanged = (tour: Tour, patch: TourPatch): boolean =>
   (patch.price === undefined || patch.price === tour.price) &&
   (patch.description === undefined || patch.description === tour.description);
 
-/**
- * The answer to an update that changes nothing: the tour as read, the same version, once
- * the precondition holds; `alsoWrite` (the request's commit mark) is written alone.
- */
-export async function keepTour(
-  db: Db,
-  tour: Tour,
-  alsoWrite: BatchItem<"sqlite">[] = [],
-  ifVersion?: IfVersion,
-): Promise<Tour> {
-  checkVersion(tour.version, ifVersion);
-  const [first, ...rest] = alsoWrite;
-  if (first) await db.batch([first, ...rest]).catch((err: unknown) => quotaRefusal(db, tour.agencyId, err));
-  return tour;
-}
-
 export async function updateTour(
   db: Db,
   tour: Tour,

@@ -1,7 +1,10 @@
 import { inArray, type SQL, sql } from "drizzle-orm";
+import type { BatchItem } from "drizzle-orm/batch";
 import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
+import type { Db } from "../db/client";
 import { DomainError } from "../lib/errors";
 import { etagOf } from "../lib/etag";
+import { quotaRefusal } from "./quotas";
 
 /**
  * The versions a conditional write accepts (from If-Match): the write happens only while
@@ -53,3 +56,19 @@ export function checkVersion(current: number, ifVersion: IfVersion): void {
  * statement that sets `version` alone).
  */
 export const nextVersion = (column: SQLiteColumn): SQL => sql`${column} + 1`;
+
+/**
+ * The answer to a write that changes nothing: `row` as read, once the precondition holds;
+ * `alsoWrite` (the request's commit mark) is written alone, so a retry is answered the same.
+ */
+export async function keepAsItIs<T extends { agencyId: string; version: number }>(
+  db: Db,
+  row: T,
+  alsoWrite: BatchItem<"sqlite">[] = [],
+  ifVersion?: IfVersion,
+): Promise<T> {
+  checkVersion(row.version, ifVersion);
+  const [first, ...rest] = alsoWrite;
+  if (first) await db.batch([first, ...rest]).catch((err: unknown) => quotaRefusal(db, row.agencyId, err));
+  return row;
+}

@@ -1,7 +1,6 @@
 import { and, count, eq, sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import {
-  agencyUsage,
   events,
   idempotencyMarks,
   listings,
@@ -10,21 +9,8 @@ import {
   webhookDeliveryAttempts,
 } from "../../src/db/schema";
 import { refusedResource, UNREFUSED_EVENT_TYPES } from "../../src/domain/quotas";
-import { call, db, expectError, internal, makeListing, makeTenant, type Tenant, unique } from "../support/harness";
-
-const setQuotas = async (t: Tenant, quotas: Record<string, number | null>) => {
-  const r = await internal(`/internal/v1/agencies/${t.agencyId}/quotas`, { method: "PATCH", body: { quotas } });
-  expect(r.status, r.text).toBe(200);
-};
-
-async function usage(agencyId: string, resource: string): Promise<number> {
-  const row = await db()
-    .select({ used: agencyUsage.used })
-    .from(agencyUsage)
-    .where(and(eq(agencyUsage.agencyId, agencyId), eq(agencyUsage.resource, resource)))
-    .get();
-  return row?.used ?? 0;
-}
+import { call, db, expectError, makeListing, makeTenant, type Tenant, unique } from "../support/harness";
+import { setQuotas, usage } from "../support/quota-kit";
 
 const eventsOf = async (agencyId: string) =>
   (await db().select({ n: count() }).from(events).where(eq(events.agencyId, agencyId)))[0]!.n;

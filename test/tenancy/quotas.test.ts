@@ -1,7 +1,6 @@
 import { and, count, eq, sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import {
-  agencyUsage,
   apiKeys,
   appointments,
   idempotencyMarks,
@@ -12,21 +11,7 @@ import {
   users,
 } from "../../src/db/schema";
 import { call, db, expectError, internal, makeListing, makeTenant, type Tenant, unique } from "../support/harness";
-
-const setQuotas = async (t: Tenant, quotas: Record<string, number | null>) => {
-  const r = await internal(`/internal/v1/agencies/${t.agencyId}/quotas`, { method: "PATCH", body: { quotas } });
-  expect(r.status, r.text).toBe(200);
-  return r.json;
-};
-
-async function usage(agencyId: string, resource: string): Promise<number> {
-  const row = await db()
-    .select({ used: agencyUsage.used })
-    .from(agencyUsage)
-    .where(and(eq(agencyUsage.agencyId, agencyId), eq(agencyUsage.resource, resource)))
-    .get();
-  return row?.used ?? 0;
-}
+import { setQuotas, usage } from "../support/quota-kit";
 
 const rowsOf = async (table: typeof tours | typeof listings | typeof mediaUploads, agencyId: string) =>
   (await db().select({ n: count() }).from(table).where(eq(table.agencyId, agencyId)))[0]!.n;

@@ -30,6 +30,28 @@ const deliveryIds = async (ids: string[]) =>
 const attemptsOf = async (deliveryId: string) =>
   db().select().from(webhookDeliveryAttempts).where(eq(webhookDeliveryAttempts.deliveryId, deliveryId));
 
+/**
+ * `n` events of `agencyId` written at `at`, each with a delivered delivery and one attempt,
+ * ids tagged with `tag`: one statement per table.
+ */
+async function seedSettled(agencyId: string, tag: string, n: number, at: string) {
+  const series = `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${n})`;
+  await env.DB.batch([
+    env.DB.prepare(
+      `INSERT INTO events (id, agency_id, event_type, api_version, timestamp, data, enqueued_at, created_at) ` +
+        `${series} SELECT 'evt_' || ?1 || '_' || i, ?2, 'user.deactivated', '2026-11-01', 0, '{}', ?3, ?3 FROM n`,
+    ).bind(tag, agencyId, at),
+    env.DB.prepare(
+      `INSERT INTO webhook_deliveries (id, event_id, endpoint_id, agency_id, status, attempts, created_at, updated_at) ` +
+        `${series} SELECT 'whd_' || ?1 || '_' || i, 'evt_' || ?1 || '_' || i, 'we_' || ?1, ?2, 'delivered', 1, ?3, ?3 FROM n`,
+    ).bind(tag, agencyId, at),
+    env.DB.prepare(
+      `INSERT INTO webhook_delivery_attempts (id, delivery_id, attempt, attempted_at, response_status, latency_ms) ` +
+        `${series} SELECT 'wha_' || ?1 || '_' || i, 'whd_' || ?1 || '_' || i, 1, ?2, 200, 5 FROM n`,
+    ).bind(tag, at),
+  ]);
+}
+
 describe("the nightly retention sweep", () => {
   it("deletes events past 30 days with their settled deliveries and attempts, and nothing else", async () => {
     const t = await makeTenant();
@@ -115,22 +137,7 @@ describe("the nightly retention sweep", () => {
     const tag = unique("bulk").replaceAll("-", "_");
     const at = old();
     const n = 600;
-    // 600 old events, each with a delivered delivery and one attempt: one statement per table.
-    const series = `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${n})`;
-    await env.DB.batch([
-      env.DB.prepare(
-        `INSERT INTO events (id, agency_id, event_type, api_version, timestamp, data, enqueued_at, created_at) ` +
-          `${series} SELECT 'evt_' || ?1 || '_' || i, ?2, 'user.deactivated', '2026-11-01', 0, '{}', ?3, ?3 FROM n`,
-      ).bind(tag, t.agencyId, at),
-      env.DB.prepare(
-        `INSERT INTO webhook_deliveries (id, event_id, endpoint_id, agency_id, status, attempts, created_at, updated_at) ` +
-          `${series} SELECT 'whd_' || ?1 || '_' || i, 'evt_' || ?1 || '_' || i, 'we_' || ?1, ?2, 'delivered', 1, ?3, ?3 FROM n`,
-      ).bind(tag, t.agencyId, at),
-      env.DB.prepare(
-        `INSERT INTO webhook_delivery_attempts (id, delivery_id, attempt, attempted_at, response_status, latency_ms) ` +
-          `${series} SELECT 'wha_' || ?1 || '_' || i, 'whd_' || ?1 || '_' || i, 1, ?2, 200, 5 FROM n`,
-      ).bind(tag, at),
-    ]);
+    await seedSettled(t.agencyId, tag, n, at);
     const left = async () => ({
       events: (
         await db()
@@ -191,21 +198,7 @@ describe("retention keeps pace with the quotas", () => {
     const at = old();
     const figure = RETENTION_MINUTE_STATEMENTS * RETENTION_PAGE;
     const n = figure + 700;
-    const series = `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${n})`;
-    await env.DB.batch([
-      env.DB.prepare(
-        `INSERT INTO events (id, agency_id, event_type, api_version, timestamp, data, enqueued_at, created_at) ` +
-          `${series} SELECT 'evt_' || ?1 || '_' || i, ?2, 'user.deactivated', '2026-11-01', 0, '{}', ?3, ?3 FROM n`,
-      ).bind(tag, t.agencyId, at),
-      env.DB.prepare(
-        `INSERT INTO webhook_deliveries (id, event_id, endpoint_id, agency_id, status, attempts, created_at, updated_at) ` +
-          `${series} SELECT 'whd_' || ?1 || '_' || i, 'evt_' || ?1 || '_' || i, 'we_' || ?1, ?2, 'delivered', 1, ?3, ?3 FROM n`,
-      ).bind(tag, t.agencyId, at),
-      env.DB.prepare(
-        `INSERT INTO webhook_delivery_attempts (id, delivery_id, attempt, attempted_at, response_status, latency_ms) ` +
-          `${series} SELECT 'wha_' || ?1 || '_' || i, 'whd_' || ?1 || '_' || i, 1, ?2, 200, 5 FROM n`,
-      ).bind(tag, at),
-    ]);
+    await seedSettled(t.agencyId, tag, n, at);
     const count = async (table: "events" | "webhook_deliveries" | "webhook_delivery_attempts", prefix: string) =>
       (
         await env.DB.prepare(`SELECT count(*) AS n FROM ${table} WHERE id LIKE ?`)

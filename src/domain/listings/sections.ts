@@ -101,22 +101,6 @@ export function leavesSectionUnchanged(listing: Listing, value: SectionValue): b
 }
 
 /**
- * The answer to a section write that changes nothing: the listing as read, once the
- * precondition holds; `alsoWrite` (the request's commit mark) is written alone.
- */
-export async function keepSection(
-  db: Db,
-  listing: Listing,
-  alsoWrite: BatchItem<"sqlite">[] = [],
-  ifVersion?: IfVersion,
-): Promise<Listing> {
-  checkVersion(listing.version, ifVersion);
-  const [first, ...rest] = alsoWrite;
-  if (first) await db.batch([first, ...rest]).catch((err: unknown) => quotaRefusal(db, listing.agencyId, err));
-  return listing;
-}
-
-/**
  * Writes a section and its `listing.section_modified` event together; a value whose guard
  * does not hold in the UPDATE is refused with the guard's error. The event is written only
  * when the listing row changed, and `alsoWrite` follows it, so a statement there

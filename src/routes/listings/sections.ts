@@ -4,13 +4,13 @@ import type { Listing } from "../../db/schema";
 import { findListing } from "../../domain/listings/reads";
 import {
   floorplanValue,
-  keepSection,
   leavesSectionUnchanged,
   MAX_FLOORPLANS,
   nextMatterport,
   type SectionValue,
   writeSection,
 } from "../../domain/listings/sections";
+import { keepAsItIs } from "../../domain/versions";
 import { ifMatch, setEtag } from "../../http/admission/conditional";
 import { idempotencyMark } from "../../http/admission/idempotency-mark";
 import type { AppEnv } from "../../http/env";
@@ -93,7 +93,7 @@ async function updateSection(
     ifChanged: !unchanged,
   });
   const updated = unchanged
-    ? await keepSection(db, listing, mark, ifVersion)
+    ? await keepAsItIs(db, listing, mark, ifVersion)
     : await writeSection(db, listing, section, operation, next, mark, ifVersion);
   setEtag(c, updated.version);
   return ListingSchema.parse(presentListing(updated, c.env.SITE_URL));

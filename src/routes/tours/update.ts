@@ -1,5 +1,6 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import { findTour, keepTour, leavesTourUnchanged, updateTour } from "../../domain/tours";
+import { findTour, leavesTourUnchanged, updateTour } from "../../domain/tours";
+import { keepAsItIs } from "../../domain/versions";
 import { ifMatch, setEtag } from "../../http/admission/conditional";
 import { idempotencyMark } from "../../http/admission/idempotency-mark";
 import type { AppEnv } from "../../http/env";
@@ -61,7 +62,7 @@ export const updateTourHandler: RouteHandler<typeof updateTourRoute, AppEnv> = a
     ifChanged: !unchanged,
   });
   const updated = unchanged
-    ? await keepTour(db, tour, mark, ifVersion)
+    ? await keepAsItIs(db, tour, mark, ifVersion)
     : await updateTour(db, tour, b, mark, ifVersion);
   setEtag(c, updated.version);
   return c.json(TourSchema.parse(presentTour(updated)), 200);
