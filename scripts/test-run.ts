@@ -5,8 +5,10 @@
 // longest test timeout is 300 s) is stopped with its whole process group, and the files
 // that have no results yet run again, up to two more times. Every file's results are kept
 // as it ends (`scripts/test-results-reporter.ts`), so no result is run twice or lost, and
-// a file that failed stays failed. A run that ran every test but does not exit within a minute
-// is stopped too, its results kept. Then the plain closing line and the quiet-run check.
+// a file that failed stays failed. A run that has run every test but does not exit within a
+// minute is stopped too, its results kept: "every test has run" is either vitest's own end of
+// run or, when the pool stalls before vitest gets there, a result for every file it was given.
+// Then the plain closing line and the quiet-run check.
 //
 //   node scripts/test-run.ts [filters]   (npm test runs it after lint and typecheck;
 //                                        filters are vitest's, e.g. test/node)
@@ -42,6 +44,13 @@ function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
   }
 }
 
+/** How the run went by its own note of its end, when it wrote one. */
+function endedStatus(file: string): { status: number } | undefined {
+  if (!existsSync(file)) return undefined;
+  const { reason } = JSON.parse(readFileSync(file, "utf8")) as { reason?: string };
+  return { status: reason === "passed" ? 0 : 1 };
+}
+
 /**
  * Runs a command in a process group of its own, copying what it prints to this process's
  * output and to `log`. Once it has printed nothing for `stallMs`, the whole group (the
@@ -55,8 +64,12 @@ export function runGuarded(
     log?: string;
     env?: NodeJS.ProcessEnv;
     echo?: boolean;
-    /** Where the run notes that every test has run (`{ reason }`), and how long it may then take to exit. */
-    ended?: { file: string; lingerMs: number };
+    /**
+     * Where the run notes that every test has run (`{ reason }`), and how long it may then take
+     * to exit. `complete`, when given, tells from outside that every test has run (and how it
+     * went) even when that note never comes.
+     */
+    ended?: { file: string; lingerMs: number; complete?: () => { status: number } | undefined };
   },
 ): Promise<GuardedRun> {
   return new Promise((resolve, reject) => {
@@ -68,6 +81,7 @@ export function runGuarded(
     let last = Date.now();
     let stalled = false;
     let endedAt: number | undefined;
+    let completed: { status: number } | undefined;
     let lingered: { status: number } | undefined;
     const copy = (chunk: Buffer) => {
       last = Date.now();
@@ -91,10 +105,12 @@ export function runGuarded(
     const watch = setInterval(
       () => {
         if (stalled || lingered) return;
-        if (opts.ended && endedAt === undefined && existsSync(opts.ended.file)) endedAt = Date.now();
+        if (opts.ended && endedAt === undefined) {
+          completed = existsSync(opts.ended.file) ? undefined : opts.ended.complete?.();
+          if (completed || existsSync(opts.ended.file)) endedAt = Date.now();
+        }
         if (opts.ended && endedAt !== undefined && Date.now() - endedAt >= opts.ended.lingerMs) {
-          const { reason } = JSON.parse(readFileSync(opts.ended.file, "utf8")) as { reason?: string };
-          lingered = { status: reason === "passed" ? 0 : 1 };
+          lingered = endedStatus(opts.ended.file) ?? completed ?? { status: 1 };
           stop();
           return;
         }
@@ -137,6 +153,24 @@ export function unreported(all: { project: string; file: string }[], results: Fi
   return all.filter((f) => !seen.has(`${f.project}\u0000${f.file}`)).map((f) => f.file);
 }
 
+/**
+ * Whether every file of `expected` has its results in `path`, and then how they went; nothing
+ * while one is missing (or a line is still being written).
+ */
+export function everyFileReported(
+  expected: { project: string; file: string }[],
+  path: string,
+): { status: number } | undefined {
+  let results: FileResult[];
+  try {
+    results = readResults(path);
+  } catch {
+    return undefined;
+  }
+  if (unreported(expected, results).length) return undefined;
+  return { status: results.some((r) => r.failed || r.fileFailed) ? 1 : 0 };
+}
+
 /** Every test file of every project that the filters select, as vitest finds them (no test runs). */
 function listFiles(filters: string[]): { project: string; file: string }[] {
   const listed = spawnSync("vitest", ["list", "--filesOnly", `--json=${LIST}`, ...filters], { encoding: "utf8" });
@@ -156,15 +190,20 @@ async function main(filters: string[]): Promise<number> {
   for (const f of [RESULTS, OUTPUT, LIST, ENDED]) rmSync(f, { force: true });
   const env = { ...process.env, TEST_RESULTS_FILE: RESULTS, TEST_RUN_END_FILE: ENDED };
   const base = ["run", "--reporter=default", "--reporter=./scripts/test-results-reporter.ts"];
+  const all = listFiles(filters);
   let files = filters;
+  let expected = all;
   for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
     rmSync(ENDED, { force: true });
-    const ended = { file: ENDED, lingerMs: LINGER_MS };
+    const pending = expected;
+    const ended = { file: ENDED, lingerMs: LINGER_MS, complete: () => everyFileReported(pending, RESULTS) };
     const run = await runGuarded("vitest", [...base, ...files], { stallMs: STALL_MS, log: OUTPUT, env, ended });
     if (run.lingered)
       say(`vitest ran every test but had not exited ${LINGER_MS / 1000} s later: it was stopped, its results kept.`);
     if (!run.stalled) return run.status;
-    files = unreported(listFiles(filters), readResults(RESULTS));
+    const results = readResults(RESULTS);
+    expected = all.filter((f) => unreported([f], results).length);
+    files = expected.map((f) => f.file);
     say(
       `vitest printed nothing for ${STALL_MS / 1000} s: the test pool stalled and was stopped. ` +
         `${files.length} file(s) have no results yet${files.length ? `: ${files.join(", ")}` : ""}.`,

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { FileResult } from "../../scripts/test-results-reporter.ts";
-import { runGuarded, unreported } from "../../scripts/test-run.ts";
+import { everyFileReported, runGuarded, unreported } from "../../scripts/test-run.ts";
 import { totals } from "../../scripts/test-summary.ts";
 
 const alive = (pid: number) => {
@@ -110,5 +110,45 @@ describe("a run that has run every test but does not exit", () => {
       ended: { file: ended, lingerMs: 300 },
     });
     expect(run).toEqual({ status: 1, stalled: false, lingered: true });
+  });
+
+  it("is stopped when every file has its results though vitest never notes its end", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "alms-run-"));
+    const results = join(dir, "results.jsonl");
+    const expected = ["a", "b"].map((f) => ({ project: "workers", file: `test/${f}.test.ts` }));
+    // A runner that writes each file's results, then keeps printing and never exits nor notes its end.
+    const lines = [result("test/a.test.ts"), result("test/b.test.ts", { passed: 2, failed: 1 })]
+      .map((r) => `${JSON.stringify(r)}\n`)
+      .join("");
+    const script = [
+      `setTimeout(() => require('node:fs').appendFileSync(${JSON.stringify(results)}, ${JSON.stringify(lines)}), 200);`,
+      "setInterval(() => console.log('background work'), 50);",
+    ].join("\n");
+    const run = await runGuarded(process.execPath, ["-e", script], {
+      stallMs: 60_000,
+      echo: false,
+      ended: {
+        file: join(dir, "ended.json"),
+        lingerMs: 300,
+        complete: () => everyFileReported(expected, results),
+      },
+    });
+    expect(run).toEqual({ status: 1, stalled: false, lingered: true });
+  });
+
+  it("counts a run complete only once each file it was given has a result", () => {
+    const dir = mkdtempSync(join(tmpdir(), "alms-run-"));
+    const results = join(dir, "results.jsonl");
+    const expected = ["a", "b"].map((f) => ({ project: "workers", file: `test/${f}.test.ts` }));
+    expect(everyFileReported(expected, results)).toBeUndefined();
+    writeFileSync(results, `${JSON.stringify(result("test/a.test.ts"))}\n{"project":"work`);
+    expect(everyFileReported(expected, results)).toBeUndefined();
+    writeFileSync(results, `${JSON.stringify(result("test/a.test.ts"))}\n`);
+    expect(everyFileReported(expected, results)).toBeUndefined();
+    writeFileSync(
+      results,
+      [result("test/a.test.ts"), result("test/b.test.ts")].map((r) => JSON.stringify(r)).join("\n"),
+    );
+    expect(everyFileReported(expected, results)).toEqual({ status: 0 });
   });
 });
