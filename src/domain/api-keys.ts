@@ -1,6 +1,7 @@
 import { and, asc, eq, gt, inArray, isNotNull, isNull, lte, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { type ApiKey, type ApiKeySecret, apiKeySecrets, apiKeys } from "../db/schema";
+import type { Keyring } from "../lib/crypto/keyring";
 import { DomainError } from "../lib/errors";
 import { newId, nowIso } from "../lib/ids";
 import { hashSecret, type KeyMode, type KeyPrefix, mintSecret, ROTATION_GRACE_MS } from "./keys";
@@ -17,6 +18,8 @@ export interface MintInput {
   name?: string;
   scopes?: Scope[];
   expiresAt?: string | null;
+  /** The keyring that tags the secret (see `mintSecret`). */
+  ring?: Keyring;
 }
 
 /**
@@ -38,7 +41,7 @@ export async function mintKey(db: Db, input: MintInput): Promise<{ key: ApiKey; 
     throw new DomainError("key_mint_forbidden", {
       message: `The prefix ${prefix} does not belong to ${input.mode} mode.`,
     });
-  const secret = mintSecret(input.mode, prefix);
+  const secret = await mintSecret(input.mode, prefix, input.ring);
   const id = newId("key");
   const [[key]] = await db
     .batch([
@@ -119,12 +122,12 @@ export async function keysOfAgency(db: Db, agencyId: string): Promise<KeyWithSec
  * 30 days. Only two secrets are ever valid at once: a secret already in its grace
  * window is deactivated by a second rotation.
  */
-export async function rotateKey(db: Db, keyId: string): Promise<{ key: ApiKey; secret: string }> {
+export async function rotateKey(db: Db, keyId: string, ring?: Keyring): Promise<{ key: ApiKey; secret: string }> {
   const key = await getKey(db, keyId);
   if (key.revokedAt || !key.isActive) throw new DomainError("api_key_not_rotatable", { details: { key_id: keyId } });
   const current = (await keySecrets(db, keyId)).find((s) => !s.supersededAt);
   const prefix = (current?.prefix as KeyPrefix | undefined) ?? (key.mode === "test" ? "sk_test_" : "sk_live_");
-  const secret = mintSecret(key.mode, prefix);
+  const secret = await mintSecret(key.mode, prefix, ring);
   const at = nowIso();
   const [, , , [rotated]] = await db.batch([
     db

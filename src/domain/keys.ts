@@ -1,3 +1,5 @@
+import { sign, verify } from "../lib/crypto/crypto";
+import type { Keyring } from "../lib/crypto/keyring";
 import { DomainError } from "../lib/errors";
 import { randomToken, sha256Hex } from "../lib/ids";
 import { isPlatformRole } from "./roles";
@@ -13,8 +15,34 @@ export const ROTATION_GRACE_MS = 30 * 24 * 60 * 60 * 1000;
 const modeOfPrefix = (prefix: KeyPrefix): KeyMode => (prefix === "sk_test_" ? "test" : "live");
 const prefixForMode = (mode: KeyMode): KeyPrefix => (mode === "test" ? "sk_test_" : "sk_live_");
 
-export function mintSecret(mode: KeyMode, prefix: KeyPrefix = prefixForMode(mode)): string {
-  return prefix + randomToken(32);
+/**
+ * A secret's token is 24 random bytes (32 characters) and a tag of 11 characters: an HMAC of
+ * the prefix and the random part under the Worker's keyring. The tag lets a secret be told
+ * apart from a guess before any lookup (see `vouchesForKey`); the random part alone is 192 bits.
+ */
+const KEY_RANDOM_BYTES = 24;
+const KEY_RANDOM_LENGTH = 32;
+const KEY_TAG_LENGTH = 11;
+const KEY_TAG_PURPOSE = "api-key-tag";
+
+/** A new secret of `mode`, tagged under `ring` when it is given (a secret without a tag is all random). */
+export async function mintSecret(mode: KeyMode, prefix: KeyPrefix = prefixForMode(mode), ring?: Keyring) {
+  if (!ring) return prefix + randomToken(32);
+  const head = prefix + randomToken(KEY_RANDOM_BYTES);
+  const [, tag = ""] = (await sign(ring, KEY_TAG_PURPOSE, head, KEY_TAG_LENGTH)).split(".");
+  return head + tag;
+}
+
+/**
+ * Whether a well-formed secret carries the tag that this Worker's keyring gives the secrets it
+ * mints: true for every key minted here (while the keyring still holds the key it was tagged
+ * under), false for a guess but one in 2^66. It says nothing of whether the key is still valid.
+ */
+export function vouchesForKey(ring: Keyring, secret: string): Promise<boolean> {
+  const prefix = KEY_PREFIXES.find((p) => secret.startsWith(p));
+  if (!prefix || secret.length !== prefix.length + KEY_TOKEN_LENGTH) return Promise.resolve(false);
+  const head = secret.slice(0, prefix.length + KEY_RANDOM_LENGTH);
+  return verify(ring, KEY_TAG_PURPOSE, head, secret.slice(head.length), KEY_TAG_LENGTH);
 }
 
 export const hashSecret = (secret: string) => sha256Hex(secret);

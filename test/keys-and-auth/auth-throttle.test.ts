@@ -56,6 +56,27 @@ describe("failed authentication is throttled per client address before D1", () =
     expectError(await call("/api/v1/users", { key: randomKey(), headers: from(address()) }), 401, "api_key_invalid");
   });
 
+  it("a held-back address still gets through with a real key a fresh isolate has never seen", async () => {
+    const t = await makeTenant();
+    const flooder = address();
+    let refused = false;
+    for (let i = 0; i < FLOOD && !refused; i++) {
+      refused = (await call("/api/v1/users", { key: randomKey(), headers: from(flooder) })).status === 429;
+    }
+    expect(refused).toBe(true);
+    // Another tenant behind the same address, on an isolate that has never seen its key.
+    forgetKeys();
+    expect((await call("/api/v1/users", { key: t.key, headers: from(flooder) })).status).toBe(200);
+    // A guess, or a real key with one character of its tag changed, is still held back before D1.
+    const last = t.key.at(-1) === "A" ? "B" : "A";
+    const d1 = countD1();
+    const guesses = [randomKey(), t.key.slice(0, -1) + last];
+    for (const key of guesses)
+      expectError(await call("/api/v1/users", { key, headers: from(flooder) }), 429, "rate_limit_exceeded");
+    expect(d1.matching(/from "api_key_secrets"/i)).toBe(0);
+    d1.stop();
+  });
+
   it("dead session cookies count as failures too", async () => {
     const flooder = address();
     let refused = false;

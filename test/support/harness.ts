@@ -7,6 +7,7 @@ import { createAgency, createUser } from "../../src/domain/people/hierarchy";
 import { createSession } from "../../src/domain/people/sessions";
 import type { Role, Scope } from "../../src/domain/roles";
 import worker from "../../src/index";
+import { keyringOf } from "../../src/lib/crypto/keyring";
 import { randomAlnum } from "../../src/lib/ids";
 
 export const BASE = "https://api.test";
@@ -61,6 +62,7 @@ export async function makeTenant(opts: { role?: "media_agency" | "broker"; scope
     mintedByUserId: owner.id,
     mode: "test",
     scopes: opts.scopes,
+    ring: keyringOf(env),
   });
   return { agencyId: agency.id, owner, teamLead, agent, viewer, key: secret, keyId: key.id };
 }
@@ -78,7 +80,13 @@ export async function makePlatformKey(
     name: "Admin",
     email: `${unique("admin")}@example.test`,
   });
-  const { key, secret } = await mintKey(d, { agencyId, mintedByUserId: admin.id, mode: "test", scopes: opts.scopes });
+  const { key, secret } = await mintKey(d, {
+    agencyId,
+    mintedByUserId: admin.id,
+    mode: "test",
+    scopes: opts.scopes,
+    ring: keyringOf(env),
+  });
   return { admin, key: secret, keyId: key.id };
 }
 

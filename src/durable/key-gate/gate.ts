@@ -4,6 +4,7 @@ import type { ApiKey } from "../../db/schema";
 import { type KeyChange, revokeKey, rotateKey, updateKey } from "../../domain/api-keys";
 import { budgetFor, ENDPOINT_NAMES, type EndpointName } from "../../domain/budgets";
 import { checkKeyState, type KeyMode } from "../../domain/keys";
+import { keyringOf } from "../../lib/crypto/keyring";
 import { DomainError } from "../../lib/errors";
 import { tracedCall } from "../traced";
 import { KeyStateCache } from "./key-state";
@@ -60,7 +61,7 @@ export class KeyGate extends DurableObject<Env> {
     try {
       switch (change.op) {
         case "rotate":
-          return { ok: true, ...(await rotateKey(db, keyId)) };
+          return { ok: true, ...(await rotateKey(db, keyId, keyringOf(this.env))) };
         case "revoke":
           return { ok: true, key: await revokeKey(db, keyId) };
         case "update":

@@ -1,8 +1,10 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { getCookie } from "hono/cookie";
 import type { EndpointName } from "../../domain/budgets";
+import { vouchesForKey } from "../../domain/keys";
 import type { Caller } from "../../domain/roles";
 import type { RateDecision } from "../../durable/key-gate/verdict";
+import { keyringOf } from "../../lib/crypto/keyring";
 import { DomainError } from "../../lib/errors";
 import { etagOf, weaklyMatches } from "../../lib/etag";
 import { openSession, sessionConstraint } from "../d1-session";
@@ -10,7 +12,7 @@ import type { Admission, AppEnv } from "../env";
 import type { Guard } from "../registry";
 import { timed } from "../wide-event";
 import { readBody } from "../wire";
-import { countAuthFailure, holdBackAddress } from "./auth-throttle";
+import { countAuthFailure, holdBackAddress, isHeldBack } from "./auth-throttle";
 import { authorize, type Permission } from "./authorize";
 import { countConditionalRead, ifNoneMatch, notModified, settleConditionalRead } from "./conditional";
 import { callerIdentity, EarlyClaim, type Hold, hold, type RecordOwner, release, settle } from "./idempotency-claim";
@@ -155,8 +157,11 @@ async function byKey(
   read: boolean,
   conditional: boolean,
 ): Promise<{ identified: Identified; early?: EarlyClaim }> {
-  const hash = await hashOfKey(c.env, secretOf(c, policy));
-  if (!isKnownKey(hash)) holdBackAddress(c);
+  const secret = secretOf(c, policy);
+  const hash = await hashOfKey(c.env, secret);
+  // A held-back address still gets through with a secret this Worker minted (its tag
+  // verifies), so one bad client behind a shared address never locks out the others' keys.
+  if (!isKnownKey(hash) && isHeldBack(c) && !(await vouchesForKey(keyringOf(c.env), secret))) holdBackAddress(c);
   const last = policy.idempotent && !read ? knownCaller(hash) : undefined;
   const early = last && EarlyClaim.start(c, ownerOf(last.caller, policy), policy.bodyLimit);
   try {

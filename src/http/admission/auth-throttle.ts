@@ -42,6 +42,12 @@ export function throttleKeyOf(address: string): string {
   return `${prefix.join(":")}::/64`;
 }
 
+/** Whether this isolate holds back the request's client address (see `holdBackAddress`). */
+export function isHeldBack(c: Context<AppEnv>): boolean {
+  const address = addressOf(c);
+  return address !== undefined && heldBack.has(address);
+}
+
 /**
  * Refuses, before any D1 lookup, a request from an address that failed authentication
  * more than AUTH_FAILURE_LIMIT times in the window: 429 `rate_limit_exceeded` with its

@@ -4,6 +4,7 @@ import { KEY_PREFIXES, type KeyMode } from "../../domain/keys";
 import { SCOPES } from "../../domain/roles";
 import type { AppEnv } from "../../http/env";
 import { internalRoute, json } from "../../http/route";
+import { keyringOf } from "../../lib/crypto/keyring";
 import { isoInstant, mintedResponse, presentKey } from "./schema";
 
 export const mintApiKeyRoute = internalRoute(
@@ -52,6 +53,7 @@ export const mintApiKeyHandler: RouteHandler<typeof mintApiKeyRoute, AppEnv> = a
     name: b.name,
     scopes: b.scopes,
     expiresAt: b.expires_at,
+    ring: keyringOf(c.env),
   });
   return c.json({ key: presentKey(await withSecrets(db, key)), secret }, 201);
 };
