@@ -150,7 +150,9 @@ export const EventPageSchema = z
       .min(0)
       .openapi({
         description:
-          "Your agency's latest event sequence number when this page was read (0 before its first event). With " +
+          "Your agency's latest event sequence number when this page was read (0 before its first event), for a key " +
+          "that may read every event type. For a key that may read only some, the newest sequence of those types " +
+          "(never below `after_sequence`), so that it learns nothing of the events it may not read. With " +
           "`after_sequence`, the feed stops there: a reader that followed `next_cursor` to the end has seen every " +
           "event up to it that it may read. Note it before a resync, then continue with `after_sequence` set to it.",
         example: 42,

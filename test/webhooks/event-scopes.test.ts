@@ -7,6 +7,7 @@ import { mintKey } from "../../src/domain/api-keys";
 import { readableEventTypes } from "../../src/domain/events/access";
 import { EVENT_TYPE_NAMES } from "../../src/domain/events/catalog";
 import { pageEvents } from "../../src/domain/events/log";
+import { createUser } from "../../src/domain/people/hierarchy";
 import type { Scope } from "../../src/domain/roles";
 import { keyringOf } from "../../src/lib/crypto/keyring";
 import { call, db, expectError, makeListing, makeTenant, type Tenant } from "../support/harness";
@@ -82,6 +83,40 @@ describe("events are read with the scope of their data", () => {
 });
 
 describe("a key that reads some types", () => {
+  it("is shown a last_sequence that says nothing of the events it may not read", async () => {
+    const t = await makeTenant();
+    const narrow = await keyWith(t, ["webhooks:read", "listings:read"]);
+    const bare = await keyWith(t, ["webhooks:read"]);
+    const lastOf = async (key: string, query = "") => {
+      const r = await call(`/api/v1/events?limit=5${query}`, { key });
+      expect(r.status, r.text).toBe(200);
+      return r.json.last_sequence as number;
+    };
+    await makeListing(t);
+    const listed = await lastOf(narrow);
+    const full = await lastOf(t.key);
+    expect(listed).toBe(full);
+    // Five users sign up: the agency's sequence moves on, the listings-only key's does not.
+    for (let i = 0; i < 5; i++) {
+      await createUser(db(), {
+        managerId: t.owner.id,
+        role: "agent",
+        name: `Signed ${i}`,
+        email: `signed-${i}-${crypto.randomUUID()}@example.test`,
+      });
+    }
+    expect(await lastOf(t.key)).toBe(full + 5);
+    expect(await lastOf(narrow)).toBe(listed);
+    expect(await lastOf(narrow, `&after_sequence=${listed}`)).toBe(listed);
+    expect(await lastOf(bare)).toBe(0);
+    expect(await lastOf(bare, "&after_sequence=2")).toBe(2);
+    // Its feed from 0 still shows its own event, and stops at it.
+    const feed = await call("/api/v1/events?after_sequence=0", { key: narrow });
+    expect(feed.json.data.map((e: { sequence: number }) => e.sequence)).toEqual([listed]);
+    await makeListing(t);
+    expect(await lastOf(narrow)).toBe(full + 6);
+  });
+
   /** Runs `read` on a database that notes each statement it binds; each is then run again for D1's rows read. */
   async function rowsRead(read: (d: Db) => Promise<unknown>): Promise<number[]> {
     const seen: { query: string; params: unknown[] }[] = [];

@@ -1,6 +1,6 @@
 import { and, asc, eq, gt, gte, lte, sql } from "drizzle-orm";
 import type { Db } from "../../db/client";
-import type { Page, PageRequest } from "../../db/pages";
+import { literal, type Page, type PageRequest } from "../../db/pages";
 import { type EventRow, eventSequences, events } from "../../db/schema";
 import { decodeSequenceCursor, encodeSequenceCursor } from "../../lib/cursor";
 import { DomainError } from "../../lib/errors";
@@ -16,8 +16,35 @@ export interface FeedFilters {
 }
 
 export interface FeedPage extends Page<EventRow> {
-  /** The agency's latest sequence when the page was read; the page shows nothing past it. */
+  /** The newest sequence the caller may be shown when the page was read (`visibleLast`); the page shows nothing past it. */
   lastSequence: number;
+}
+
+const readsEveryType = (readable: readonly EventType[]) => readable.length === EVENT_TYPE_NAMES.length;
+
+/**
+ * The newest sequence a caller may be shown, `last` being the agency's latest. A caller who
+ * may read every type is shown `last`; any other, the newest kept event of the types it may
+ * read, and never less than `floor` (the position it reads from), so that what it is shown
+ * says nothing of the events it may not read (not even how many there were). One look-up on
+ * `events_agency_type_sequence` per readable type.
+ */
+export async function visibleLast(
+  db: Db,
+  agencyId: string,
+  readable: readonly EventType[],
+  last: number,
+  floor = 0,
+): Promise<number> {
+  if (readsEveryType(readable)) return last;
+  if (!readable.length) return floor;
+  const newest = readable.map(
+    (t) => sql`coalesce((SELECT max(${events.sequence}) FROM ${events} INDEXED BY events_agency_type_sequence
+      WHERE ${events.agencyId} = ${agencyId} AND ${events.eventType} = ${literal(t)}
+      AND ${events.sequence} <= ${last}), 0)`,
+  );
+  const [row] = await db.all<{ newest: number }>(sql`SELECT max(${sql.join(newest, sql`, `)}, 0) AS newest`);
+  return Math.max(row?.newest ?? 0, floor);
 }
 
 /** The agency's latest sequence number; 0 before its first event. */
@@ -55,14 +82,18 @@ export async function pageFeed(
     EXISTS (SELECT 1 FROM ${events} WHERE ${events.agencyId} = ${agencyId} AND ${events.sequence} = ${from + 1}
       AND ${events.createdAt} >= ${cutoff}) AS kept`);
   const last = bounds?.last ?? 0;
-  if (from >= last) return { rows: [], nextCursor: "", lastSequence: last };
-  if (!bounds?.kept) throw await expired(db, agencyId, from, last, cutoff);
-  const rows = await feedRows(db, agencyId, { readable, type }, from, last, req.limit + 1);
+  const shown = () => visibleLast(db, agencyId, readable, last, from);
+  if (from >= last) return { rows: [], nextCursor: "", lastSequence: await shown() };
+  if (!bounds?.kept) throw await expired(db, agencyId, readable, from, await shown(), cutoff);
+  const [rows, lastShown] = await Promise.all([
+    feedRows(db, agencyId, { readable, type }, from, last, req.limit + 1),
+    shown(),
+  ]);
   const more = rows.length > req.limit;
   const page = more ? rows.slice(0, req.limit) : rows;
   const end = page[page.length - 1]?.sequence;
   const nextCursor = more && end != null ? await encodeSequenceCursor(req.keyring, list, end) : "";
-  return { rows: page, nextCursor, lastSequence: last };
+  return { rows: page, nextCursor, lastSequence: lastShown };
 }
 
 /**
@@ -84,24 +115,31 @@ export function feedRows(
   const { readable, type } = filters;
   const types = type ? readable.filter((t) => t === type) : readable;
   const inRange = and(eq(events.agencyId, agencyId), gt(events.sequence, from), lte(events.sequence, last));
-  const where =
-    types.length === EVENT_TYPE_NAMES.length
-      ? and(inRange, ofTypes(types))
-      : firstOfEachType(types, "events_agency_type_sequence", inRange, sql`${events.sequence}`, limit);
+  const where = readsEveryType(types)
+    ? and(inRange, ofTypes(types))
+    : firstOfEachType(types, "events_agency_type_sequence", inRange, sql`${events.sequence}`, limit);
   return db.select().from(events).where(where).orderBy(asc(events.sequence)).limit(limit);
 }
 
 /**
  * 410 for a position whose next event is no longer kept, naming the oldest sequence still
- * kept after it (the agency's next number when none is) and the latest one. This walks the
- * sequence index from the position to the first kept event, past rows the nightly sweep
- * has not reached yet; it runs only when the feed has expired.
+ * kept after it, of the types the caller may read (`last` + 1 when none is), and `last`, the
+ * newest it may be shown. This walks the sequence index from the position to the first such
+ * kept event, past rows the nightly sweep has not reached yet; it runs only when the feed has expired.
  */
-async function expired(db: Db, agencyId: string, from: number, last: number, cutoff: string) {
+async function expired(
+  db: Db,
+  agencyId: string,
+  readable: readonly EventType[],
+  from: number,
+  last: number,
+  cutoff: string,
+) {
+  const after = and(eq(events.agencyId, agencyId), gt(events.sequence, from), gte(events.createdAt, cutoff));
   const oldest = await db
     .select({ sequence: events.sequence })
     .from(events)
-    .where(and(eq(events.agencyId, agencyId), gt(events.sequence, from), gte(events.createdAt, cutoff)))
+    .where(readsEveryType(readable) ? after : and(after, ofTypes(readable)))
     .orderBy(asc(events.sequence))
     .limit(1)
     .get();

@@ -1,7 +1,7 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
 import { checkEventTypesReadable, readableEventTypes } from "../../domain/events/access";
 import { EVENT_TYPE_NAMES } from "../../domain/events/catalog";
-import { lastSequence, pageFeed } from "../../domain/events/feed";
+import { lastSequence, pageFeed, visibleLast } from "../../domain/events/feed";
 import { EVENT_RETENTION_DAYS, eventWindow, pageEvents } from "../../domain/events/log";
 import type { AppEnv } from "../../http/env";
 import { json, publicRoute } from "../../http/route";
@@ -68,7 +68,7 @@ export const listEventsRoute = publicRoute(
       "the catalog's event types, a malformed instant, or a `created_before` not later than `created_after` is " +
       "422 `request_query_invalid`.\n\n" +
       "**The sync feed.** With `after_sequence=N` the list is your agency's events whose `sequence` is above N, in " +
-      "sequence order, up to `last_sequence` (your agency's latest sequence when the page was read): a receiver " +
+      "sequence order, up to `last_sequence` (see its description): a receiver " +
       "that sees sequence 41 after 39 asks `after_sequence=39` and gets 40 first. Types your key may not read, and " +
       "other types when `type` is given, are left out; a reader that followed `next_cursor` to the end has seen " +
       "every event up to `last_sequence` that it may read, and continues with `after_sequence=<last_sequence>`. " +
@@ -118,7 +118,7 @@ export const listEventsHandler: RouteHandler<typeof listEventsRoute, AppEnv> = a
   const window = eventWindow(created_after, created_before);
   const [page, last] = await Promise.all([
     pageEvents(c.var.db, caller.agencyId, { readable, type, ...window }, req),
-    lastSequence(c.var.db, caller.agencyId),
+    lastSequence(c.var.db, caller.agencyId).then((l) => visibleLast(c.var.db, caller.agencyId, readable, l)),
   ]);
   return c.json({ ...pageBody(page, presentEvent), last_sequence: last }, 200);
 };
