@@ -10,6 +10,8 @@ export interface Guard {
   /** Rate-limit budget name; the route is rate limited when set. */
   endpoint?: EndpointName;
   scope?: Scope;
+  /** Scopes needed besides `scope` (documented with it in `x-required-scopes`). */
+  alsoScopes?: readonly Scope[];
   roles?: readonly Role[];
   /** Also accept the dashboard session cookie. */
   session?: boolean;

@@ -78,7 +78,7 @@ function routeCodes(route: RouteConfig, guard: Guard): ErrorCode[] {
   ];
   if (guard.session) codes.push("auth_required", "agency_resolution_failed");
   if (guard.endpoint) codes.push("rate_limit_misconfigured");
-  if (guard.scope) codes.push("auth.scope_denied");
+  if (guard.scope || guard.alsoScopes?.length) codes.push("auth.scope_denied");
   if (guard.roles) codes.push("role_forbidden");
   if (guard.conditional === "write") codes.push("if_match_malformed", "resource_version_mismatch");
   if (MUTATING.has(route.method)) {
@@ -144,6 +144,7 @@ export function publicRoute<const R extends RouteConfig>(guard: Guard, route: R)
           session: guard.session,
           endpoint: guard.endpoint,
           scope: guard.scope,
+          alsoScopes: guard.alsoScopes,
           roles: guard.roles,
           bodyLimit: limit,
           conditionalRead: guard.conditional === "read" && route.method === "get",

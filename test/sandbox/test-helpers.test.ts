@@ -1,5 +1,6 @@
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { DEFAULT_SCOPES } from "../../src/domain/roles";
 import {
   call,
   expectError,
@@ -490,13 +491,25 @@ describe("guards", () => {
     expect(await dataOf(t, "user.deactivated")).toEqual([]);
   });
 
-  it("a key with only the scope of what a helper changes may use it", async () => {
+  it("a helper that changes what the API only reads needs a full key, not its read scope alone", async () => {
     const users = await makeTenant({ scopes: ["users:read"] });
-    const created = await helper(users, "/users", { manager_id: users.owner.id });
-    expect(created.status, created.text).toBe(201);
-    const billing = await makeTenant({ scopes: ["orders:read"] });
+    const before = (await dataOf(users, "user.signed_up")).length;
+    const refused = await helper(users, "/users", { manager_id: users.owner.id });
+    expectError(refused, 403, "auth.scope_denied");
+    expect(refused.json.error.details.missing_scopes).toEqual(DEFAULT_SCOPES.filter((s) => s !== "users:read"));
+    expect(await dataOf(users, "user.signed_up")).toHaveLength(before);
+    const calendars = await makeTenant({ scopes: ["scheduling:read", "listings:read", "listings:write"] });
+    const replaced = await helper(calendars, `/users/${calendars.agent.id}/calendar/busy_blocks`, {
+      ...SHOOT,
+      replace_calendar: true,
+    });
+    expectError(replaced, 403, "auth.scope_denied");
+    expect(replaced.json.error.details.missing_scopes).not.toContain("scheduling:read");
+    const billing = await makeTenant();
     const subscribed = await helper(billing, "/billing/subscriptions", {});
     expect(subscribed.status, subscribed.text).toBe(201);
+    const created = await helper(billing, "/users", { manager_id: billing.owner.id });
+    expect(created.status, created.text).toBe(201);
   });
 
   it("a mutating helper needs an idempotency key", async () => {

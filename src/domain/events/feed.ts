@@ -16,7 +16,7 @@ export interface FeedFilters {
 }
 
 export interface FeedPage extends Page<EventRow> {
-  /** The newest sequence the caller may be shown when the page was read (`visibleLast`); the page shows nothing past it. */
+  /** The newest sequence the caller may be shown when the page was read (`visibleLast`); nothing past it is shown. */
   lastSequence: number;
 }
 

@@ -62,6 +62,7 @@ function decorate(doc: Doc, routes: RouteRegistry): Doc {
     if (meta.conditional) decorateConditional(op, meta.conditional);
     op["x-body-limit"] = meta.bodyLimit;
     if (meta.scope) op["x-required-scope"] = meta.scope;
+    if (meta.alsoScopes?.length) op["x-required-scopes"] = [...(meta.scope ? [meta.scope] : []), ...meta.alsoScopes];
     if (meta.roles) op["x-allowed-roles"] = meta.roles;
     if (meta.endpoint) {
       op["x-rate-limit"] = { endpoint: meta.endpoint, requests_per_60s: DEFAULT_BUDGETS[meta.endpoint] };

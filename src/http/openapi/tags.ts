@@ -45,7 +45,8 @@ export const TAGS = [
       "like an unknown path, and the live description leaves them out. All share the `test_helpers` budget. " +
       "Each needs the scope of what it changes (`x-required-scope`): the write scope where the API has one " +
       "(`listings:write`, `media:write`); users, billing and calendars, which the API only reads, need their read " +
-      "scope (`users:read`, `orders:read`, `scheduling:read`). `webhooks:write` opens none of them.",
+      "scope (`users:read`, `orders:read`, `scheduling:read`) and every other scope but `admin` " +
+      "(`x-required-scopes`): a read scope never writes. `webhooks:write` opens none of them.",
   },
   {
     name: "Errors",

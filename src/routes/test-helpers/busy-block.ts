@@ -4,7 +4,7 @@ import { activeUserOfAgency } from "../../domain/people/users";
 import { idempotencyMark } from "../../http/admission/idempotency-mark";
 import type { AppEnv } from "../../http/env";
 import { json, publicRoute } from "../../http/route";
-import { helperGuard, instant, TEST_HELPERS_TAG, userIdParam } from "./schema";
+import { instant, outsideHelperGuard, TEST_HELPERS_TAG, userIdParam } from "./schema";
 
 const BusyBlockSchema = z.object({
   event_id: z.string().openapi({
@@ -21,7 +21,7 @@ const BusyBlockSchema = z.object({
 });
 
 export const busyBlockRoute = publicRoute(
-  helperGuard("scheduling:read", ["user_not_found", "calendar_not_sandbox", "invalid_appointment_time"]),
+  outsideHelperGuard("scheduling:read", ["user_not_found", "calendar_not_sandbox", "invalid_appointment_time"]),
   {
     method: "post",
     path: "/api/v1/test_helpers/users/{user_id}/calendar/busy_blocks",

@@ -6,10 +6,10 @@ import { idempotencyMark } from "../../http/admission/idempotency-mark";
 import type { AppEnv } from "../../http/env";
 import { json, publicRoute } from "../../http/route";
 import { presentSubscription, SubscriptionSchema } from "./create-subscription";
-import { helperGuard, TEST_HELPERS_TAG } from "./schema";
+import { outsideHelperGuard, TEST_HELPERS_TAG } from "./schema";
 
 export const cancelSubscriptionRoute = publicRoute(
-  helperGuard("orders:read", ["subscription_not_found", "validation_string_pattern"]),
+  outsideHelperGuard("orders:read", ["subscription_not_found", "validation_string_pattern"]),
   {
     method: "post",
     path: "/api/v1/test_helpers/billing/subscriptions/{subscription_id}/cancel",

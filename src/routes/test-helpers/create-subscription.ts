@@ -6,7 +6,7 @@ import type { Subscription } from "../../db/schema";
 import { idempotencyMark } from "../../http/admission/idempotency-mark";
 import type { AppEnv } from "../../http/env";
 import { json, publicRoute } from "../../http/route";
-import { helperGuard, StripeEventSchema, TEST_HELPERS_TAG } from "./schema";
+import { outsideHelperGuard, StripeEventSchema, TEST_HELPERS_TAG } from "./schema";
 
 export const SubscriptionSchema = z.object({
   subscription_id: z.string().openapi({
@@ -32,7 +32,7 @@ export const presentSubscription = (s: Subscription) => ({
   cancelled_at: s.cancelledAt,
 });
 
-export const createSubscriptionRoute = publicRoute(helperGuard("orders:read"), {
+export const createSubscriptionRoute = publicRoute(outsideHelperGuard("orders:read"), {
   method: "post",
   path: "/api/v1/test_helpers/billing/subscriptions",
   operationId: "testHelperCreateSubscription",

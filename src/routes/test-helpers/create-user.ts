@@ -7,10 +7,10 @@ import type { AppEnv } from "../../http/env";
 import { created, json, publicRoute, setLocation } from "../../http/route";
 import { randomAlnum } from "../../lib/ids";
 import { presentUser, UserSchema } from "../../schemas/users";
-import { helperGuard, TEST_HELPERS_TAG } from "./schema";
+import { outsideHelperGuard, TEST_HELPERS_TAG } from "./schema";
 
 export const createUserRoute = publicRoute(
-  helperGuard("users:read", ["user_not_found", "user_email_taken", "agency_quota_exceeded"]),
+  outsideHelperGuard("users:read", ["user_not_found", "user_email_taken", "agency_quota_exceeded"]),
   {
     method: "post",
     path: "/api/v1/test_helpers/users",

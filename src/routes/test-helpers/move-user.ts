@@ -5,10 +5,10 @@ import { idempotencyMark } from "../../http/admission/idempotency-mark";
 import type { AppEnv } from "../../http/env";
 import { json, publicRoute } from "../../http/route";
 import { presentUser, UserSchema } from "../../schemas/users";
-import { helperGuard, TEST_HELPERS_TAG, userIdParam } from "./schema";
+import { outsideHelperGuard, TEST_HELPERS_TAG, userIdParam } from "./schema";
 
 export const moveUserRoute = publicRoute(
-  helperGuard("users:read", ["user_not_found", "hierarchy_cycle", "invalid_role"]),
+  outsideHelperGuard("users:read", ["user_not_found", "hierarchy_cycle", "invalid_role"]),
   {
     method: "post",
     path: "/api/v1/test_helpers/users/{user_id}/move",

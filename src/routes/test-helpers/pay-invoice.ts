@@ -6,7 +6,7 @@ import { idempotencyMark } from "../../http/admission/idempotency-mark";
 import type { AppEnv } from "../../http/env";
 import { json, publicRoute } from "../../http/route";
 import { listingNumberParam } from "../../schemas/listings";
-import { helperGuard, StripeEventSchema, TEST_HELPERS_TAG } from "./schema";
+import { outsideHelperGuard, StripeEventSchema, TEST_HELPERS_TAG } from "./schema";
 
 const PaidInvoiceSchema = z.object({
   invoice_id: z.string().openapi({
@@ -19,7 +19,7 @@ const PaidInvoiceSchema = z.object({
   stripe_event: StripeEventSchema,
 });
 
-export const payInvoiceRoute = publicRoute(helperGuard("orders:read", ["listing_not_found"]), {
+export const payInvoiceRoute = publicRoute(outsideHelperGuard("orders:read", ["listing_not_found"]), {
   method: "post",
   path: "/api/v1/test_helpers/listings/{listing_number}/invoices/pay",
   operationId: "testHelperPayInvoice",

@@ -2,7 +2,7 @@ import { type RouteHandler, z } from "@hono/zod-openapi";
 import { reconcileCalendars } from "../../calendar/reconcile/run";
 import type { AppEnv } from "../../http/env";
 import { json, publicRoute } from "../../http/route";
-import { helperGuard, TEST_HELPERS_TAG } from "./schema";
+import { outsideHelperGuard, TEST_HELPERS_TAG } from "./schema";
 
 /** Stored calendar events of each kind (shoots, tours) one run checks. */
 const RECONCILE_LIMIT = 200;
@@ -20,7 +20,7 @@ const ReconcileResultSchema = z.object({
     .openapi({ description: "Events whose calendar is not connected or did not answer.", example: 0 }),
 });
 
-export const reconcileRoute = publicRoute(helperGuard("scheduling:read"), {
+export const reconcileRoute = publicRoute(outsideHelperGuard("scheduling:read"), {
   method: "post",
   path: "/api/v1/test_helpers/calendar/reconcile",
   operationId: "testHelperReconcileCalendars",

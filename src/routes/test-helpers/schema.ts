@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import type { Appointment } from "../../db/schema";
-import type { Scope } from "../../domain/roles";
+import { DEFAULT_SCOPES, type Scope } from "../../domain/roles";
 import { TEST_HELPERS_TAG } from "../../http/openapi/tags";
 import type { Guard } from "../../http/registry";
 import type { ErrorCode } from "../../lib/errors";
@@ -16,6 +16,17 @@ export const helperGuard = (scope: Scope, errors: readonly ErrorCode[] = []): Gu
   scope,
   errors,
   sandboxOnly: true,
+});
+
+/**
+ * The guard of a helper that changes what the API itself only reads (users, billing,
+ * calendars): the scope that reads that data, then every other scope but `admin`. A read
+ * scope never writes, so only a key that may do everything the API allows stands in for
+ * the dashboard, the payment provider or the calendar.
+ */
+export const outsideHelperGuard = (readScope: Scope, errors: readonly ErrorCode[] = []): Guard => ({
+  ...helperGuard(readScope, errors),
+  alsoScopes: DEFAULT_SCOPES.filter((s) => s !== readScope),
 });
 
 export const instant = (description: string, example: string) =>
