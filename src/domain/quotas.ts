@@ -17,6 +17,8 @@ const QUOTA_RESOURCES = {
   listings: "rows",
   listing_bytes: "bytes",
   media_uploads: "rows",
+  /** Bytes kept in R2: the declared size of uploads under way or completed. */
+  media_bytes: "bytes",
   api_keys: "rows",
   users: "rows",
   appointments: "rows",
@@ -66,7 +68,7 @@ export type QuotaResource = keyof typeof QUOTA_RESOURCES;
 export const QUOTA_RESOURCE_NAMES = Object.keys(QUOTA_RESOURCES) as QuotaResource[];
 
 /** The highest quota an override may set. */
-export const MAX_QUOTA = 1_000_000_000_000;
+export const MAX_QUOTA = 1_000_000_000_000_000;
 
 export interface QuotaState {
   resource: QuotaResource;

@@ -9,6 +9,9 @@ const RESOURCE_DESCRIPTIONS: Record<QuotaResource, string> = {
   listings: "Listings the agency holds, cancelled ones included.",
   listing_bytes: "Bytes of the listings' address, floorplan URLs and matterport URL.",
   media_uploads: "Media uploads the agency has requested, whatever became of them.",
+  media_bytes:
+    "Bytes the agency keeps in storage: the declared `size_bytes` of its uploads under way or completed (an " +
+    "expired or aborted upload frees its bytes). An upload whose size would pass it is refused.",
   api_keys: "API keys of the agency, revoked ones included.",
   users: "Users of the agency, deactivated ones included.",
   appointments: "Shoot appointments of the agency's listings, cancelled ones included.",

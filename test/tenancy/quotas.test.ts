@@ -184,6 +184,26 @@ describe("quotas of uploads, users, keys and appointments", () => {
     expect(await rowsOf(mediaUploads, t.agencyId)).toBe(1);
   });
 
+  it("bytes kept in storage: an upload that would pass them is refused, an aborted one frees them", async () => {
+    const t = await makeTenant();
+    await setQuotas(t, { media_bytes: 300_000_000 });
+    const video = { asset_type: "video", content_type: "video/mp4", size_bytes: 200_000_000 };
+    const first = await call("/api/v1/media/upload", { key: t.key, body: video });
+    expect(first.status, first.text).toBe(201);
+    expect(await usage(t.agencyId, "media_bytes")).toBe(200_000_000);
+    const refused = await call("/api/v1/media/upload", { key: t.key, body: video });
+    expectError(refused, 409, "agency_quota_exceeded");
+    expect(refused.json.error.details).toEqual({ resource: "media_bytes", limit: 300_000_000, usage: 200_000_000 });
+    expect(await rowsOf(mediaUploads, t.agencyId)).toBe(1);
+    const limits = await call("/api/v1/limits", { key: t.key });
+    expect(limits.json.quotas.media_bytes).toMatchObject({ unit: "bytes", limit: 300_000_000, used: 200_000_000 });
+    const aborted = await call(`/api/v1/media/uploads/${first.json.upload_id}/abort`, { key: t.key, body: {} });
+    expect(aborted.status, aborted.text).toBe(200);
+    expect(await usage(t.agencyId, "media_bytes")).toBe(0);
+    const again = await call("/api/v1/media/upload", { key: t.key, body: video });
+    expect(again.status, again.text).toBe(201);
+  });
+
   it("users and API keys, through the internal API", async () => {
     const t = await makeTenant();
     // makeTenant made 4 users and 1 key.
