@@ -2,7 +2,8 @@ import { DurableObject } from "cloudflare:workers";
 import { and, eq, inArray } from "drizzle-orm";
 import { database } from "../db/client";
 import { idempotencyMarks } from "../db/schema";
-import { IDEMPOTENCY_SWEEP_PAGE, IDEMPOTENCY_TTL_MS, LOCK_LEASE_MS } from "../lib/limits";
+import { IDEMPOTENCY_SWEEP_PAGE, IDEMPOTENCY_TTL_MS, LEDGER_ANSWER_BYTES, LOCK_LEASE_MS } from "../lib/limits";
+import { createLedgerTables, keptAnswerBytes } from "./ledger-tables";
 import { tracedCall } from "./traced";
 
 export interface CachedResponse {
@@ -16,6 +17,8 @@ export type Begin =
   | { state: "replay"; response: CachedResponse }
   | { state: "conflict" }
   | { state: "in_progress" }
+  /** The object keeps `limit` bytes of answers already (`used`): no new key until some expire. */
+  | { state: "full"; limit: number; used: number }
   /** `recovering`: an earlier attempt with this key ended without a cached answer; it may have committed. */
   | { state: "acquired"; token: string; recovering: boolean };
 
@@ -66,12 +69,7 @@ export class IdempotencyLedger extends DurableObject<Env> {
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    ctx.storage.sql.exec(
-      "CREATE TABLE IF NOT EXISTS entries (agency_id TEXT NOT NULL, idem_key TEXT NOT NULL, " +
-        "request_hash TEXT NOT NULL, expires_at INTEGER NOT NULL, lease_token TEXT, lease_until INTEGER, " +
-        "status INTEGER, headers TEXT, body TEXT, PRIMARY KEY (agency_id, idem_key)) WITHOUT ROWID",
-    );
-    ctx.storage.sql.exec("CREATE INDEX IF NOT EXISTS entries_expiry ON entries (expires_at)");
+    createLedgerTables(ctx.storage.sql);
   }
 
   async begin(
@@ -105,6 +103,10 @@ export class IdempotencyLedger extends DurableObject<Env> {
       // The holder may have answered already, its `complete` still on its way: wait for it a moment.
       if (await this.#settled(agencyId, key)) return this.#begin(agencyId, key, requestHash, now);
       return { state: "in_progress" };
+    }
+    if (!entry) {
+      const used = keptAnswerBytes(this.ctx.storage.sql);
+      if (used >= LEDGER_ANSWER_BYTES) return { state: "full", limit: LEDGER_ANSWER_BYTES, used };
     }
     const token = crypto.randomUUID();
     const expiresAt = entry?.expires_at ?? now + IDEMPOTENCY_TTL_MS;

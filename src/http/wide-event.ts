@@ -4,7 +4,7 @@ import { isSampled, type Trace } from "../lib/telemetry/trace";
 import { recordRequest } from "../lib/telemetry/usage";
 
 /** How the idempotency ledger answered a mutating request. */
-export type IdempotencyOutcome = "new" | "replay" | "conflict" | "in_progress";
+export type IdempotencyOutcome = "new" | "replay" | "conflict" | "in_progress" | "full";
 
 /**
  * What one request did, gathered on `c.var.event` while it runs and written once when it

@@ -12,5 +12,14 @@ export const LOCK_LEASE_MS = 60_000;
  * never has more than 8 objects, each with at most one alarm.
  */
 export const IDEMPOTENCY_SHARDS = 8;
+/**
+ * Bytes of answers one ledger object keeps for replay (its headers and sealed bodies). At
+ * it, the object takes no new key until answers expire: the agency's new writes on that
+ * object are 409 `agency_quota_exceeded`, while replays and keys already taken go on. With
+ * IDEMPOTENCY_SHARDS objects an agency keeps at most 8 GiB for 24 hours, and an object stays
+ * at a tenth of a Durable Object's 10 GB of storage. An agency writing 1,000 typical answers
+ * (2 KB) a minute all day keeps about 360 MB in each.
+ */
+export const LEDGER_ANSWER_BYTES = 1024 * 1024 * 1024;
 /** Ledger entries the expiry alarm forgets per run; a larger backlog is swept over several runs. */
 export const IDEMPOTENCY_SWEEP_PAGE = 200;

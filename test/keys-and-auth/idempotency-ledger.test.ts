@@ -6,7 +6,13 @@ import { idempotencyMarks } from "../../src/db/schema";
 import type { Begin, LedgerEntry } from "../../src/durable/idempotency-ledger";
 import { ledgerName, requestHashOf } from "../../src/http/admission/idempotency-claim";
 import { bucketOf, nowIso } from "../../src/lib/ids";
-import { IDEMPOTENCY_SHARDS, IDEMPOTENCY_SWEEP_PAGE, IDEMPOTENCY_TTL_MS, LOCK_LEASE_MS } from "../../src/lib/limits";
+import {
+  IDEMPOTENCY_SHARDS,
+  IDEMPOTENCY_SWEEP_PAGE,
+  IDEMPOTENCY_TTL_MS,
+  LEDGER_ANSWER_BYTES,
+  LOCK_LEASE_MS,
+} from "../../src/lib/limits";
 import { call, db, makeTenant, type Tenant } from "../support/harness";
 
 const create = (t: Tenant, key: string) =>
@@ -206,5 +212,60 @@ describe("the expiry alarm", () => {
       .where(and(eq(idempotencyMarks.agencyId, b.agencyId), eq(idempotencyMarks.idemKey, key!)))
       .get();
     expect(kept?.status).toBe(201);
+  });
+});
+
+describe("the bytes of answers a ledger keeps", () => {
+  const answerBytes = (agencyId: string, key: string) =>
+    runInDurableObject(ledgerOf(agencyId, key), (_, state) => ({
+      counted: state.storage.sql.exec<{ used: number }>("SELECT used FROM answer_bytes").one().used,
+      actual: state.storage.sql
+        .exec<{ n: number }>(
+          "SELECT coalesce(sum(length(CAST(headers AS BLOB)) + length(CAST(body AS BLOB))), 0) AS n FROM entries",
+        )
+        .one().n,
+    }));
+
+  it("are counted exactly as answers are kept and forgotten", async () => {
+    const t = await makeTenant();
+    const [a, b] = keysOfOneShard(2, `bytes-${crypto.randomUUID()}`);
+    expect((await create(t, a!)).status).toBe(201);
+    const one = await answerBytes(t.agencyId, a!);
+    expect(one.counted).toBeGreaterThan(500);
+    expect(one.counted).toBe(one.actual);
+    expect((await create(t, b!)).status).toBe(201);
+    const two = await answerBytes(t.agencyId, a!);
+    expect(two.counted).toBe(two.actual);
+    await runInDurableObject(ledgerOf(t.agencyId, a!), (_, state) => {
+      state.storage.sql.exec("UPDATE entries SET expires_at = 0 WHERE idem_key = ?", a!);
+    });
+    await runDurableObjectAlarm(ledgerOf(t.agencyId, a!));
+    const after = await answerBytes(t.agencyId, a!);
+    expect(after.counted).toBe(after.actual);
+    expect(after.counted).toBe(two.counted - one.counted);
+  });
+
+  it("at its bound, a full object takes no new key (409); its replays and the agency's other objects go on", async () => {
+    const t = await makeTenant();
+    const [kept, fresh] = keysOfOneShard(2, `full-${crypto.randomUUID()}`);
+    const first = await create(t, kept!);
+    expect(first.status).toBe(201);
+    await runInDurableObject(ledgerOf(t.agencyId, kept!), (_, state) => {
+      state.storage.sql.exec("UPDATE answer_bytes SET used = used + ?", LEDGER_ANSWER_BYTES);
+    });
+    const refused = await create(t, fresh!);
+    expect(refused.status, refused.text).toBe(409);
+    expect(refused.json.error.code).toBe("agency_quota_exceeded");
+    expect(refused.json.error.details).toMatchObject({
+      resource: "idempotency_answer_bytes",
+      limit: LEDGER_ANSWER_BYTES,
+    });
+    expect((await entries(t.agencyId, fresh!)).map((e) => e.idem_key)).not.toContain(fresh);
+    const replay = await create(t, kept!);
+    expect(replay.status).toBe(201);
+    expect(replay.json.listing_number).toBe(first.json.listing_number);
+    let other = "";
+    for (let i = 0; !other; i++) if (bucketOf(`other-${i}`, IDEMPOTENCY_SHARDS) !== 0) other = `other-${i}`;
+    expect((await create(t, `${other}`)).status).toBe(201);
   });
 });

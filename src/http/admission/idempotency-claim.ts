@@ -173,6 +173,13 @@ export async function hold(
   if (begun.state === "replay") return replay(c, await unseal(c.env, idem, begun.response));
   if (begun.state === "conflict") throw new DomainError("idempotency_key_conflict");
   if (begun.state === "in_progress") throw new DomainError("idempotency_key_in_progress", { retryAfter: 5 });
+  if (begun.state === "full")
+    throw new DomainError("agency_quota_exceeded", {
+      message:
+        "The agency's answers kept for replay (24 hours) have reached their bound; nothing was done. " +
+        "Retry once older answers expire, or send smaller writes.",
+      details: { resource: "idempotency_answer_bytes", limit: begun.limit, usage: begun.used },
+    });
   const held: Hold = {
     idem,
     ledger,
