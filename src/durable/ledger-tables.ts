@@ -28,7 +28,8 @@ export function createLedgerTables(sql: SqlStorage): void {
       UPDATE answer_bytes SET used = used - ${ANSWER_BYTES("old")} WHERE id = 1; END`,
   );
   sql.exec(
-    `INSERT INTO answer_bytes (id, used) SELECT 1, coalesce(sum(${ANSWER_BYTES("entries")}), 0) FROM entries
+    `INSERT INTO answer_bytes (id, used)
+      SELECT 1, (SELECT coalesce(sum(${ANSWER_BYTES("entries")}), 0) FROM entries)
       WHERE NOT EXISTS (SELECT 1 FROM answer_bytes)`,
   );
 }

@@ -4,6 +4,7 @@ import { and, eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { idempotencyMarks } from "../../src/db/schema";
 import type { Begin, LedgerEntry } from "../../src/durable/idempotency-ledger";
+import { createLedgerTables } from "../../src/durable/ledger-tables";
 import { ledgerName, requestHashOf } from "../../src/http/admission/idempotency-claim";
 import { bucketOf, nowIso } from "../../src/lib/ids";
 import {
@@ -225,6 +226,15 @@ describe("the bytes of answers a ledger keeps", () => {
         )
         .one().n,
     }));
+
+  it("survive the object starting again: its tables are made once, the count kept", async () => {
+    const t = await makeTenant();
+    const [key] = keysOfOneShard(1, `restart-${crypto.randomUUID()}`);
+    expect((await create(t, key!)).status).toBe(201);
+    const before = await answerBytes(t.agencyId, key!);
+    await runInDurableObject(ledgerOf(t.agencyId, key!), (_, state) => createLedgerTables(state.storage.sql));
+    expect(await answerBytes(t.agencyId, key!)).toEqual(before);
+  });
 
   it("are counted exactly as answers are kept and forgotten", async () => {
     const t = await makeTenant();
