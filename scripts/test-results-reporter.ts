@@ -17,7 +17,12 @@ export interface FileResult {
   fileFailed: boolean;
   /** How long the file took, its set-up and its tests together (ms). */
   durationMs?: number;
+  /** Each failed test's name and first error, so a run stopped before vitest's own summary still says why. */
+  failures?: { test: string; error: string }[];
 }
+
+/** The most of an error's message and stack kept per failed test. */
+const ERROR_CHARS = 2_000;
 
 export default class TestResultsReporter implements Reporter {
   readonly #path = process.env.TEST_RESULTS_FILE;
@@ -38,12 +43,18 @@ export default class TestResultsReporter implements Reporter {
       skipped: 0,
       fileFailed: false,
     };
+    const failures: { test: string; error: string }[] = [];
     for (const test of module.children.allTests()) {
-      const state = test.result().state;
-      if (state === "passed") result.passed++;
-      else if (state === "failed") result.failed++;
-      else result.skipped++;
+      const outcome = test.result();
+      if (outcome.state === "passed") result.passed++;
+      else if (outcome.state === "failed") {
+        result.failed++;
+        const [first] = outcome.errors ?? [];
+        const error = first ? `${first.message ?? ""}\n${first.stack ?? ""}` : "";
+        failures.push({ test: test.fullName, error: error.slice(0, ERROR_CHARS) });
+      } else result.skipped++;
     }
+    if (failures.length) result.failures = failures;
     result.fileFailed = module.state() === "failed" && result.failed === 0;
     result.durationMs = Math.round(module.diagnostic().duration);
     appendFileSync(this.#path, `${JSON.stringify(result)}\n`);

@@ -98,6 +98,8 @@ export function summarize(resultsPath: string, status: number, outputPath?: stri
     console.log("\nTime per group of test files:");
     for (const line of groupTimes(results)) console.log(line);
     const t = totals(results);
+    for (const r of results)
+      for (const f of r.failures ?? []) console.log(`\nFAILED ${r.file} > ${f.test}\n${f.error}`);
     console.log(`\n${t.passed} passed, ${t.failed} failed, ${t.skipped} skipped`);
     if (t.failed && !exitCode) exitCode = 1;
   } else {

@@ -62,6 +62,25 @@ describe("the quiet-run check of npm test", () => {
     expect(noisy.stdout).toContain("The run was not quiet: 1 line(s) of noise.");
     expect(noisy.stdout).toContain("uncaught error: uncaught exception; source = Uncaught (in promise)");
   });
+
+  it("names each failed test with its error, for a run stopped before vitest's own summary", () => {
+    const dir = mkdtempSync(join(tmpdir(), "alms-summary-"));
+    const results = join(dir, "results.jsonl");
+    const failed = {
+      project: "workers",
+      file: "test/contract/mirror.test.ts",
+      passed: 0,
+      failed: 1,
+      skipped: 0,
+      fileFailed: false,
+      failures: [{ test: "the mirror > ends equal", error: "AssertionError: expected 3 to be 4" }],
+    };
+    writeFileSync(results, `${JSON.stringify(failed)}\n`);
+    const run = spawnSync(process.execPath, ["scripts/test-summary.ts", results, "0"], { encoding: "utf8" });
+    expect(run.status).toBe(1);
+    expect(run.stdout).toContain("FAILED test/contract/mirror.test.ts > the mirror > ends equal");
+    expect(run.stdout).toContain("AssertionError: expected 3 to be 4");
+  });
 });
 
 describe("the time per group of test files", () => {
