@@ -94,18 +94,20 @@ function ensureDevVars(): string {
 }
 
 function applyMigrations() {
-  const r = spawnSync("wrangler", ["d1", "migrations", "apply", "DB", "--local", "--persist-to", state], {
-    stdio: ["ignore", "pipe", "inherit"],
-    env: childEnv,
-    encoding: "utf8",
-  });
-  if (r.status !== 0) {
-    console.error(r.stdout);
-    throw new Error("Applying the local D1 migrations failed.");
+  // Every shard (src/db/shards.ts) carries the full schema.
+  for (const binding of ["DB", "SHARD_2"]) {
+    const r = spawnSync("wrangler", ["d1", "migrations", "apply", binding, "--local", "--persist-to", state], {
+      stdio: ["ignore", "pipe", "inherit"],
+      env: childEnv,
+      encoding: "utf8",
+    });
+    if (r.status !== 0) {
+      console.error(r.stdout);
+      throw new Error(`Applying the local D1 migrations to ${binding} failed.`);
+    }
+    const fresh = /No migrations to apply/.test(r.stdout);
+    console.log(fresh ? `Local database ${binding} is up to date.` : `Applied local D1 migrations to ${binding}.`);
   }
-  console.log(
-    /No migrations to apply/.test(r.stdout) ? "Local database is up to date." : "Applied local D1 migrations.",
-  );
 }
 
 async function waitUntilReady(timeoutMs = 90_000) {

@@ -14,6 +14,31 @@ export const agencies = sqliteTable("agencies", {
   createdAt: createdAt(),
 });
 
+/**
+ * The control database's map of agencies to shards (read on the control database only; the
+ * other databases carry the table empty). An agency's own rows live on its shard.
+ */
+export const agencyShards = sqliteTable(
+  "agency_shards",
+  {
+    agencyId: text("agency_id").primaryKey(),
+    shard: text("shard").notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [index("agency_shards_shard").on(t.shard, t.agencyId)],
+);
+
+/**
+ * The control database's directory of the secrets of keys whose agency lives on another shard
+ * (a secret is looked up before its agency is known). Keys of the first shard, which is the
+ * control database itself, are found in `api_key_secrets` there.
+ */
+export const secretDirectory = sqliteTable("secret_directory", {
+  hash: text("hash").primaryKey(),
+  keyId: text("key_id").notNull(),
+  agencyId: text("agency_id").notNull(),
+});
+
 export const users = sqliteTable(
   "users",
   {

@@ -65,6 +65,8 @@ export const STORED_TABLES = {
 } as const satisfies Record<string, { rows: QuotaResource; bytes?: QuotaResource; rowBytes: number }>;
 
 export type QuotaResource = keyof typeof QUOTA_RESOURCES;
+/** What a quota counts: rows, or bytes. */
+export const quotaUnit = (resource: QuotaResource) => QUOTA_RESOURCES[resource];
 export const QUOTA_RESOURCE_NAMES = Object.keys(QUOTA_RESOURCES) as QuotaResource[];
 
 /** The highest quota an override may set. */

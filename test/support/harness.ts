@@ -2,8 +2,11 @@ import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test"
 import { env, exports } from "cloudflare:workers";
 import { expect, onTestFinished, vi } from "vitest";
 import { database } from "../../src/db/client";
+import { CONTROL_SHARD, enterSecret, type ShardName, shardDb } from "../../src/db/shards";
 import { mintKey } from "../../src/domain/api-keys";
+import { hashSecret } from "../../src/domain/keys";
 import { createAgency, createUser } from "../../src/domain/people/hierarchy";
+import { placeAgency } from "../../src/domain/people/placement";
 import { createSession } from "../../src/domain/people/sessions";
 import type { Role, Scope } from "../../src/domain/roles";
 import worker from "../../src/index";
@@ -29,10 +32,17 @@ export interface Tenant {
   keyId: string;
 }
 
-/** A fresh agency with a small hierarchy and a key, unique to the calling test. */
-export async function makeTenant(opts: { role?: "media_agency" | "broker"; scopes?: Scope[] } = {}): Promise<Tenant> {
-  const d = db();
-  const agency = await createAgency(d, { name: unique("agency"), kind: opts.role ?? "media_agency" });
+/**
+ * A fresh agency with a small hierarchy and a key, unique to the calling test: on the control
+ * database (the first shard), or on `shard`, written there as the service's routing would.
+ */
+export async function makeTenant(
+  opts: { role?: "media_agency" | "broker"; scopes?: Scope[]; shard?: ShardName } = {},
+): Promise<Tenant & { shard: ShardName }> {
+  const shard = opts.shard ?? CONTROL_SHARD;
+  const d = shardDb(env, shard);
+  const input = { name: unique("agency"), kind: opts.role ?? "media_agency" } as const;
+  const agency = shard === CONTROL_SHARD ? await createAgency(d, input) : await placeAgency(env, input, shard);
   const owner = await createUser(d, {
     agencyId: agency.id,
     role: opts.role ?? "media_agency",
@@ -64,7 +74,8 @@ export async function makeTenant(opts: { role?: "media_agency" | "broker"; scope
     scopes: opts.scopes,
     ring: keyringOf(env),
   });
-  return { agencyId: agency.id, owner, teamLead, agent, viewer, key: secret, keyId: key.id };
+  await enterSecret(env, shard, { hash: await hashSecret(secret), keyId: key.id, agencyId: agency.id });
+  return { agencyId: agency.id, owner, teamLead, agent, viewer, key: secret, keyId: key.id, shard };
 }
 
 /** A platform admin and a key it minted for `agencyId`, optionally with the admin scope. */

@@ -1,7 +1,8 @@
 import { and, eq, inArray, sql } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../../db/client";
-import { type Agency, agencies, type User, users } from "../../db/schema";
+import { type Agency, agencies, agencyShards, type User, users } from "../../db/schema";
+import { CONTROL_SHARD } from "../../db/shards";
 import { DomainError } from "../../lib/errors";
 import { newId } from "../../lib/ids";
 import { isUniqueViolation } from "../constraint";
@@ -9,21 +10,31 @@ import { outboxInsert } from "../events/outbox";
 import { quotaRefusal } from "../quotas";
 import { AGENCY_OWNER_ROLES, AGENCY_ROLES, PLATFORM_ROLES, type Role } from "../roles";
 
-export async function createAgency(
-  db: Db,
-  input: { name: string; kind: Agency["kind"]; cancellationNoticeHours?: number },
-): Promise<Agency> {
-  const [agency] = await db
-    .insert(agencies)
-    .values({
-      id: newId("agy"),
-      name: input.name,
-      kind: input.kind,
-      cancellationNoticeHours: input.cancellationNoticeHours ?? 24,
-    })
-    .returning();
+export interface NewAgency {
+  name: string;
+  kind: Agency["kind"];
+  cancellationNoticeHours?: number;
+}
+
+/**
+ * Creates an agency on the control database, which is also the first shard: its row and its
+ * place in the map of shards, in one batch. `placeAgency` puts one on another shard.
+ */
+export async function createAgency(db: Db, input: NewAgency): Promise<Agency> {
+  const id = newId("agy");
+  const [[agency]] = await db.batch([
+    db.insert(agencies).values(agencyRow(id, input)).returning(),
+    db.insert(agencyShards).values({ agencyId: id, shard: CONTROL_SHARD }),
+  ]);
   return agency!;
 }
+
+export const agencyRow = (id: string, input: NewAgency) => ({
+  id,
+  name: input.name,
+  kind: input.kind,
+  cancellationNoticeHours: input.cancellationNoticeHours ?? 24,
+});
 
 export async function getAgency(db: Db, id: string): Promise<Agency> {
   const agency = await db.select().from(agencies).where(eq(agencies.id, id)).get();

@@ -1,7 +1,7 @@
 import { and, eq } from "drizzle-orm";
 import type { Db } from "../../db/client";
 import { keysetPage, type PageRequest } from "../../db/pages";
-import { agencies, type User, users } from "../../db/schema";
+import { type User, users } from "../../db/schema";
 import { DomainError } from "../../lib/errors";
 
 /** A user of the agency; any other user (another agency's, or none) is `user_not_found`. */
@@ -46,9 +46,4 @@ export function pageUsers(db: Db, agencyId: string, filters: { role?: string; is
 /** Every user of an agency, for the dashboard. */
 export function pageAgencyUsers(db: Db, agencyId: string, req: PageRequest) {
   return keysetPage(db, users, `internal-users:${agencyId}`, eq(users.agencyId, agencyId), req);
-}
-
-/** Every agency, for the dashboard; `list` names the list its cursors page (the agencies list, the usage report). */
-export function pageAgencies(db: Db, req: PageRequest, list: "agencies" | "usage" = "agencies") {
-  return keysetPage(db, agencies, list, undefined, req);
 }

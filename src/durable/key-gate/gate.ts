@@ -1,9 +1,9 @@
 import { DurableObject } from "cloudflare:workers";
-import { database } from "../../db/client";
 import type { ApiKey } from "../../db/schema";
+import { CONTROL_SHARD, enterSecret, SHARD_NAMES, type ShardName, shardD1, shardDb } from "../../db/shards";
 import { type KeyChange, revokeKey, rotateKey, updateKey } from "../../domain/api-keys";
 import { budgetFor, ENDPOINT_NAMES, type EndpointName } from "../../domain/budgets";
-import { checkKeyState, type KeyMode } from "../../domain/keys";
+import { checkKeyState, hashSecret, type KeyMode } from "../../domain/keys";
 import { keyringOf } from "../../lib/crypto/keyring";
 import { DomainError } from "../../lib/errors";
 import { tracedCall } from "../traced";
@@ -29,20 +29,47 @@ export class KeyGate extends DurableObject<Env> {
   #bookmark: string | undefined;
   /** When the alarm is set to run; undefined when none is set. */
   #alarmAt: number | undefined;
+  /** The shard that holds the key's agency: told by the first caller that found the key, then kept. */
+  #kept: ShardName | undefined;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    this.#state = new KeyStateCache(() => this.env.DB);
+    this.#state = new KeyStateCache(() => shardD1(this.env, this.#shard));
     ctx.blockConcurrencyWhile(async () => {
       const sql = ctx.storage.sql;
       this.#windows = new RateWindows(sql);
       this.#leases = new BudgetLeases(env, this.#windows);
       sql.exec("CREATE TABLE IF NOT EXISTS gate_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)");
-      this.#bookmark = sql
-        .exec<{ value: string }>("SELECT value FROM gate_meta WHERE name = 'bookmark'")
-        .toArray()[0]?.value;
+      const meta = new Map(
+        sql
+          .exec<{ name: string; value: string }>("SELECT name, value FROM gate_meta")
+          .toArray()
+          .map((r) => [r.name, r.value]),
+      );
+      this.#bookmark = meta.get("bookmark");
+      const shard = meta.get("shard");
+      if (shard !== undefined && SHARD_NAMES.includes(shard as ShardName)) this.#kept = shard as ShardName;
       this.#alarmAt = (await ctx.storage.getAlarm()) ?? undefined;
     });
+  }
+
+  /**
+   * Keeps the shard the caller found the key's agency on, written before anything is read there.
+   * Once kept, the gate's own is the truth: a move tells the gate (not the callers' caches).
+   */
+  #keepShard(shard: ShardName): void {
+    if (this.#kept !== undefined) return;
+    this.#kept = shard;
+    this.#state.invalidate();
+    this.ctx.storage.sql.exec(
+      "INSERT INTO gate_meta (name, value) VALUES ('shard', ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+      shard,
+    );
+  }
+
+  /** The shard the key's state is read from and written to. */
+  get #shard(): ShardName {
+    return this.#kept ?? CONTROL_SHARD;
   }
 
   /** A change made elsewhere (the minting user's state, the rotation sweep): read the key afresh. */
@@ -55,13 +82,22 @@ export class KeyGate extends DurableObject<Env> {
    * the cached state happen in one place, so no request after the change sees the old
    * state, even if the caller goes away halfway.
    */
-  async apply(keyId: string, change: KeyChange): Promise<{ ok: true; key: ApiKey; secret?: string } | Refusal> {
-    const db = database(this.env.DB);
+  async apply(
+    keyId: string,
+    change: KeyChange,
+    shard?: ShardName,
+  ): Promise<{ ok: true; key: ApiKey; secret?: string } | Refusal> {
+    if (shard) this.#keepShard(shard);
+    const db = shardDb(this.env, this.#shard);
     this.#state.invalidate();
     try {
       switch (change.op) {
-        case "rotate":
-          return { ok: true, ...(await rotateKey(db, keyId, keyringOf(this.env))) };
+        case "rotate": {
+          const rotated = await rotateKey(db, keyId, keyringOf(this.env));
+          const hash = await hashSecret(rotated.secret);
+          await enterSecret(this.env, this.#shard, { hash, keyId, agencyId: rotated.key.agencyId });
+          return { ok: true, ...rotated };
+        }
         case "revoke":
           return { ok: true, key: await revokeKey(db, keyId) };
         case "update":
@@ -89,7 +125,9 @@ export class KeyGate extends DurableObject<Env> {
     now = Date.now(),
     traceparent?: string,
     counted = true,
+    shard?: ShardName,
   ): Promise<GateVerdict> {
+    if (shard) this.#keepShard(shard);
     const verdict = await this.#admit(keyId, secretHash, environmentMode, endpoint, now, counted);
     tracedCall(traceparent, "key gate admit", () => ({
       key_id: keyId,
@@ -121,13 +159,14 @@ export class KeyGate extends DurableObject<Env> {
     const { id, agencyId, role, scopes, mintedByUserId } = loaded.key;
     const key = { id, agencyId, role, scopes, mintedByUserId };
     const bookmark = this.#bookmark;
-    if (!endpoint) return { ok: true, key, bookmark };
+    const shard = this.#shard;
+    if (!endpoint) return { ok: true, key, bookmark, shard };
     const limit = budgetFor(endpoint, loaded.key.rateLimitOverrides);
     if (limit === undefined) return refuse(new DomainError("rate_limit_misconfigured", { details: { endpoint } }));
-    if (!counted) return { ok: true, key, rate: this.#windows.peek(endpoint, limit, now), bookmark };
+    if (!counted) return { ok: true, key, rate: this.#windows.peek(endpoint, limit, now), bookmark, shard };
     const rate = await this.#leases.admit(agencyId, endpoint, limit, now);
     await this.#schedule();
-    return { ok: true, key, rate, bookmark };
+    return { ok: true, key, rate, bookmark, shard };
   }
 
   /**

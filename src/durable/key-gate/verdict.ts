@@ -1,4 +1,5 @@
 import type { ApiKey } from "../../db/schema";
+import type { ShardName } from "../../db/shards";
 import type { DomainError, ErrorCode } from "../../lib/errors";
 
 export interface RateDecision {
@@ -26,6 +27,8 @@ export type GateVerdict =
       rate?: RateDecision;
       /** The D1 bookmark of the key's latest committed write: its reads start there. */
       bookmark?: string;
+      /** The shard that holds the key's agency: every D1 statement of the request runs there. */
+      shard: ShardName;
     }
   | Refusal;
 

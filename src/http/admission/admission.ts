@@ -1,5 +1,6 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { getCookie } from "hono/cookie";
+import { type ShardName, shardD1 } from "../../db/shards";
 import type { EndpointName } from "../../domain/budgets";
 import { vouchesForKey } from "../../domain/keys";
 import type { Caller } from "../../domain/roles";
@@ -7,7 +8,7 @@ import type { RateDecision } from "../../durable/key-gate/verdict";
 import { keyringOf } from "../../lib/crypto/keyring";
 import { DomainError } from "../../lib/errors";
 import { etagOf, weaklyMatches } from "../../lib/etag";
-import { openSession, sessionConstraint } from "../d1-session";
+import { type D1Session, openSession, sessionConstraint } from "../d1-session";
 import type { Admission, AppEnv } from "../env";
 import type { Guard } from "../registry";
 import { timed } from "../wide-event";
@@ -42,8 +43,8 @@ export interface AdmissionPolicy extends Permission {
 interface Identified {
   caller: Caller;
   rate?: RateDecision;
-  /** An API key's request: the secret's hash and where its reads start. */
-  apiKey?: { hash: string; bookmark?: string };
+  /** An API key's request: the secret's hash, where its reads start, and its agency's shard. */
+  apiKey?: { hash: string; bookmark?: string; shard: ShardName };
 }
 
 const READS = new Set(["GET", "HEAD"]);
@@ -53,6 +54,8 @@ interface Entry {
   identified: Identified;
   held?: Hold;
   count?: () => Promise<void>;
+  /** A key's D1 session on its agency's shard, opened as soon as the key is known. */
+  session?: D1Session;
 }
 
 /**
@@ -73,15 +76,12 @@ export function admission(policy: AdmissionPolicy): MiddlewareHandler<AppEnv> {
     const versioned = tags !== undefined && tags !== "*" ? tags : undefined;
     const entry = await enter(c, policy, read, versioned !== undefined);
     if (entry instanceof Response) return entry;
-    const { identified, held, count } = entry;
+    const { identified, held, count, session } = entry;
     const admitted: Admission = { caller: identified.caller, rate: identified.rate, idempotency: held?.idem };
     c.set("admission", admitted);
     c.set("caller", admitted.caller);
     const apiKey = identified.apiKey;
-    if (!apiKey) return respond(c, next, held);
-    const session = openSession(c.env.DB, sessionConstraint(read, apiKey.bookmark), c.var.event);
-    c.set("db", session.db);
-    c.set("d1", session.binding);
+    if (!apiKey || !session) return respond(c, next, held);
     let handed: Promise<void> | undefined;
     const handOff = () =>
       (handed ??= timed(c.var.event, "gateMs", handOffBookmark(c.env, apiKey.hash, session.bookmark())));
@@ -117,15 +117,22 @@ async function enter(
   try {
     const identity = await identify(c, policy, read, conditional);
     early = identity.early;
-    const { caller, rate } = identity.identified;
+    const { caller, rate, apiKey } = identity.identified;
     noteCaller(c, caller, rate);
+    // Every statement from here on (the commit mark of a recovered key too) runs on the agency's shard.
+    const session =
+      apiKey && openSession(shardD1(c.env, apiKey.shard), sessionConstraint(read, apiKey.bookmark), c.var.event);
+    if (session) {
+      c.set("db", session.db);
+      c.set("d1", session.binding);
+    }
     if (policy.endpoint) applyRate(c, policy.endpoint, rate);
     const count =
       conditional && policy.endpoint && identity.identified.apiKey ? uncounted(c, caller, policy.endpoint) : undefined;
     await check(c, policy, caller, count);
     const held = policy.idempotent ? await hold(c, ownerOf(caller, policy), early) : undefined;
     if (held instanceof Response) return held;
-    return { identified: identity.identified, held, count };
+    return { identified: identity.identified, held, count, session };
   } finally {
     // A claim not taken over (a refusal, another caller) is undone before the answer.
     await early?.drop();
@@ -169,7 +176,11 @@ async function byKey(
     // Work started on another caller than the one confirmed is not kept.
     if (last && !sameCaller(last.caller, answer.caller)) await early?.drop();
     return {
-      identified: { caller: answer.caller, rate: answer.rate, apiKey: { hash, bookmark: answer.bookmark } },
+      identified: {
+        caller: answer.caller,
+        rate: answer.rate,
+        apiKey: { hash, bookmark: answer.bookmark, shard: answer.shard },
+      },
       early,
     };
   } catch (err) {

@@ -1,6 +1,4 @@
-import { eq } from "drizzle-orm";
-import { database } from "../../db/client";
-import { apiKeySecrets } from "../../db/schema";
+import { findSecret, type ShardName } from "../../db/shards";
 import type { EndpointName } from "../../domain/budgets";
 import { checkKeyFormat, hashSecret, type KeyMode } from "../../domain/keys";
 import type { Caller, Role, Scope } from "../../domain/roles";
@@ -17,6 +15,8 @@ export interface GateAnswer {
   rate?: RateDecision;
   /** The D1 bookmark of the key's latest committed write. */
   bookmark?: string;
+  /** The shard that holds the key's agency, as its gate keeps it. */
+  shard: ShardName;
 }
 
 /** The caller this isolate last saw the gate confirm for a secret, and that key's latest bookmark. */
@@ -27,7 +27,7 @@ export type KnownCaller = Pick<GateAnswer, "caller" | "bookmark">;
  * mapping is kept per isolate. So is the caller the key's gate last confirmed, with its
  * bookmark: work may start on it, but every answer waits for the gate's own verdict.
  */
-const keyIdByHash = new Map<string, string>();
+const keyIdByHash = new Map<string, { keyId: string; shard: ShardName }>();
 const confirmed = new Map<string, KnownCaller>();
 const KEY_CACHE_LIMIT = 10_000;
 /**
@@ -57,22 +57,19 @@ export const isKnownKey = (hash: string): boolean => keyIdByHash.has(hash);
 /** The caller the gate last confirmed for this secret on this isolate, if any. */
 export const knownCaller = (hash: string): KnownCaller | undefined => confirmed.get(hash);
 
-async function keyIdFor(d1: D1Database, hash: string): Promise<string | undefined> {
+/** The key of a secret and its agency's shard, as the control database finds them (one query per isolate). */
+async function keyFor(env: Env, hash: string): Promise<{ keyId: string; shard: ShardName } | undefined> {
   const cached = keyIdByHash.get(hash);
   if (cached) return cached;
   if (unknownHashes.has(hash)) return undefined;
-  const row = await database(d1)
-    .select({ keyId: apiKeySecrets.keyId })
-    .from(apiKeySecrets)
-    .where(eq(apiKeySecrets.hash, hash))
-    .get();
-  if (!row) {
+  const found = await findSecret(env, hash);
+  if (!found) {
     unknownHashes.add(hash);
     return undefined;
   }
   if (keyIdByHash.size >= KEY_CACHE_LIMIT) keyIdByHash.clear();
-  keyIdByHash.set(hash, row.keyId);
-  return row.keyId;
+  keyIdByHash.set(hash, found);
+  return found;
 }
 
 /**
@@ -102,8 +99,9 @@ async function askGateOnce(
   endpoint: EndpointName | null,
   counted: boolean,
 ): Promise<GateAnswer> {
-  const keyId = await keyIdFor(env.DB, hash);
-  if (!keyId) throw new DomainError("api_key_invalid");
+  const found = await keyFor(env, hash);
+  if (!found) throw new DomainError("api_key_invalid");
+  const { keyId } = found;
   let answer: unknown;
   try {
     answer = await env.KEY_GATE.getByName(keyId).admit(
@@ -114,6 +112,7 @@ async function askGateOnce(
       undefined,
       outboundTraceparent(),
       counted,
+      found.shard,
     );
   } catch (err) {
     throw new DomainError("rate_limit_unavailable", { retryAfter: unavailableRetryAfter(err) });
@@ -124,7 +123,7 @@ async function askGateOnce(
   }
   const verdict = answer as GateVerdict;
   if (!verdict.ok) throw new DomainError(verdict.code, { message: verdict.message, details: verdict.details });
-  const { key, rate, bookmark } = verdict;
+  const { key, rate, bookmark, shard } = verdict;
   return {
     caller: {
       via: "api_key",
@@ -136,6 +135,7 @@ async function askGateOnce(
     },
     rate,
     bookmark: typeof bookmark === "string" ? bookmark : undefined,
+    shard,
   };
 }
 
@@ -173,7 +173,7 @@ const handOffs = new Map<string, KeyHandOffs>();
  */
 export async function handOffBookmark(env: Env, hash: string, bookmark: string | null): Promise<void> {
   const known = confirmed.get(hash);
-  const keyId = known?.caller.keyId ?? keyIdByHash.get(hash);
+  const keyId = known?.caller.keyId ?? keyIdByHash.get(hash)?.keyId;
   if (!bookmark || !keyId) return;
   if (known && (known.bookmark === undefined || bookmark > known.bookmark)) {
     confirmed.set(hash, { ...known, bookmark });

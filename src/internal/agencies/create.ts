@@ -1,5 +1,5 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { createAgency } from "../../domain/people/hierarchy";
+import { placeAgency } from "../../domain/people/placement";
 import type { AppEnv } from "../../http/env";
 import { created, internalRoute, json, setLocation } from "../../http/route";
 import { AgencySchema, presentAgency } from "./schema";
@@ -10,6 +10,9 @@ export const createAgencyRoute = internalRoute([], {
   operationId: "createAgency",
   tags: ["Agencies"],
   summary: "Create an agency (or the platform's own staff agency)",
+  description:
+    "The agency goes to the open shard with the fewest agencies (`OPEN_SHARDS`, see the operators' guide); its " +
+    "record names the `shard`.",
   request: {
     body: {
       content: json(
@@ -26,7 +29,7 @@ export const createAgencyRoute = internalRoute([], {
 
 export const createAgencyHandler: RouteHandler<typeof createAgencyRoute, AppEnv> = async (c) => {
   const body = c.req.valid("json");
-  const agency = await createAgency(c.var.db, {
+  const agency = await placeAgency(c.env, {
     name: body.name,
     kind: body.kind,
     cancellationNoticeHours: body.cancellation_notice_hours,

@@ -1,5 +1,5 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { getAgency } from "../../domain/people/hierarchy";
+import { placedAgency } from "../../domain/people/placement";
 import type { AppEnv } from "../../http/env";
 import { internalRoute, json } from "../../http/route";
 import { AgencySchema, presentAgency } from "./schema";
@@ -15,4 +15,4 @@ export const getAgencyRoute = internalRoute(["agency_not_found"], {
 });
 
 export const getAgencyHandler: RouteHandler<typeof getAgencyRoute, AppEnv> = async (c) =>
-  c.json(presentAgency(await getAgency(c.var.db, c.req.valid("param").agency_id)), 200);
+  c.json(presentAgency(await placedAgency(c.env, c.req.valid("param").agency_id)), 200);

@@ -1,5 +1,5 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { pageAgencies } from "../../domain/people/users";
+import { pageAgenciesOfEveryShard } from "../../domain/people/placement";
 import type { AppEnv } from "../../http/env";
 import { internalRoute, json } from "../../http/route";
 import { keyringOf } from "../../lib/crypto/keyring";
@@ -12,6 +12,7 @@ export const listAgenciesRoute = internalRoute([], {
   operationId: "listAgencies",
   tags: ["Agencies"],
   summary: "List agencies, oldest first",
+  description: "Every shard's agencies, merged oldest first; each names its `shard`.",
   request: { query: z.strictObject(cursorQuery) },
   responses: {
     200: {
@@ -23,6 +24,6 @@ export const listAgenciesRoute = internalRoute([], {
 
 export const listAgenciesHandler: RouteHandler<typeof listAgenciesRoute, AppEnv> = async (c) => {
   const { cursor, limit } = c.req.valid("query");
-  const page = await pageAgencies(c.var.db, { keyring: keyringOf(c.env), cursor, limit });
+  const page = await pageAgenciesOfEveryShard(c.env, { keyring: keyringOf(c.env), cursor, limit });
   return c.json(pageBody(page, presentAgency), 200);
 };

@@ -1,6 +1,6 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
-import { getAgency } from "../../domain/people/hierarchy";
-import { pageAgencies } from "../../domain/people/users";
+import { SHARD_NAMES, shardDb } from "../../db/shards";
+import { pageAgenciesOfEveryShard, placedAgency } from "../../domain/people/placement";
 import { STORED_TABLES, usageOfAgencies } from "../../domain/quotas";
 import type { AppEnv } from "../../http/env";
 import { internalRoute, json } from "../../http/route";
@@ -58,14 +58,20 @@ export const usageRoute = internalRoute(["agency_not_found"], {
 
 export const usageHandler: RouteHandler<typeof usageRoute, AppEnv> = async (c) => {
   const { cursor, limit, agency_id } = c.req.valid("query");
-  const db = c.var.db;
   const page = agency_id
-    ? { rows: [await getAgency(db, agency_id)], nextCursor: "" }
+    ? { rows: [await placedAgency(c.env, agency_id)], nextCursor: "" }
     : // A list of its own: a cursor of the agencies list does not page the usage report, nor the other way.
-      await pageAgencies(db, { keyring: keyringOf(c.env), cursor, limit }, "usage");
-  const usage = await usageOfAgencies(
-    db,
-    page.rows.map((a) => a.id),
+      await pageAgenciesOfEveryShard(c.env, { keyring: keyringOf(c.env), cursor, limit }, "usage");
+  // Each agency's usage is read on its own shard: one query per shard of the page.
+  const usage = new Map(
+    (
+      await Promise.all(
+        SHARD_NAMES.map((shard) => {
+          const ids = page.rows.filter((a) => a.shard === shard).map((a) => a.id);
+          return ids.length ? usageOfAgencies(shardDb(c.env, shard), ids) : new Map();
+        }),
+      )
+    ).flatMap((m) => [...m]),
   );
   const data = page.rows.map((a) => {
     const tables = usage.get(a.id)!;
