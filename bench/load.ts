@@ -98,6 +98,12 @@ async function main() {
   const operatorToken = randomBytes(18).toString("base64url");
   const persist = ["--persist-to", stateDir];
   await runChild("wrangler", ["d1", "migrations", "apply", "DB", "--local", ...persist], "migrate", 300_000);
+  await runChild(
+    "wrangler",
+    ["d1", "migrations", "apply", "SHARD_2", "--local", ...persist],
+    "migrate-shard-2",
+    300_000,
+  );
   const floor = process.env.LOAD_TARGET === "floor";
   const server = await startServer(
     "wrangler",

@@ -78,6 +78,12 @@ async function main() {
       : `· migrations in ${stateDir}\n`,
   );
   await runChild("wrangler", ["d1", "migrations", "apply", "DB", "--local", ...persist], "migrate", 300_000);
+  await runChild(
+    "wrangler",
+    ["d1", "migrations", "apply", "SHARD_2", "--local", ...persist],
+    "migrate-shard-2",
+    300_000,
+  );
   const growth: GrowthAgency[] = [];
   for (const [rows, seed] of runs("growth")
     ? ([

@@ -1,6 +1,7 @@
 import { keyGate } from "./accounts/key-changes";
 import { RECONCILE_CRON, reconcileCalendars } from "./calendar/reconcile/run";
 import { type Db, database } from "./db/client";
+import { SHARD_NAMES, shardEnv } from "./db/shards";
 import { sweepRotatedSecrets } from "./domain/api-keys";
 import { purgeSessions } from "./domain/people/sessions";
 import { reseal } from "./domain/reseal";
@@ -78,10 +79,21 @@ const NIGHTLY_JOBS: [job: string, message: string, run: (env: Env, at: number) =
   ["reseal", "sealed secrets re-sealed", (env) => reseal(database(env.DB), keyringOf(env))],
 ];
 
-/** Cron entry point: each schedule runs its own jobs, one wide event per run. */
+/**
+ * Cron entry point: each schedule runs its own jobs on every shard in turn, each shard under
+ * its own environment (`shardEnv`) and with each job's own bounds, so one shard's backlog
+ * never takes another's turn. One wide event per run.
+ */
 export function runScheduled(controller: ScheduledController, env: Env): Promise<void> {
-  const fields = { cron: controller.cron };
-  return inRun({ job: "cron", environment: env.ENVIRONMENT, fields }, () => runJobs(controller, env));
+  const fields = { cron: controller.cron, shards: SHARD_NAMES.length };
+  return inRun({ job: "cron", environment: env.ENVIRONMENT, fields }, async () => {
+    const failures: unknown[] = [];
+    for (const shard of SHARD_NAMES) {
+      await runJobs(controller, shardEnv(env, shard)).catch((err: unknown) => failures.push(err));
+    }
+    // A shard whose run failed did not stop the others; the run still fails, as it did.
+    if (failures.length) throw failures[0];
+  });
 }
 
 async function runJobs(controller: ScheduledController, env: Env): Promise<void> {

@@ -29,6 +29,12 @@ async function startProduct(side: Side, token: string, readyMs: number) {
   const name = `pair-${side.label.replace(/[^a-z0-9]+/gi, "-")}`;
   const persist = ["--persist-to", join(stateDir, name)];
   await runChild("wrangler", ["d1", "migrations", "apply", "DB", "--local", ...persist], `migrate-${name}`, 300_000);
+  await runChild(
+    "wrangler",
+    ["d1", "migrations", "apply", "SHARD_2", "--local", ...persist],
+    `migrate-shard-2-${name}`,
+    300_000,
+  );
   await side.prepare?.(persist);
   const vars = { SECRET_KEY: randomBytes(32).toString("base64url"), OPERATOR_TOKEN: token, ...side.vars };
   const { child, origin } = await serveWorker({

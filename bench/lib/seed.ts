@@ -166,6 +166,8 @@ export function generateAgency(dir: string, label: string, rows: number, runId: 
     "INSERT INTO agencies (id, name, kind, created_at) VALUES",
     `(${q(agencyId)}, ${q(`Bench Growth ${label}`)}, 'media_agency', ${q(new Date(start - 86_400_000).toISOString())})`,
   );
+  // Its place in the control database's map of shards: the first shard, which this database is.
+  files.insert("INSERT INTO agency_shards (agency_id, shard) VALUES", `(${q(agencyId)}, 'shard-1')`);
   const userHead = "INSERT INTO users (id, agency_id, role, manager_id, name, email, created_at, updated_at) VALUES";
   const userAt = new Date(start - 3_600_000).toISOString();
   const ownerId = idAt("usr", start - 3_600_000, rand);

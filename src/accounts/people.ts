@@ -2,6 +2,7 @@ import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../db/client";
 import type { User } from "../db/schema";
 import { changeManager, deactivateUser as deactivateInAgency } from "../domain/people/moves";
+import { isPlatformRole } from "../domain/roles";
 import { refreshKeysMintedBy } from "./key-changes";
 
 /*
@@ -21,7 +22,7 @@ export async function moveUser(
   alsoWrite: BatchItem<"sqlite">[] = [],
 ): Promise<User> {
   const moved = await changeManager(db, userId, managerId, alsoWrite);
-  await refreshKeysMintedBy(env, db, moved.id, { subtree: true });
+  await refreshKeysMintedBy(env, db, moved.id, { subtree: true, everyShard: isPlatformRole(moved.role) });
   return moved;
 }
 
@@ -34,6 +35,6 @@ export async function deactivateUser(
   alsoWrite: BatchItem<"sqlite">[] = [],
 ): Promise<User> {
   const user = await deactivateInAgency(db, userId, reason, alsoWrite);
-  await refreshKeysMintedBy(env, db, user.id, { subtree: false });
+  await refreshKeysMintedBy(env, db, user.id, { subtree: false, everyShard: isPlatformRole(user.role) });
   return user;
 }

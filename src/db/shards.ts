@@ -19,18 +19,68 @@ export const CONTROL_SHARD: ShardName = "shard-1";
 
 const isShardName = (name: string): name is ShardName => SHARD_BINDINGS.has(name as ShardName);
 
+/** A shard's environment remembers its shard and the Worker's own environment. */
+const SHARD = Symbol.for("alms.shard");
+const ROOT = Symbol.for("alms.root-env");
+type Scoped = Env & { [SHARD]?: ShardName; [ROOT]?: Env };
+
+/** The Worker's own environment, under any shard's. */
+const rootOf = (env: Env): Env => (env as Scoped)[ROOT] ?? env;
+
 /** The D1 binding of a shard. */
 export function shardD1(env: Env, shard: ShardName): D1Database {
   const binding = SHARD_BINDINGS.get(shard);
   if (!binding) throw new Error(`There is no shard named ${shard}.`);
-  return env[binding];
+  return rootOf(env)[binding];
+}
+
+/** The shard an environment is scoped to (`shardEnv`); the control database's for the Worker's own. */
+export const shardOfEnv = (env: Env): ShardName => (env as Scoped)[SHARD] ?? CONTROL_SHARD;
+
+/** A queue whose every message names the shard it was sent for, so its consumer reads that shard. */
+function stamped<T>(queue: Queue<T>, shard: ShardName): Queue<T> {
+  const mark = (body: T): T =>
+    body && typeof body === "object" && !Array.isArray(body) ? ({ ...body, shard } as T) : body;
+  return {
+    send: (body, options) => queue.send(mark(body), options),
+    sendBatch: (messages, options) =>
+      queue.sendBatch(
+        [...messages].map((m) => ({ ...m, body: mark(m.body) })),
+        options,
+      ),
+    metrics: () => queue.metrics(),
+  } as Queue<T>;
+}
+
+/**
+ * The environment of work on one shard: `DB` is the shard's database, and every queue
+ * message sent through it names the shard (`shard` in its body; none for the control
+ * database's, which a message that names no shard is for). Code under it reads and
+ * writes `env.DB` as before; the control database stays reachable through `controlDb`.
+ * This is how a request, a job or a consumer is routed: it runs under its agency's shard's
+ * environment, and nothing else picks a database.
+ */
+export function shardEnv(env: Env, shard: ShardName): Env {
+  const root = rootOf(env);
+  // A message that names no shard is the control database's: its messages stay as they were.
+  const queues =
+    shard === CONTROL_SHARD
+      ? {}
+      : { MEDIA_QUEUE: stamped(root.MEDIA_QUEUE, shard), WEBHOOK_QUEUE: stamped(root.WEBHOOK_QUEUE, shard) };
+  return { ...root, DB: shardD1(root, shard), ...queues, [SHARD]: shard, [ROOT]: root } as Scoped;
+}
+
+/** The shard a queue message was sent for (`shardEnv`); the control database's for one that names none. */
+export function shardOfMessage(body: unknown): ShardName {
+  const named = body && typeof body === "object" ? (body as { shard?: unknown }).shard : undefined;
+  return typeof named === "string" && isShardName(named) ? named : CONTROL_SHARD;
 }
 
 /** A shard's database handle. */
 export const shardDb = (env: Env, shard: ShardName): Db => database(shardD1(env, shard));
 
 /** The control database: the map of agencies to shards, and the first shard. */
-export const controlDb = (env: Env): Db => database(env.DB);
+export const controlDb = (env: Env): Db => database(rootOf(env).DB);
 
 /** The shard that holds the agency's rows, from the control database; undefined for an agency it does not know. */
 async function shardOfAgency(control: Db, agencyId: string): Promise<ShardName | undefined> {
@@ -113,13 +163,14 @@ export async function shardStats(env: Env, rowResources: readonly string[]): Pro
 
 /** The key a secret belongs to and the shard of its agency, from the control database; undefined for none. */
 export async function findSecret(env: Env, hash: string): Promise<{ keyId: string; shard: ShardName } | undefined> {
-  const row = await env.DB.prepare(
-    `SELECT key_id AS keyId, '${CONTROL_SHARD}' AS shard FROM api_key_secrets WHERE hash = ?1
+  const row = await rootOf(env)
+    .DB.prepare(
+      `SELECT key_id AS keyId, '${CONTROL_SHARD}' AS shard FROM api_key_secrets WHERE hash = ?1
      UNION ALL
      SELECT d.key_id AS keyId, m.shard AS shard FROM secret_directory d
        JOIN agency_shards m ON m.agency_id = d.agency_id WHERE d.hash = ?1
      LIMIT 1`,
-  )
+    )
     .bind(hash)
     .first<{ keyId: string; shard: string }>();
   return row && isShardName(row.shard) ? { keyId: row.keyId, shard: row.shard } : undefined;
@@ -132,4 +183,37 @@ export async function findSecret(env: Env, hash: string): Promise<{ keyId: strin
 export async function enterSecret(env: Env, shard: ShardName, secret: typeof secretDirectory.$inferInsert) {
   if (shard === CONTROL_SHARD) return;
   await controlDb(env).insert(secretDirectory).values(secret).onConflictDoNothing();
+}
+
+/** Rows an internal route may name by id, and how each finds its agency. */
+const OWNER_OF = new Map([
+  ["user", "SELECT agency_id AS agencyId FROM users WHERE id = ?"],
+  ["key", "SELECT agency_id AS agencyId FROM api_keys WHERE id = ?"],
+  ["session", "SELECT u.agency_id AS agencyId FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.token_hash = ?"],
+  ["delivery", "SELECT agency_id AS agencyId FROM webhook_deliveries WHERE id = ?"],
+  ["upload", "SELECT agency_id AS agencyId FROM media_uploads WHERE id = ?"],
+] as const);
+export type OwnedKind = Parameters<(typeof OWNER_OF)["get"]>[0];
+
+/**
+ * The agency of a row named by id, and its shard: one indexed look-up on every shard at once,
+ * kept only where the map places the agency (a row an unfinished move left behind is not it).
+ * Undefined when no shard holds it. For the operators' routes, which name rows before agencies.
+ */
+export async function ownerOf(
+  env: Env,
+  kind: OwnedKind,
+  id: string,
+): Promise<{ agencyId: string; shard: ShardName } | undefined> {
+  const query = OWNER_OF.get(kind)!;
+  const found = await Promise.all(
+    SHARD_NAMES.map(async (shard) => {
+      const row = await shardD1(env, shard).prepare(query).bind(id).first<{ agencyId: string }>();
+      return row ? { agencyId: row.agencyId, shard } : undefined;
+    }),
+  );
+  for (const hit of found) {
+    if (hit && (await shardOfAgency(controlDb(env), hit.agencyId)) === hit.shard) return hit;
+  }
+  return undefined;
 }

@@ -2,6 +2,7 @@ import { DurableObject } from "cloudflare:workers";
 import { and, eq, inArray } from "drizzle-orm";
 import { database } from "../db/client";
 import { idempotencyMarks } from "../db/schema";
+import { agencyShard } from "../db/shards";
 import { IDEMPOTENCY_SWEEP_PAGE, IDEMPOTENCY_TTL_MS, LEDGER_ANSWER_BYTES, LOCK_LEASE_MS } from "../lib/limits";
 import { createLedgerTables, keptAnswerBytes } from "./ledger-tables";
 import { tracedCall } from "./traced";
@@ -246,7 +247,8 @@ export class IdempotencyLedger extends DurableObject<Env> {
     const names = keys.map((key) => forgetKey(agencyId, key));
     for (const name of names) this.#forgetting.add(name);
     try {
-      const db = database(this.env.DB);
+      // The marks live with the agency's other rows, on its shard.
+      const db = (await agencyShard(this.env, agencyId))?.db ?? database(this.env.DB);
       const statements = [];
       for (let i = 0; i < keys.length; i += MARKS_PER_STATEMENT) {
         const page = keys.slice(i, i + MARKS_PER_STATEMENT);

@@ -8,6 +8,7 @@ import { errorResponses } from "./openapi/errors";
 import { operatorAuth } from "./operator";
 import { type Guard, ROUTE_META, type RouteMeta } from "./registry";
 import { unmatched } from "./routing";
+import { internalTarget } from "./shard-route";
 import { bodyLimit, DEFAULT_BODY_LIMIT, jsonBody, NO_BODY_LIMIT } from "./wire";
 
 const MUTATING = new Set(["post", "put", "patch", "delete"]);
@@ -174,6 +175,7 @@ export function internalRoute<const R extends RouteConfig>(errors: readonly Erro
   const limit = limitOf(schemas);
   const middleware: MiddlewareHandler<AppEnv>[] = [operatorAuth(), bodyLimit(limit)];
   if (schemas.json) middleware.push(jsonBody());
+  middleware.push(internalTarget());
   const codes = [
     ...new Set([
       ...OPERATOR_CODES,

@@ -40,6 +40,15 @@ export function bodyLimit(limit: number): MiddlewareHandler<AppEnv> {
 }
 
 /** Hono's body cache holds promises of each representation it has read. */
+/**
+ * The JSON body the route's body check has already read, parsed (undefined when it read
+ * none): for steps that look at the body before the handler without reading the stream.
+ */
+export async function checkedJsonBody(c: Context<AppEnv>): Promise<unknown> {
+  const text = bodyCache(c).text;
+  return text === undefined ? undefined : JSON.parse(await text);
+}
+
 const bodyCache = (c: Context<AppEnv>) =>
   c.req.bodyCache as unknown as { arrayBuffer?: Promise<ArrayBuffer>; text?: Promise<string> };
 

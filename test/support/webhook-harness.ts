@@ -16,7 +16,8 @@ import { call, db, mockFetch, type Tenant } from "./harness";
 
 /** What the tests of webhook-driven features observe: queue messages, receivers' requests, the receivers' answer. */
 export interface Receivers {
-  sent: { delivery_id: string }[];
+  /** Each message as sent: its delivery, and the shard its agency's rows are on. */
+  sent: { delivery_id: string; shard?: string }[];
   received: { url: string; headers: Headers; body: string }[];
   answer: () => Response;
 }
@@ -29,11 +30,11 @@ export interface Receivers {
 export function interceptWebhooks(): Receivers {
   const receivers: Receivers = { sent: [], received: [], answer: () => new Response("ok") };
   vi.spyOn(env.WEBHOOK_QUEUE, "sendBatch").mockImplementation(async (messages) => {
-    for (const m of messages) receivers.sent.push(m.body as { delivery_id: string });
+    for (const m of messages) receivers.sent.push(m.body as { delivery_id: string; shard?: string });
     return {} as QueueSendBatchResponse;
   });
   vi.spyOn(env.WEBHOOK_QUEUE, "send").mockImplementation(async (body) => {
-    receivers.sent.push(body as { delivery_id: string });
+    receivers.sent.push(body as { delivery_id: string; shard?: string });
     return {} as QueueSendResponse;
   });
   mockFetch(async (req) => {
@@ -53,14 +54,14 @@ export async function registerEndpoint(t: Tenant, url: string, eventTypes?: stri
 }
 
 /** Runs the webhook queue's (or its dead-letter queue's) consumer on these messages. */
-export async function consume(queue: string, messages: { delivery_id: string; attempts?: number }[]) {
+export async function consume(queue: string, messages: { delivery_id: string; attempts?: number; shard?: string }[]) {
   const batch = createMessageBatch(
     queue,
     messages.map((m, i) => ({
       id: `m${i}`,
       timestamp: new Date(),
       attempts: m.attempts ?? 1,
-      body: { delivery_id: m.delivery_id },
+      body: { delivery_id: m.delivery_id, ...(m.shard ? { shard: m.shard } : {}) },
     })),
   );
   const ctx = createExecutionContext();

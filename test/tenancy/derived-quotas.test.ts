@@ -48,11 +48,13 @@ async function deliveryWithAttempts(t: Tenant, attempts: number): Promise<string
 }
 
 describe("what each write derives counts against its agency", () => {
-  it("fills one agency to its event quota with real writes; another agency writes on", async () => {
+  it("fills one agency to its event quota with real writes; agencies on its shard and on another write on", async () => {
     const full = await makeTenant();
     const other = await makeTenant();
+    const elsewhere = await makeTenant({ shard: "shard-2" });
     const l = await makeListing(full);
     const theirs = await makeListing(other);
+    const far = await makeListing(elsewhere);
     const held = await usage(full.agencyId, "events");
     expect(held).toBe(await eventsOf(full.agencyId));
     await setQuotas(full, { events: held + 3 });
@@ -66,7 +68,13 @@ describe("what each write derives counts against its agency", () => {
     expect(await versionOf(full, l.listing_number)).toBe(version);
     // Reads go on, and so does every other agency's writing.
     expect((await call(`/api/v1/listings/${l.listing_number}`, { key: full.key })).status).toBe(200);
-    for (let i = 0; i < 5; i++) expect((await setMatterport(other, theirs.listing_number)).status).toBe(200);
+    for (let i = 0; i < 5; i++) {
+      expect((await setMatterport(other, theirs.listing_number)).status).toBe(200);
+      const written = await setMatterport(elsewhere, far.listing_number);
+      expect(written.status, written.text).toBe(200);
+      // Its own budget, untouched by the full agency: the window counts only its own writes.
+      expect(Number(written.headers.get("x-rate-limit-remaining"))).toBeGreaterThan(0);
+    }
     const limits = await call("/api/v1/limits", { key: full.key });
     expect(limits.json.quotas.events, limits.text).toMatchObject({ limit: held + 3, used: held + 3, remaining: 0 });
   });

@@ -1,6 +1,7 @@
+import { eq } from "drizzle-orm";
 import type { PageRequest } from "../../db/pages";
 import { keysetPage } from "../../db/pages";
-import { type Agency, agencies, agencyShards } from "../../db/schema";
+import { type Agency, agencies, agencyShards, users } from "../../db/schema";
 import {
   agencyShard,
   CONTROL_SHARD,
@@ -13,6 +14,7 @@ import {
 import { encodeCursor } from "../../lib/cursor";
 import { DomainError } from "../../lib/errors";
 import { newId } from "../../lib/ids";
+import { isPlatformRole } from "../roles";
 import { agencyRow, createAgency, getAgency, type NewAgency } from "./hierarchy";
 
 export type PlacedAgency = Agency & { shard: ShardName };
@@ -27,7 +29,8 @@ export async function placeAgency(
   input: NewAgency,
   shard?: ShardName,
 ): Promise<Agency & { shard: ShardName }> {
-  const target = shard ?? (await emptiestShard(env));
+  // The platform's own staff agency stays on the control database, where platform keys and sessions are found.
+  const target = shard ?? (input.kind === "platform" ? CONTROL_SHARD : await emptiestShard(env));
   if (target === CONTROL_SHARD) return { ...(await createAgency(controlDb(env), input)), shard: target };
   const db = shardDb(env, target);
   const [agency] = await db
@@ -67,4 +70,25 @@ export async function pageAgenciesOfEveryShard(
   const more = merged.length > req.limit || pages.some((p) => p.nextCursor !== "");
   const last = rows[rows.length - 1];
   return { rows, nextCursor: more && last ? await encodeCursor(req.keyring, list, last) : "" };
+}
+
+/**
+ * Anchors a member of the platform's staff on `shard`, so that a key they mint for an agency
+ * there can name them (a key's row names its minting user, on its own shard): a copy of their
+ * user row and of the staff agency's row, written once. The copy only anchors: the key's gate
+ * reads a staff minter's state from the control database, where staff live and change.
+ * Nothing is written for anyone else, or on the control database itself.
+ */
+export async function anchorStaff(env: Env, shard: ShardName, userId: string): Promise<void> {
+  if (shard === CONTROL_SHARD) return;
+  const control = controlDb(env);
+  const user = await control.select().from(users).where(eq(users.id, userId)).get();
+  if (!user || !isPlatformRole(user.role)) return;
+  const staff = await control.select().from(agencies).where(eq(agencies.id, user.agencyId)).get();
+  if (staff?.kind !== "platform") return;
+  const db = shardDb(env, shard);
+  await db.batch([
+    db.insert(agencies).values(staff).onConflictDoNothing(),
+    db.insert(users).values(user).onConflictDoNothing(),
+  ]);
 }

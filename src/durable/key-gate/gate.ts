@@ -34,7 +34,10 @@ export class KeyGate extends DurableObject<Env> {
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    this.#state = new KeyStateCache(() => shardD1(this.env, this.#shard));
+    this.#state = new KeyStateCache(
+      () => shardD1(this.env, this.#shard),
+      () => shardD1(this.env, CONTROL_SHARD),
+    );
     ctx.blockConcurrencyWhile(async () => {
       const sql = ctx.storage.sql;
       this.#windows = new RateWindows(sql);

@@ -2,6 +2,7 @@ import { eq } from "drizzle-orm";
 import { database } from "../../db/client";
 import { type ApiKey, type ApiKeySecret, apiKeySecrets, apiKeys, users } from "../../db/schema";
 import type { KeyState } from "../../domain/keys";
+import { isPlatformRole } from "../../domain/roles";
 
 export interface LoadedKey {
   key: ApiKey;
@@ -29,8 +30,15 @@ export class KeyStateCache {
   #loaded: LoadedKey | undefined;
   #generation = 0;
 
-  /** The binding is read at each load, from the object's env as it stands then. */
-  constructor(private readonly d1: () => D1Database) {}
+  /**
+   * The bindings are read at each load, from the object's env as it stands then: the key's
+   * shard, and the control database, which holds the platform's staff (a staff member who
+   * minted a key for an agency on another shard is only anchored there, see `anchorStaff`).
+   */
+  constructor(
+    private readonly d1: () => D1Database,
+    private readonly control: () => D1Database = d1,
+  ) {}
 
   async load(keyId: string): Promise<LoadedKey | undefined> {
     for (let attempt = 0; attempt < LOAD_ATTEMPTS; attempt++) {
@@ -51,11 +59,20 @@ export class KeyStateCache {
           .get(),
         db.select().from(apiKeySecrets).where(eq(apiKeySecrets.keyId, keyId)).all(),
       ]);
+      // Staff are read where they live: their state on another shard is only an anchor for the key's row.
+      const minter =
+        row?.minter && isPlatformRole(row.minter.role) && this.control() !== this.d1()
+          ? ((await database(this.control())
+              .select({ isActive: users.isActive, agencyId: users.agencyId, role: users.role })
+              .from(users)
+              .where(eq(users.id, row.key.mintedByUserId))
+              .get()) ?? null)
+          : (row?.minter ?? null);
       if (generation !== this.#generation) continue;
       if (!row) return undefined;
       this.#loaded = {
         key: row.key,
-        minter: row.minter,
+        minter,
         secrets: new Map(
           secrets.map((s) => [s.hash, { supersededAt: s.supersededAt, deactivatedAt: s.deactivatedAt }]),
         ),

@@ -1,6 +1,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { getCookie } from "hono/cookie";
-import { type ShardName, shardD1 } from "../../db/shards";
+import { database } from "../../db/client";
+import { type ShardName, shardD1, shardEnv } from "../../db/shards";
 import type { EndpointName } from "../../domain/budgets";
 import { vouchesForKey } from "../../domain/keys";
 import type { Caller } from "../../domain/roles";
@@ -45,6 +46,8 @@ interface Identified {
   rate?: RateDecision;
   /** An API key's request: the secret's hash, where its reads start, and its agency's shard. */
   apiKey?: { hash: string; bookmark?: string; shard: ShardName };
+  /** A session's request: the shard that holds its user's agency. */
+  shard?: ShardName;
 }
 
 const READS = new Set(["GET", "HEAD"]);
@@ -117,14 +120,21 @@ async function enter(
   try {
     const identity = await identify(c, policy, read, conditional);
     early = identity.early;
-    const { caller, rate, apiKey } = identity.identified;
+    const { caller, rate, apiKey, shard } = identity.identified;
     noteCaller(c, caller, rate);
     // Every statement from here on (the commit mark of a recovered key too) runs on the agency's shard.
     const session =
       apiKey && openSession(shardD1(c.env, apiKey.shard), sessionConstraint(read, apiKey.bookmark), c.var.event);
-    if (session) {
+    if (session && apiKey) {
       c.set("db", session.db);
       c.set("d1", session.binding);
+      // What the request sends on (jobs, deliveries) names the shard; code taking `env` sees its database.
+      c.env = shardEnv(c.env, apiKey.shard);
+    } else if (shard) {
+      const d1 = shardD1(c.env, shard);
+      c.set("db", database(d1));
+      c.set("d1", d1);
+      c.env = shardEnv(c.env, shard);
     }
     if (policy.endpoint) applyRate(c, policy.endpoint, rate);
     const count =
@@ -242,8 +252,8 @@ function secretOf(c: Context<AppEnv>, policy: AdmissionPolicy): string {
 
 /** A dashboard session's caller, counted in its user's own window where the route has a budget. */
 async function bySession(c: Context<AppEnv>, policy: AdmissionPolicy, cookie: string): Promise<Identified> {
-  const caller = await callerFromSession(c.env.DB, cookie);
-  return { caller, rate: policy.endpoint ? await sessionRate(c.env, caller, policy.endpoint) : undefined };
+  const { caller, shard } = await callerFromSession(c.env, cookie);
+  return { caller, shard, rate: policy.endpoint ? await sessionRate(c.env, caller, policy.endpoint) : undefined };
 }
 
 /** Runs the handler, then settles the idempotency hold on its answer. */

@@ -1,6 +1,6 @@
 import { and, eq, gt, isNull } from "drizzle-orm";
-import { database } from "../../db/client";
 import { agencies, sessions, users } from "../../db/schema";
+import { agencyShard, SHARD_NAMES, type ShardName, shardDb } from "../../db/shards";
 import type { EndpointName } from "../../domain/budgets";
 import { type Caller, DEFAULT_SCOPES, isPlatformRole, type Role } from "../../domain/roles";
 import type { RateDecision } from "../../durable/key-gate/verdict";
@@ -29,17 +29,30 @@ export function forgetSessions(): void {
   deadSessions.clear();
 }
 
-/** The dashboard user of a live session cookie, acting for their own agency. */
-export async function callerFromSession(d1: D1Database, token: string): Promise<Caller> {
+/**
+ * The dashboard user of a live session cookie, acting for their own agency, and the shard that
+ * holds it. A session lives with its user, on the agency's shard: every shard is asked at once
+ * (one indexed look-up each), and only the shard the map places the agency on is believed.
+ */
+export async function callerFromSession(env: Env, token: string): Promise<{ caller: Caller; shard: ShardName }> {
   const tokenHash = await sha256Hex(token);
   if (deadSessions.has(tokenHash)) throw sessionInvalid();
-  const row = await database(d1)
-    .select({ user: users, agencyKind: agencies.kind })
-    .from(sessions)
-    .innerJoin(users, eq(users.id, sessions.userId))
-    .leftJoin(agencies, eq(agencies.id, users.agencyId))
-    .where(and(eq(sessions.tokenHash, tokenHash), isNull(sessions.revokedAt), gt(sessions.expiresAt, nowIso())))
-    .get();
+  const found = await Promise.all(
+    SHARD_NAMES.map(async (shard) => {
+      const row = await shardDb(env, shard)
+        .select({ user: users, agencyKind: agencies.kind })
+        .from(sessions)
+        .innerJoin(users, eq(users.id, sessions.userId))
+        .leftJoin(agencies, eq(agencies.id, users.agencyId))
+        .where(and(eq(sessions.tokenHash, tokenHash), isNull(sessions.revokedAt), gt(sessions.expiresAt, nowIso())))
+        .get();
+      return row && { ...row, shard };
+    }),
+  );
+  let row: (typeof found)[number];
+  for (const hit of found) {
+    if (hit && (await agencyShard(env, hit.user.agencyId))?.shard === hit.shard) row = hit;
+  }
   if (!row) {
     deadSessions.add(tokenHash);
     throw sessionInvalid();
@@ -49,13 +62,14 @@ export async function callerFromSession(d1: D1Database, token: string): Promise<
   if (!row.agencyKind || row.agencyKind === "platform" || isPlatformRole(row.user.role)) {
     throw new DomainError("agency_resolution_failed", { details: { user_id: row.user.id } });
   }
-  return {
+  const caller: Caller = {
     via: "session",
     agencyId: row.user.agencyId,
     role: row.user.role as Role,
     scopes: new Set(DEFAULT_SCOPES),
     userId: row.user.id,
   };
+  return { caller, shard: row.shard };
 }
 
 /** Counts a session's request against its user's own window for `endpoint`, in a gate of its own. */

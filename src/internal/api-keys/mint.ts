@@ -1,6 +1,8 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
+import { enterSecret, shardOfEnv } from "../../db/shards";
 import { mintKey, withSecrets } from "../../domain/api-keys";
-import { KEY_PREFIXES, type KeyMode } from "../../domain/keys";
+import { hashSecret, KEY_PREFIXES, type KeyMode } from "../../domain/keys";
+import { anchorStaff } from "../../domain/people/placement";
 import { SCOPES } from "../../domain/roles";
 import type { AppEnv } from "../../http/env";
 import { internalRoute, json } from "../../http/route";
@@ -45,6 +47,7 @@ export const mintApiKeyRoute = internalRoute(
 export const mintApiKeyHandler: RouteHandler<typeof mintApiKeyRoute, AppEnv> = async (c) => {
   const b = c.req.valid("json");
   const db = c.var.db;
+  await anchorStaff(c.env, shardOfEnv(c.env), b.minted_by_user_id);
   const { key, secret } = await mintKey(db, {
     agencyId: b.agency_id,
     mintedByUserId: b.minted_by_user_id,
@@ -54,6 +57,12 @@ export const mintApiKeyHandler: RouteHandler<typeof mintApiKeyRoute, AppEnv> = a
     scopes: b.scopes,
     expiresAt: b.expires_at,
     ring: keyringOf(c.env),
+  });
+  // A key of another shard than the control database's is found through the control database's directory.
+  await enterSecret(c.env, shardOfEnv(c.env), {
+    hash: await hashSecret(secret),
+    keyId: key.id,
+    agencyId: key.agencyId,
   });
   return c.json({ key: presentKey(await withSecrets(db, key)), secret }, 201);
 };

@@ -1,6 +1,8 @@
 import type { RouteHandler } from "@hono/zod-openapi";
+import { SHARD_NAMES, shardDb } from "../../db/shards";
 import type { AppEnv } from "../../http/env";
 import { internalRoute, json } from "../../http/route";
+import { DomainError } from "../../lib/errors";
 import { presentRequestTrail, RequestTrailSchema, requestIdParam } from "../../schemas/request-trail";
 import { requestTrail } from "../../webhooks/request-trail";
 
@@ -17,5 +19,18 @@ export const requestRoute = internalRoute(["request_not_found"], {
   responses: { 200: { description: "The request and what it did.", content: json(RequestTrailSchema) } },
 });
 
-export const requestHandler: RouteHandler<typeof requestRoute, AppEnv> = async (c) =>
-  c.json(presentRequestTrail(await requestTrail(c.var.db, c.req.valid("param").request_id)), 200);
+/** The request is looked for on every shard at once; the one whose agency wrote it answers. */
+export const requestHandler: RouteHandler<typeof requestRoute, AppEnv> = async (c) => {
+  const id = c.req.valid("param").request_id;
+  const found = await Promise.all(
+    SHARD_NAMES.map((shard) =>
+      requestTrail(shardDb(c.env, shard), id).catch((err: unknown) => {
+        if (err instanceof DomainError && err.code === "request_not_found") return undefined;
+        throw err;
+      }),
+    ),
+  );
+  const trail = found.find((t) => t !== undefined);
+  if (!trail) throw new DomainError("request_not_found");
+  return c.json(presentRequestTrail(trail), 200);
+};

@@ -1,4 +1,5 @@
 import { type RouteHandler, z } from "@hono/zod-openapi";
+import { SHARD_NAMES, shardDb } from "../../db/shards";
 import { reseal, UNNAMED_KEY } from "../../domain/reseal";
 import type { AppEnv } from "../../http/env";
 import { internalRoute, json } from "../../http/route";
@@ -50,7 +51,18 @@ export const resealRoute = internalRoute([], {
 });
 
 export const resealHandler: RouteHandler<typeof resealRoute, AppEnv> = async (c) => {
-  const report = await reseal(c.var.db, keyringOf(c.env));
+  // Every shard in turn, each with its own bound; the report adds them up.
+  const [first, ...rest] = await Promise.all(
+    SHARD_NAMES.map((shard) => reseal(shardDb(c.env, shard), keyringOf(c.env))),
+  );
+  const report = { ...first!, remainingByKey: { ...first!.remainingByKey } };
+  for (const r of rest) {
+    report.resealed += r.resealed;
+    report.unopenable += r.unopenable;
+    report.done &&= r.done;
+    for (const [k, n] of Object.entries(r.remainingByKey))
+      report.remainingByKey[k] = (report.remainingByKey[k] ?? 0) + n;
+  }
   return c.json(
     ResealReportSchema.parse({
       current_key_id: report.currentKeyId,

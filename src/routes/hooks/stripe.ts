@@ -1,6 +1,7 @@
 import { Hono } from "hono";
 import { applyStripeEvent, verifyStripeSignature } from "../../billing/stripe";
 import type { AppEnv } from "../../http/env";
+import { routeToNamed } from "../../http/shard-route";
 import { readBodyText } from "../../http/wire";
 import { DomainError } from "../../lib/errors";
 
@@ -25,6 +26,9 @@ export const stripeHook = new Hono<AppEnv>().post(STRIPE_HOOK_PATH, async (c) =>
   } catch {
     throw new DomainError("request_body_not_json", { details: { parse_error_position: null } });
   }
+  // The event names its agency in its metadata: it is applied on that agency's shard.
+  const named = (event.data?.object?.metadata as { agency_id?: unknown } | undefined)?.agency_id;
+  await routeToNamed(c, "agency", typeof named === "string" ? named : undefined);
   const outcome = await applyStripeEvent(c.var.db, event);
   return c.json({ received: true, outcome }, 200);
 });

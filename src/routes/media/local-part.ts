@@ -1,6 +1,7 @@
 import { type Context, Hono } from "hono";
 import { signedUrlRoute } from "../../http/admission/auth-throttle";
 import type { AppEnv } from "../../http/env";
+import { routeToNamed } from "../../http/shard-route";
 import { keyringOf } from "../../lib/crypto/keyring";
 import { DomainError } from "../../lib/errors";
 import { normalizeContentType, partSizeOf } from "../../media/policy";
@@ -21,6 +22,7 @@ export const LOCAL_PART_PATH = "/uploads/{upload_id}/parts/{part_number}";
  * another size stores nothing and gives the claim back, so the part can be sent again.
  */
 async function localPart(c: Context<AppEnv>) {
+  await routeToNamed(c, "upload", c.req.param("upload_id"));
   const db = c.var.db;
   const upload = await findUpload(db, c.req.param("upload_id") ?? "");
   const partNumber = Number(c.req.param("part_number"));

@@ -1,6 +1,7 @@
 import { type Context, Hono } from "hono";
 import { signedUrlRoute } from "../../http/admission/auth-throttle";
 import type { AppEnv } from "../../http/env";
+import { routeToNamed } from "../../http/shard-route";
 import { keyringOf } from "../../lib/crypto/keyring";
 import { DomainError } from "../../lib/errors";
 import { normalizeContentType } from "../../media/policy";
@@ -19,6 +20,7 @@ export const LOCAL_UPLOAD_PATH = "/uploads/{upload_id}";
  * half-written or written over.
  */
 async function localUpload(c: Context<AppEnv>) {
+  await routeToNamed(c, "upload", c.req.param("upload_id"));
   const db = c.var.db;
   const upload = await findUpload(db, c.req.param("upload_id") ?? "");
   if (!upload) throw new DomainError("upload_url_invalid");

@@ -1,3 +1,4 @@
+import { type ShardName, shardOfEnv } from "../../db/shards";
 import { Coalescer } from "../../lib/coalescer";
 import { errorText, log } from "../../lib/telemetry/log";
 import { inRun } from "../../lib/telemetry/run-event";
@@ -22,26 +23,44 @@ export const DRAIN_SPACING_MS = 100;
 /** One drain, with its wide event; its messages carry their events' own traces. */
 const drainRun = (env: Env) => inRun({ job: "outbox_drain", environment: env.ENVIRONMENT }, () => drainOutbox(env));
 
-/** One drain at a time per isolate, with the environment of the latest kick. */
-let latestEnv: Env | undefined;
-const drains = new Coalescer(async () => (latestEnv ? (await drainRun(latestEnv)).full : false), {
-  spacingMs: DRAIN_SPACING_MS,
-  maxRuns: KICK_MAX_DRAINS,
-  onError: (err) => log.error("outbox drain failed", { job: "outbox_drain", error: errorText(err) }),
-  // A burst larger than one chain's drains continues in the media queue's next batch, which
-  // drains the outbox after its messages: no event waits for a later write or the sweep.
-  onBound: async () => {
-    try {
-      await latestEnv?.MEDIA_QUEUE.send({ kind: "outbox.drain" } satisfies MediaJob);
-    } catch (err) {
-      log.error("outbox drain hand-off failed", { job: "outbox_drain", error: errorText(err) });
-    }
-  },
-});
+/** One drain at a time per isolate and shard, with the environment of that shard's latest kick. */
+interface ShardDrains {
+  env: Env;
+  drains: Coalescer;
+}
+const byShard = new Map<ShardName, ShardDrains>();
+
+function drainsOf(env: Env): ShardDrains {
+  const shard = shardOfEnv(env);
+  const entry = byShard.get(shard);
+  if (entry) {
+    entry.env = env;
+    return entry;
+  }
+  const made: ShardDrains = {
+    env,
+    drains: new Coalescer(async () => (await drainRun(made.env)).full, {
+      spacingMs: DRAIN_SPACING_MS,
+      maxRuns: KICK_MAX_DRAINS,
+      onError: (err) => log.error("outbox drain failed", { job: "outbox_drain", error: errorText(err) }),
+      // A burst larger than one chain's drains continues in the media queue's next batch, which
+      // drains the outbox after its messages: no event waits for a later write or the sweep.
+      onBound: async () => {
+        try {
+          await made.env.MEDIA_QUEUE.send({ kind: "outbox.drain" } satisfies MediaJob);
+        } catch (err) {
+          log.error("outbox drain hand-off failed", { job: "outbox_drain", error: errorText(err) });
+        }
+      },
+    }),
+  };
+  byShard.set(shard, made);
+  return made;
+}
 
 /** Resolves once this isolate's background drain, if one is running or waiting, has finished. */
 export async function backgroundDrainDone(): Promise<void> {
-  await drains.idle();
+  await Promise.all([...byShard.values()].map((d) => d.drains.idle()));
 }
 
 /**
@@ -53,8 +72,7 @@ export async function backgroundDrainDone(): Promise<void> {
  * batch, whose messages are settled when its handler returns).
  */
 export function kickOutbox(env: Env, ctx: Pick<ExecutionContext, "waitUntil">): Promise<void> {
-  latestEnv = env;
-  const drained = drains.demand();
+  const drained = drainsOf(env).drains.demand();
   ctx.waitUntil(drained);
   return drained;
 }
