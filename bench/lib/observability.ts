@@ -1,8 +1,8 @@
 // What observability costs: the authenticated GET and the idempotent POST on a product
-// Worker with wide events, trace context and data points on, against the same Worker
-// with OBSERVABILITY=off, in turns. A third Worker has observability on with the wide
-// events of ordinary requests sampled out (WIDE_EVENT_SAMPLE_RATE=0): everything but the
-// log line, which says how much of the cost is the line itself. The three start alike,
+// Worker with wide events, trace context and data points on at their defaults (every
+// write's line, one ordinary read's line in twenty), against the same Worker with
+// OBSERVABILITY=off, in turns. A third Worker has the wide events of ordinary reads sampled
+// out (WIDE_EVENT_SAMPLE_RATE=0): a write still writes its line. The three start alike,
 // each on fresh state of its own.
 import type { Figure } from "./load.ts";
 import { createListingSpec, getUserSpec, measureSides, type Side } from "./product-pair.ts";
@@ -20,9 +20,9 @@ export interface ObservabilityFigures {
 }
 
 const SIDES: Side[] = [
-  { label: "observability on", vars: { OBSERVABILITY: "on" } },
+  { label: "observability on (default sampling)", vars: { OBSERVABILITY: "on" } },
   {
-    label: "observability on, no line for ordinary requests",
+    label: "observability on, no line for ordinary reads",
     vars: { OBSERVABILITY: "on", WIDE_EVENT_SAMPLE_RATE: "0" },
   },
   { label: "observability off", vars: { OBSERVABILITY: "off" } },

@@ -57,27 +57,38 @@ interface Ending {
 export const SLOW_REQUEST_MS = 1_000;
 
 /**
- * The share of ordinary requests whose wide event is written: `WIDE_EVENT_SAMPLE_RATE`, a
- * number from 0 to 1; unset or anything else is 1, every request.
+ * The share of ordinary successful reads whose wide event is written when
+ * `WIDE_EVENT_SAMPLE_RATE` is not set: one in twenty. Reads are most of the traffic and
+ * their line most of what telemetry costs them; every read keeps its data point, and every
+ * write, refusal, failure, slow request and sampled trace keeps its line whatever the rate.
  */
-function sampleRate(setting: string | undefined): number {
-  if (setting === undefined || setting.trim() === "") return 1;
-  const rate = Number(setting);
-  return rate >= 0 && rate <= 1 ? rate : 1;
-}
+export const DEFAULT_READ_SAMPLE_RATE = 0.05;
 
 /**
- * Whether a request's wide event is written. A refused or failed request (status 400 and
- * up), a slow one and one whose caller marked its trace as sampled always are; an
- * ordinary one with the probability of the sample rate.
+ * The share of ordinary reads whose wide event is written: `WIDE_EVENT_SAMPLE_RATE`, a
+ * number from 0 to 1; unset, empty or anything else is DEFAULT_READ_SAMPLE_RATE.
+ */
+function sampleRate(setting: string | undefined): number {
+  if (setting === undefined || setting.trim() === "") return DEFAULT_READ_SAMPLE_RATE;
+  const rate = Number(setting);
+  return rate >= 0 && rate <= 1 ? rate : DEFAULT_READ_SAMPLE_RATE;
+}
+
+const READ_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+
+/**
+ * Whether a request's wide event is written. A write (any method but GET, HEAD and
+ * OPTIONS), a refused or failed request (status 400 and up), a slow one and one whose
+ * caller marked its trace as sampled always are; an ordinary read with the probability of
+ * the sample rate.
  */
 export function keepsWideEvent(
-  status: number,
-  latencyMs: number,
-  trace: Trace,
+  request: { method: string; status: number; latencyMs: number; trace: Trace },
   setting: string | undefined,
   draw: () => number = Math.random,
 ): boolean {
+  const { method, status, latencyMs, trace } = request;
+  if (!READ_METHODS.has(method.toUpperCase())) return true;
   if (status >= 400 || latencyMs >= SLOW_REQUEST_MS || isSampled(trace)) return true;
   const rate = sampleRate(setting);
   return rate >= 1 || (rate > 0 && draw() < rate);
@@ -91,7 +102,8 @@ export function keepsWideEvent(
 export function writeWideEvent(event: RequestEvent, end: Ending): void {
   const latencyMs = Date.now() - event.started;
   const environment = end.env?.ENVIRONMENT ?? "unknown";
-  if (keepsWideEvent(end.status, latencyMs, event.trace, end.env?.WIDE_EVENT_SAMPLE_RATE))
+  const request = { method: end.method, status: end.status, latencyMs, trace: event.trace };
+  if (keepsWideEvent(request, end.env?.WIDE_EVENT_SAMPLE_RATE))
     log.info("request", {
       request_id: end.requestId,
       trace_id: event.trace.traceId,

@@ -16,7 +16,8 @@ describe("the OBSERVABILITY switch", () => {
       const t = await makeTenant();
       const { dataset, points } = usageDataset();
       const logs = captureInfoLogs();
-      const bindings = { USAGE: dataset, ...(setting ? { OBSERVABILITY: setting } : {}) };
+      // Every line kept, so the read's shows too (its default sampling is wide-event-sampling.test.ts's).
+      const bindings = { USAGE: dataset, WIDE_EVENT_SAMPLE_RATE: "1", ...(setting ? { OBSERVABILITY: setting } : {}) };
       const read = await direct(keyed("/api/v1/users", t.key), bindings);
       expect(read.status, read.text).toBe(200);
       const written = await direct(create(t.key, t.owner.id, t.agent.id), bindings);

@@ -1,5 +1,5 @@
-import { describe, expect, it } from "vitest";
-import { keepsWideEvent, SLOW_REQUEST_MS } from "../../src/http/wide-event";
+import { describe, expect, it, vi } from "vitest";
+import { DEFAULT_READ_SAMPLE_RATE, keepsWideEvent, SLOW_REQUEST_MS } from "../../src/http/wide-event";
 import {
   forgetSampledTraces,
   newTrace,
@@ -15,29 +15,44 @@ const requestLines = (logs: Record<string, any>[]) => logs.filter((l) => l.messa
 describe("keepsWideEvent", () => {
   const ordinary = newTrace();
   const sampled = parseTraceparent(SAMPLED)!;
+  const read = (status = 200, latencyMs = 5, trace = ordinary) => ({ method: "GET", status, latencyMs, trace });
 
-  it("keeps every request when the rate is unset, empty, 1 or not a rate", () => {
-    for (const setting of [undefined, "", "1", "abc", "2", "-0.5"])
+  it("by default keeps one ordinary read in twenty, and the same when the rate is empty or not a rate", () => {
+    expect(DEFAULT_READ_SAMPLE_RATE).toBe(0.05);
+    for (const setting of [undefined, "", "abc", "2", "-0.5"]) {
       expect(
-        keepsWideEvent(200, 5, ordinary, setting, () => 0.99),
+        keepsWideEvent(read(), setting, () => 0.04),
         String(setting),
       ).toBe(true);
+      expect(
+        keepsWideEvent(read(), setting, () => 0.05),
+        String(setting),
+      ).toBe(false);
+    }
+    expect(keepsWideEvent(read(), "1", () => 0.99)).toBe(true);
   });
 
-  it("at rate 0 drops an ordinary request but keeps refusals, failures, slow requests and sampled traces", () => {
-    expect(keepsWideEvent(200, 5, ordinary, "0")).toBe(false);
-    expect(keepsWideEvent(304, 5, ordinary, "0")).toBe(false);
+  it("keeps every write, refusal, failure, slow request and sampled trace, whatever the rate", () => {
+    for (const method of ["POST", "PUT", "PATCH", "DELETE"])
+      for (const setting of [undefined, "0"])
+        expect(
+          keepsWideEvent({ ...read(201), method }, setting, () => 0.99),
+          `${method} ${setting}`,
+        ).toBe(true);
+    expect(keepsWideEvent(read(), "0")).toBe(false);
+    expect(keepsWideEvent(read(304), "0")).toBe(false);
+    expect(keepsWideEvent({ ...read(), method: "HEAD" }, "0")).toBe(false);
     for (const status of [400, 401, 404, 409, 422, 429, 500, 503])
-      expect(keepsWideEvent(status, 5, ordinary, "0"), String(status)).toBe(true);
-    expect(keepsWideEvent(201, SLOW_REQUEST_MS, ordinary, "0")).toBe(true);
-    expect(keepsWideEvent(201, SLOW_REQUEST_MS - 1, ordinary, "0")).toBe(false);
-    expect(keepsWideEvent(201, 5, sampled, "0")).toBe(true);
+      expect(keepsWideEvent(read(status), "0"), String(status)).toBe(true);
+    expect(keepsWideEvent(read(200, SLOW_REQUEST_MS), "0")).toBe(true);
+    expect(keepsWideEvent(read(200, SLOW_REQUEST_MS - 1), "0")).toBe(false);
+    expect(keepsWideEvent(read(200, 5, sampled), "0")).toBe(true);
   });
 
-  it("keeps an ordinary request with the probability of the rate", () => {
-    expect(keepsWideEvent(200, 5, ordinary, "0.25", () => 0.2)).toBe(true);
-    expect(keepsWideEvent(200, 5, ordinary, "0.25", () => 0.25)).toBe(false);
-    expect(keepsWideEvent(200, 5, ordinary, "0.25", () => 0.9)).toBe(false);
+  it("keeps an ordinary read with the probability of the rate", () => {
+    expect(keepsWideEvent(read(), "0.25", () => 0.2)).toBe(true);
+    expect(keepsWideEvent(read(), "0.25", () => 0.25)).toBe(false);
+    expect(keepsWideEvent(read(), "0.25", () => 0.9)).toBe(false);
   });
 });
 
@@ -97,12 +112,30 @@ describe("WIDE_EVENT_SAMPLE_RATE", () => {
     expect(lines).toBeLessThan(SAMPLED_TRACES_PER_MINUTE + 10);
   });
 
-  it("unset, every request writes its line", async () => {
+  it("at its default, every write and every refusal keeps its line, a read one in twenty, and each its data point", async () => {
     const t = await makeTenant();
     const logs = captureInfoLogs();
-    const { dataset } = usageDataset();
-    const read = await direct(keyed(`/api/v1/users/${t.owner.id}`, t.key), { USAGE: dataset });
+    const { dataset, points } = usageDataset();
+    const bindings = { USAGE: dataset, WIDE_EVENT_SAMPLE_RATE: "" };
+    const draws = vi.spyOn(Math, "random").mockReturnValue(0.5);
+    const read = await direct(keyed(`/api/v1/users/${t.owner.id}`, t.key), bindings);
     expect(read.status, read.text).toBe(200);
-    expect(requestLines(logs).map((l) => l.request_id)).toEqual([read.headers.get("X-Request-Id")]);
+    const body = { address: "1 Default Rate Road", owner_user_id: t.owner.id, agent_one_id: t.agent.id };
+    const headers = { "Content-Type": "application/json", "X-Idempotency-Key": "default-rate" };
+    const write = await direct(
+      keyed("/api/v1/listings", t.key, { method: "POST", headers, body: JSON.stringify(body) }),
+      bindings,
+    );
+    expect(write.status, write.text).toBe(201);
+    const refused = await direct(keyed("/api/v1/users/usr_000000000nosuchuser", t.key), bindings);
+    expect(refused.status).toBe(404);
+    draws.mockReturnValue(0.01);
+    const lucky = await direct(keyed(`/api/v1/users/${t.owner.id}`, t.key), bindings);
+    expect(lucky.status).toBe(200);
+    draws.mockRestore();
+    expect(points.map((p) => p.doubles?.[2])).toEqual([200, 201, 404, 200]);
+    expect(requestLines(logs).map((l) => l.request_id)).toEqual(
+      [write, refused, lucky].map((r) => r.headers.get("X-Request-Id")),
+    );
   });
 });
