@@ -54,6 +54,9 @@ export default class TestResultsReporter implements Reporter {
         failures.push({ test: test.fullName, error: error.slice(0, ERROR_CHARS) });
       } else result.skipped++;
     }
+    // Errors of the file itself (a hook, an import), which fail it without failing a test.
+    for (const e of module.errors())
+      failures.push({ test: "(the file itself)", error: `${e.message ?? ""}\n${e.stack ?? ""}`.slice(0, ERROR_CHARS) });
     if (failures.length) result.failures = failures;
     result.fileFailed = module.state() === "failed" && result.failed === 0;
     result.durationMs = Math.round(module.diagnostic().duration);

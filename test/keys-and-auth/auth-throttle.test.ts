@@ -18,8 +18,9 @@ const randomKey = () => {
     .replace(/=+$/, "");
   return `sk_test_${token}`;
 };
-/** An address of the documentation range, new for each test so the binding's counts never carry over. */
-const address = () => `198.51.100.${Math.floor(Math.random() * 250) + 1}`;
+/** An address of the documentation range, new for each call so the binding's counts never carry over. */
+let lastAddress = Math.floor(Math.random() * 200);
+const address = () => `198.51.100.${(lastAddress++ % 250) + 1}`;
 const from = (ip: string) => ({ "CF-Connecting-IP": ip });
 /**
  * Failures to send until the address is refused: the binding counts in fixed windows, and a
