@@ -104,15 +104,20 @@ function openShards(env: Env): ShardName[] {
   return listed.length ? listed : [...SHARD_NAMES];
 }
 
-/** The open shard with the fewest agencies (the first such one in order on a tie). */
-export async function emptiestShard(env: Env): Promise<ShardName> {
-  const open = openShards(env);
+/** How many agencies each shard holds, from the control database's map (one query). */
+async function agenciesByShard(env: Env): Promise<Map<string, number>> {
   const rows = await controlDb(env)
     .select({ shard: agencyShards.shard, agencies: count() })
     .from(agencyShards)
     .groupBy(agencyShards.shard)
     .all();
-  const held = new Map(rows.map((r) => [r.shard, r.agencies]));
+  return new Map(rows.map((r) => [r.shard, r.agencies]));
+}
+
+/** The open shard with the fewest agencies (the first such one in order on a tie). */
+export async function emptiestShard(env: Env): Promise<ShardName> {
+  const open = openShards(env);
+  const held = await agenciesByShard(env);
   return open.reduce((best, s) => ((held.get(s) ?? 0) < (held.get(best) ?? 0) ? s : best), open[0]!);
 }
 
@@ -136,12 +141,7 @@ export interface ShardStats {
 /** Every shard's figures: one query on the control database and one on each shard. */
 export async function shardStats(env: Env, rowResources: readonly string[]): Promise<ShardStats[]> {
   const open = new Set(openShards(env));
-  const held = await controlDb(env)
-    .select({ shard: agencyShards.shard, agencies: count() })
-    .from(agencyShards)
-    .groupBy(agencyShards.shard)
-    .all();
-  const agencies = new Map(held.map((r) => [r.shard, r.agencies]));
+  const agencies = await agenciesByShard(env);
   return Promise.all(
     SHARD_NAMES.map(async (name) => {
       const result = await shardD1(env, name)
