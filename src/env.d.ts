@@ -27,6 +27,8 @@ interface OptionalSecrets {
   OBSERVABILITY?: string;
   /** The share of ordinary requests whose wide event is logged, 0 to 1 (default 1); errors and slow ones always are. */
   WIDE_EVENT_SAMPLE_RATE?: string;
+  /** How long, in ms, a moved agency's old shard keeps refusing its writes after the switch (default 10000). */
+  MOVE_DWELL_MS?: string;
 }
 
 interface Env extends OptionalSecrets {}

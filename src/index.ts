@@ -6,6 +6,7 @@ export { AgencyBudget } from "./durable/agency-budget";
 export { IdempotencyLedger } from "./durable/idempotency-ledger";
 export { IdempotencyLock } from "./durable/idempotency-lock";
 export { KeyGate } from "./durable/key-gate/gate";
+export { ShardMover } from "./durable/mover/mover";
 
 export default {
   fetch: app.fetch,

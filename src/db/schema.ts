@@ -39,6 +39,69 @@ export const secretDirectory = sqliteTable("secret_directory", {
   agencyId: text("agency_id").notNull(),
 });
 
+/**
+ * The control database's record of each move of an agency from one shard to another: where
+ * it is (`status`, and the step within it), how far each step got (`cursor`), and its counts.
+ */
+export const agencyMoves = sqliteTable(
+  "agency_moves",
+  {
+    id: text("id").primaryKey(),
+    agencyId: text("agency_id").notNull(),
+    fromShard: text("from_shard").notNull(),
+    toShard: text("to_shard").notNull(),
+    status: text("status", { enum: ["copying", "switching", "done", "failed"] }).notNull(),
+    step: text("step").notNull(),
+    cursor: text("cursor"),
+    rowsCopied: integer("rows_copied").notNull().default(0),
+    changesApplied: integer("changes_applied").notNull().default(0),
+    rowsDeleted: integer("rows_deleted").notNull().default(0),
+    failures: integer("failures").notNull().default(0),
+    error: text("error"),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+    switchedAt: text("switched_at"),
+    finishedAt: text("finished_at"),
+  },
+  (t) => [
+    index("agency_moves_agency").on(t.agencyId, t.createdAt),
+    uniqueIndex("agency_moves_running").on(t.agencyId).where(sql`${t.status} IN ('copying', 'switching')`),
+  ],
+);
+
+/**
+ * On a shard an agency is leaving, the agency and how far its leaving got: while `copying`,
+ * every change to its rows is journalled; once `fenced`, every write to them is refused; once
+ * `gone` (its new shard serves it), inserts are refused and updates and deletes skip its rows,
+ * which the move deletes in pages. Kept by triggers on every table of an agency's rows.
+ */
+export const agencyDepartures = sqliteTable("agency_departures", {
+  agencyId: text("agency_id").primaryKey(),
+  moveId: text("move_id").notNull(),
+  state: text("state", { enum: ["copying", "fenced", "gone"] }).notNull(),
+});
+
+/** The rows a leaving agency changed while its move copied them: table and primary key, in order. */
+export const moveJournal = sqliteTable(
+  "move_journal",
+  {
+    seq: integer("seq").primaryKey({ autoIncrement: true }),
+    agencyId: text("agency_id").notNull(),
+    tableName: text("table_name").notNull(),
+    rowKey: text("row_key").notNull(),
+  },
+  (t) => [index("move_journal_agency").on(t.agencyId, t.seq)],
+);
+
+/**
+ * Empty but inside a move's own batches, which put a row here first and take it out last:
+ * the schema's triggers (counters, quotas, sequences, versions, the journal) skip what such a
+ * batch writes, since it copies rows with what they derived already, or deletes them whole.
+ */
+export const moveMute = sqliteTable("move_mute", {
+  id: integer("id").primaryKey(),
+});
+
 export const users = sqliteTable(
   "users",
   {
@@ -191,6 +254,7 @@ export const appointments = sqliteTable(
     updatedAt: updatedAt(),
   },
   (t) => [
+    index("appointments_agency_rows").on(t.agencyId, t.id),
     index("appointments_listing").on(t.listingId, t.status, t.startsAt),
     // What reconciliation walks: an agency's open shoots on a calendar, by id.
     index("appointments_reconcile")
@@ -225,6 +289,7 @@ export const listingOrders = sqliteTable(
     version: integer("version").notNull().default(1),
   },
   (t) => [
+    index("listing_orders_agency_rows").on(t.agencyId, t.id),
     index("listing_orders_page").on(t.listingId, t.createdAt, t.id),
     uniqueIndex("listing_orders_provider_ref").on(t.kind, t.providerReference),
   ],
@@ -444,6 +509,7 @@ export const mediaUploads = sqliteTable(
     updatedAt: updatedAt(),
   },
   (t) => [
+    index("media_uploads_agency_rows").on(t.agencyId, t.id),
     uniqueIndex("media_uploads_object_key").on(t.objectKey),
     index("media_uploads_listing").on(t.listingId, t.status, t.createdAt),
     // A listing's uploads are read a cursor page at a time, in (created_at, id) order.
@@ -475,29 +541,33 @@ export const mediaUploadParts = sqliteTable(
 export type MediaUploadPart = typeof mediaUploadParts.$inferSelect;
 
 /** An agent's own cloud storage (any S3-compatible bucket), where listing media is delivered. */
-export const deliveryDestinations = sqliteTable("delivery_destinations", {
-  userId: text("user_id")
-    .primaryKey()
-    .references(() => users.id),
-  agencyId: text("agency_id")
-    .notNull()
-    .references(() => agencies.id),
-  provider: text("provider", { enum: ["s3"] })
-    .notNull()
-    .default("s3"),
-  endpointUrl: text("endpoint_url").notNull(),
-  bucket: text("bucket").notNull(),
-  region: text("region").notNull(),
-  addressingStyle: text("addressing_style", { enum: ["path", "virtual"] })
-    .notNull()
-    .default("path"),
-  accessKeyId: text("access_key_id").notNull(),
-  /** Sealed under the keyring (domain/sealed-columns.ts); never stored or answered in plaintext. */
-  secretAccessKeySealed: text("secret_access_key_sealed").notNull(),
-  pathPrefix: text("path_prefix").notNull().default(""),
-  createdAt: createdAt(),
-  updatedAt: updatedAt(),
-});
+export const deliveryDestinations = sqliteTable(
+  "delivery_destinations",
+  {
+    userId: text("user_id")
+      .primaryKey()
+      .references(() => users.id),
+    agencyId: text("agency_id")
+      .notNull()
+      .references(() => agencies.id),
+    provider: text("provider", { enum: ["s3"] })
+      .notNull()
+      .default("s3"),
+    endpointUrl: text("endpoint_url").notNull(),
+    bucket: text("bucket").notNull(),
+    region: text("region").notNull(),
+    addressingStyle: text("addressing_style", { enum: ["path", "virtual"] })
+      .notNull()
+      .default("path"),
+    accessKeyId: text("access_key_id").notNull(),
+    /** Sealed under the keyring (domain/sealed-columns.ts); never stored or answered in plaintext. */
+    secretAccessKeySealed: text("secret_access_key_sealed").notNull(),
+    pathPrefix: text("path_prefix").notNull().default(""),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [index("delivery_destinations_agency_rows").on(t.agencyId, t.userId)],
+);
 
 /** One copy of a listing's uploaded files to an agent's destination. */
 export const mediaDeliveries = sqliteTable(
@@ -525,6 +595,7 @@ export const mediaDeliveries = sqliteTable(
     updatedAt: updatedAt(),
   },
   (t) => [
+    index("media_deliveries_agency_rows").on(t.agencyId, t.id),
     index("media_deliveries_listing").on(t.listingId, t.createdAt),
     // The sweep for deliveries that stopped making progress reads unfinished ones by age.
     index("media_deliveries_unfinished").on(t.status, t.updatedAt),
@@ -705,7 +776,10 @@ export const calendarConnections = sqliteTable(
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
-  (t) => [uniqueIndex("calendar_connections_user").on(t.userId)],
+  (t) => [
+    index("calendar_connections_agency_rows").on(t.agencyId, t.id),
+    uniqueIndex("calendar_connections_user").on(t.userId),
+  ],
 );
 export type CalendarConnection = typeof calendarConnections.$inferSelect;
 
@@ -727,6 +801,7 @@ export const sandboxCalendarBlocks = sqliteTable(
     createdAt: createdAt(),
   },
   (t) => [
+    index("sandbox_calendar_blocks_agency_rows").on(t.agencyId, t.id),
     uniqueIndex("sandbox_calendar_blocks_event").on(t.userId, t.eventId),
     index("sandbox_calendar_blocks_user").on(t.userId, t.startsAt),
   ],
@@ -750,6 +825,7 @@ export const calendarDiscrepancies = sqliteTable(
     resolvedAt: text("resolved_at"),
   },
   (t) => [
+    index("calendar_discrepancies_agency_rows").on(t.agencyId, t.id),
     uniqueIndex("calendar_discrepancies_open")
       .on(t.subjectType, t.subjectId, t.kind)
       .where(sql`${t.resolvedAt} IS NULL`),

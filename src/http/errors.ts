@@ -73,6 +73,8 @@ function asDomainError(err: Error, c: Context<AppEnv>): DomainError {
       details: { resource, limit: null, usage: null },
     });
   }
+  // The agency's rows are switching shards (a move's fence): the write was refused whole.
+  if (/\bagency_moving\b/.test(String(err.message))) return new DomainError("agency_moving", { retryAfter: 1 });
   const transient = transientFailure(err);
   if (transient) {
     log.warn("transient failure", {

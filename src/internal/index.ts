@@ -7,6 +7,7 @@ import { appointmentsInternal } from "./appointments";
 import { calendarsInternal } from "./calendars";
 import { listingsInternal } from "./listings";
 import { mediaInternal } from "./media";
+import { movesInternal } from "./moves";
 import { operationsInternal } from "./operations";
 import { sessionsInternal } from "./sessions";
 import { usersInternal } from "./users";
@@ -23,4 +24,5 @@ export const internalApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook
   .route("/", mediaInternal)
   .route("/", webhooksInternal)
   .route("/", calendarsInternal)
-  .route("/", operationsInternal);
+  .route("/", operationsInternal)
+  .route("/", movesInternal);

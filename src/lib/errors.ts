@@ -79,6 +79,17 @@ export const ERRORS = {
   order_already_recorded: [409, "A record with this provider reference exists."],
   tour_number_taken: [409, "A tour with this tour_number already exists in the agency."],
   agency_not_found: [404, "No such agency."],
+  agency_move_refused: [409, "The agency cannot be moved there: it is already on that shard, or it is the platform's."],
+  agency_move_in_progress: [
+    409,
+    "A move of this agency is already running; follow it with GET /internal/v1/moves/{move_id}.",
+  ],
+  move_not_found: [404, "No such move."],
+  agency_moving: [
+    503,
+    "The agency is switching to another database; its writes resume within seconds. Retry after Retry-After " +
+      "seconds; retrying with the same idempotency key is safe.",
+  ],
   api_key_not_found: [404, "No such API key."],
   subscription_not_found: [404, "No such subscription."],
   user_email_taken: [409, "A user of this agency already has this email."],

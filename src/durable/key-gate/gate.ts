@@ -75,6 +75,22 @@ export class KeyGate extends DurableObject<Env> {
     return this.#kept ?? CONTROL_SHARD;
   }
 
+  /**
+   * The key's agency now lives on `shard` (a move switched it): the gate reads and routes there
+   * from now on, with the new shard's bookmark (the old one's means nothing there).
+   */
+  async moveTo(shard: ShardName, bookmark?: string): Promise<void> {
+    this.#kept = shard;
+    this.#bookmark = bookmark;
+    this.#state.invalidate();
+    const sql = this.ctx.storage.sql;
+    const keep =
+      "INSERT INTO gate_meta (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value";
+    sql.exec(keep, "shard", shard);
+    if (bookmark === undefined) sql.exec("DELETE FROM gate_meta WHERE name = 'bookmark'");
+    else sql.exec(keep, "bookmark", bookmark);
+  }
+
   /** A change made elsewhere (the minting user's state, the rotation sweep): read the key afresh. */
   async reload(): Promise<void> {
     this.#state.invalidate();
