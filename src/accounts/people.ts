@@ -1,7 +1,8 @@
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../db/client";
 import type { User } from "../db/schema";
-import { changeManager, deactivateUser as deactivateInAgency } from "../domain/people/moves";
+import { ownerOf, shardDb, shardOfEnv } from "../db/shards";
+import { changeManager, changeManagerAcross, deactivateUser as deactivateInAgency } from "../domain/people/moves";
 import { isPlatformRole } from "../domain/roles";
 import { refreshKeysMintedBy } from "./key-changes";
 
@@ -13,7 +14,10 @@ import { refreshKeysMintedBy } from "./key-changes";
  * repeating a call whose notice was cut short completes it.
  */
 
-/** Moves a user and their subtree under another manager, possibly in another agency. */
+/**
+ * Moves a user and their subtree under another manager, possibly in another agency, and so
+ * possibly onto another shard (`changeManagerAcross`).
+ */
 export async function moveUser(
   env: Env,
   db: Db,
@@ -21,7 +25,11 @@ export async function moveUser(
   managerId: string | null,
   alsoWrite: BatchItem<"sqlite">[] = [],
 ): Promise<User> {
-  const moved = await changeManager(db, userId, managerId, alsoWrite);
+  const across = managerId ? await ownerOf(env, "user", managerId) : undefined;
+  const moved =
+    across && across.shard !== shardOfEnv(env)
+      ? await changeManagerAcross(db, shardDb(env, across.shard), userId, managerId!, alsoWrite)
+      : await changeManager(db, userId, managerId, alsoWrite);
   await refreshKeysMintedBy(env, db, moved.id, { subtree: true, everyShard: isPlatformRole(moved.role) });
   return moved;
 }

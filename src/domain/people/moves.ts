@@ -1,7 +1,16 @@
 import { and, eq, inArray, sql } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../../db/client";
-import { calendarConnections, deliveryDestinations, sandboxCalendarBlocks, type User, users } from "../../db/schema";
+import {
+  agencies,
+  agencyUsage,
+  calendarConnections,
+  deliveryDestinations,
+  sandboxCalendarBlocks,
+  sessions,
+  type User,
+  users,
+} from "../../db/schema";
 import { DomainError } from "../../lib/errors";
 import { nowIso } from "../../lib/ids";
 import { isUniqueViolation } from "../constraint";
@@ -110,6 +119,99 @@ export async function changeManager(
   });
   return moved!;
 }
+
+/**
+ * Moves a user and their subtree under a manager of an agency on another shard (`target`; the
+ * user's own is `source`), with the guarantees of a move inside one shard: the new agency's
+ * shard gets the movers' rows (and their sessions) first, with `user.hierarchy_changed`; then,
+ * in one batch on the old shard, they leave their agency as `changeManager` leaves it. Their rows
+ * stay on the old shard too, now naming the new agency, so the old agency's keys they minted
+ * still name their minter (and are refused, as after any move out of the agency). A failure
+ * between the two batches leaves the movers in both agencies; repeating the move completes it.
+ */
+export async function changeManagerAcross(
+  source: Db,
+  target: Db,
+  userId: string,
+  managerId: string,
+  alsoWrite: BatchItem<"sqlite">[] = [],
+): Promise<User> {
+  const user = await getUserById(source, userId);
+  const manager = await activeManager(target, managerId);
+  const agency = await getAgency(target, manager.agencyId);
+  checkRoleFits(user.role as Role, agency, manager.id);
+  const movers = await source
+    .select()
+    .from(users)
+    .where(inArray(users.id, subtreeOf(userId)))
+    .all();
+  const ids = JSON.stringify(movers.map((m) => m.id));
+  const clash = await target
+    .select({ id: users.id })
+    .from(users)
+    .where(
+      and(
+        eq(users.agencyId, agency.id),
+        sql`${users.email} IN (SELECT value FROM json_each(${JSON.stringify(movers.map((m) => m.email))}))`,
+        sql`${users.id} NOT IN (SELECT value FROM json_each(${ids}))`,
+      ),
+    )
+    .get();
+  if (clash)
+    throw new DomainError("user_email_taken", {
+      message: "A user of the subtree has an email that a user of the new agency already has.",
+    });
+  const moverSessions = await source
+    .select()
+    .from(sessions)
+    .where(sql`${sessions.userId} IN (SELECT value FROM json_each(${ids}))`)
+    .all();
+  const at = nowIso();
+  const arriving = movers.map((m) =>
+    m.id === userId
+      ? { ...m, agencyId: agency.id, managerId: manager.id, updatedAt: at, version: m.version + 1 }
+      : { ...m, agencyId: agency.id, updatedAt: at },
+  );
+  const [moved] = arriving;
+  await target.batch([
+    outboxInsert(target, agency.id, "user.hierarchy_changed", {
+      user_id: userId,
+      managerId: manager.id,
+      previous_manager_id: null,
+      agency_changed: true,
+    }),
+    ...arriving.map((row) =>
+      target
+        .insert(users)
+        .values(row)
+        .onConflictDoUpdate({ target: users.id, set: withoutId(row) }),
+    ),
+    ...moverSessions.map((row) => target.insert(sessions).values(row).onConflictDoNothing()),
+  ]);
+  await source.batch([
+    // The rows left behind name the new agency, whose own row is copied here for them to name.
+    source.insert(agencies).values(agency).onConflictDoNothing(),
+    source
+      .update(users)
+      .set({ managerId: manager.id, agencyId: agency.id, updatedAt: at, version: nextVersion(users.version) })
+      .where(and(eq(users.id, userId), sql`${users.agencyId} <> ${agency.id}`)),
+    source
+      .update(users)
+      .set({ agencyId: agency.id, updatedAt: at })
+      .where(and(inArray(users.id, subtreeOf(userId)), sql`${users.agencyId} <> ${agency.id}`)),
+    ...leaveAgency(source, user.agencyId, userId, user.managerId, at),
+    source.delete(sessions).where(sql`${sessions.userId} IN (SELECT value FROM json_each(${ids}))`),
+    // The new agency's count of users lives on its own shard.
+    source.delete(agencyUsage).where(and(eq(agencyUsage.agencyId, agency.id), eq(agencyUsage.resource, "users"))),
+    ...alsoWrite,
+  ]);
+  return getUserById(target, moved!.id);
+}
+
+const withoutId = <T extends { id: string }>(row: T): Omit<T, "id"> => {
+  const { id: _, ...rest } = row;
+  return rest;
+};
 
 /**
  * Deactivates (or suspends) a user once; a repeat changes nothing and emits nothing. The user
