@@ -32,6 +32,8 @@ declare module "autocannon" {
       setupRequest?: (req: any) => any;
     }[];
   }
-  function autocannon(opts: Options): Promise<Result>;
+  /** A run under way: awaited for its result, or stopped early (it then resolves with what it measured). */
+  type Instance = Promise<Result> & { stop(): void };
+  function autocannon(opts: Options): Instance;
   export default autocannon;
 }

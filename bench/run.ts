@@ -12,7 +12,7 @@
 // Shorter runs for development: BENCH_SECONDS (per row, default 10), BENCH_WARMUP (3),
 // BENCH_ROWS (rows of the big agency, default 100000), BENCH_HOOK_SECONDS (15),
 // BENCH_HOOK_RATE (20 creates/s), BENCH_LAYERS=1 adds the guard-layer rows, BENCH_PHASES (a comma-separated
-// list of core, tenants, post, sequence, observability, growth, webhooks, startup; every phase when unset) runs
+// list of core, tenants, post, sequence, observability, shards, growth, webhooks, startup; every phase when unset) runs
 // only those phases. BENCH_COLD_STARTS (3): fresh starts of each Worker in the startup phase.
 // BENCH_ROUNDS (3): the slices in which a route and its floor (or single key) are measured in turns.
 // BENCH_PROFILE=<dir> writes a CPU profile of each row's Worker and prints its heaviest functions.
@@ -38,6 +38,7 @@ import { cleanupNow, errorLines, runChild, stateDir, stopChildren } from "./lib/
 import { printGoals, printTable, type Row, size } from "./lib/report.ts";
 import { type GrowthAgency, generateAgency } from "./lib/seed.ts";
 import { measureSequence } from "./lib/sequence.ts";
+import { shardSpecs } from "./lib/shards.ts";
 import { type BundleFile, type ColdStarts, measureBundle, measureColdStarts, printStartup } from "./lib/startup.ts";
 import { measurePipeline, type PipelineRun, Receiver } from "./lib/webhooks.ts";
 import { RUNNER_NAME, serveWorker } from "./lib/workers.ts";
@@ -50,7 +51,17 @@ const TENANT_AGENCIES = 8;
 const KEYS_PER_AGENCY = 8;
 const READY_TIMEOUT_MS = 180_000;
 const COLD_STARTS = Number(process.env.BENCH_COLD_STARTS ?? 3);
-const PHASES = ["core", "tenants", "post", "sequence", "observability", "growth", "webhooks", "startup"] as const;
+const PHASES = [
+  "core",
+  "tenants",
+  "post",
+  "sequence",
+  "observability",
+  "shards",
+  "growth",
+  "webhooks",
+  "startup",
+] as const;
 const chosen = (process.env.BENCH_PHASES ?? "")
   .split(",")
   .map((p) => p.trim())
@@ -280,6 +291,16 @@ async function main() {
       keep("obsPostOff", o.postOff);
     },
     runs("observability"),
+  );
+  await phase(
+    "shards",
+    async () => {
+      const [alone, far, near] = await measureAlternating(await shardSpecs(api, appOrigin));
+      keep("shardAlone", alone!);
+      keep("shardFar", far!);
+      keep("shardNear", near!);
+    },
+    runs("shards"),
   );
   if (process.env.BENCH_LAYERS) await phase("guard layers", () => layers(api, appOrigin, agency.id, owner.id, figures));
 

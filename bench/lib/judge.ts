@@ -83,6 +83,19 @@ export function judgeRun(
   add("obsPostOff");
   add("obsPostSampled", { floor: f("obsPostOff") });
   add("obsPostOn", { floor: f("obsPostOff"), goal: postObserved });
+  const shardAlone = f("shardAlone");
+  const shardFar = f("shardFar");
+  const shardVerdict =
+    shardAlone && shardFar
+      ? verdict(
+          shardFar.p99 <= 1.1 * shardAlone.p99,
+          `p99 ${shardFar.p99.toFixed(1)} ms beside the filler, ${shardAlone.p99.toFixed(1)} ms alone ` +
+            `(${(shardFar.p99 / shardAlone.p99).toFixed(2)}×, ≤ 1.10×)`,
+        )
+      : undefined;
+  add("shardAlone");
+  add("shardFar", { ref: shardAlone, goal: shardVerdict });
+  add("shardNear", { ref: shardAlone });
   for (const id of ["layer-format", "layer-unknown", "layer-scope"]) add(id);
   rows.push(...growthRows);
   const hook10 = hooks.find((h) => h.name.includes("10 endpoints"));
@@ -103,6 +116,7 @@ export function judgeRun(
     getObserved,
     postObserved,
   ]);
+  judge("a reader on another shard keeps its p99 within 10% while an agency fills its own shard", [shardVerdict]);
   judge(
     `every other list route, filter and search ≥ 0.8× from ${sizes}`,
     growthRows.filter((r) => !r.perRow).map((r) => r.goal),

@@ -51,6 +51,8 @@ export interface Spec {
   name: string;
   opts: Parameters<typeof autocannon>[0];
   options?: MeasureOptions;
+  /** Runs each of the row's slices inside other work (another load beside it, say). */
+  around?: <T>(slice: () => Promise<T>) => Promise<T>;
 }
 
 /** Rounds of an alternated measurement: each row's time is cut into this many slices, taken in turn. */
@@ -150,7 +152,10 @@ export async function measureAlternating(specs: Spec[]): Promise<Figure[]> {
   const seconds = Math.max(1, Math.round(DURATION / ROUNDS));
   const order = [...specs.keys()];
   for (let round = 0; round < ROUNDS; round++)
-    for (const i of round % 2 ? [...order].reverse() : order)
-      slices[i]!.push(await slice(specs[i]!, seconds, round === 0));
+    for (const i of round % 2 ? [...order].reverse() : order) {
+      const spec = specs[i]!;
+      const one = () => slice(spec, seconds, round === 0);
+      slices[i]!.push(await (spec.around ? spec.around(one) : one()));
+    }
   return specs.map((spec, i) => figureOf(spec.name, slices[i]!));
 }
