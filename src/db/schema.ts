@@ -70,15 +70,17 @@ export const agencyMoves = sqliteTable(
 );
 
 /**
- * On a shard an agency is leaving, the agency and how far its leaving got: while `copying`,
- * every change to its rows is journalled; once `fenced`, every write to them is refused; once
- * `gone` (its new shard serves it), inserts are refused and updates and deletes skip its rows,
- * which the move deletes in pages. Kept by triggers on every table of an agency's rows.
+ * A moving agency on each shard it touches, and how far its move got: on the shard it leaves,
+ * while `copying` every change to its rows is journalled; once `fenced` every write to them is
+ * refused; once `gone` (the new shard serves it) inserts are refused and updates and deletes
+ * skip its rows, which the move deletes in pages. On the shard it goes to, `arriving` is like
+ * `gone` until the switch: that shard's jobs leave the copied rows alone. Kept by triggers on
+ * every table of an agency's rows.
  */
 export const agencyDepartures = sqliteTable("agency_departures", {
   agencyId: text("agency_id").primaryKey(),
   moveId: text("move_id").notNull(),
-  state: text("state", { enum: ["copying", "fenced", "gone"] }).notNull(),
+  state: text("state", { enum: ["copying", "fenced", "gone", "arriving"] }).notNull(),
 });
 
 /** The rows a leaving agency changed while its move copied them: table and primary key, in order. */

@@ -161,11 +161,17 @@ export async function shardStats(env: Env, rowResources: readonly string[]): Pro
   );
 }
 
-/** The key a secret belongs to and the shard of its agency, from the control database; undefined for none. */
+/**
+ * The key a secret belongs to and the shard of its agency, from the control database; undefined
+ * for none. The control database's own secrets count only while the map places their agency
+ * there (a moved agency's are deleted in pages after it left).
+ */
 export async function findSecret(env: Env, hash: string): Promise<{ keyId: string; shard: ShardName } | undefined> {
   const row = await rootOf(env)
     .DB.prepare(
-      `SELECT key_id AS keyId, '${CONTROL_SHARD}' AS shard FROM api_key_secrets WHERE hash = ?1
+      `SELECT s.key_id AS keyId, m.shard AS shard FROM api_key_secrets s
+       JOIN api_keys k ON k.id = s.key_id JOIN agency_shards m ON m.agency_id = k.agency_id
+       WHERE s.hash = ?1 AND m.shard = '${CONTROL_SHARD}'
      UNION ALL
      SELECT d.key_id AS keyId, m.shard AS shard FROM secret_directory d
        JOIN agency_shards m ON m.agency_id = d.agency_id WHERE d.hash = ?1

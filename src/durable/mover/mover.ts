@@ -14,9 +14,10 @@ import {
   type Progress,
   purgePage,
   record,
+  requeue,
 } from "./steps";
 
-/** Failed tries of one step before a move that has not switched yet gives up (leaving the agency whole where it was). */
+/** Failed tries of one step before a move that has not switched gives up (the agency stays whole where it was). */
 const MAX_FAILURES = 5;
 /** Steps one alarm runs before it hands over to the next, so an invocation stays within D1's query limit. */
 const STEPS_PER_ALARM = 4;
@@ -76,11 +77,12 @@ export class ShardMover extends DurableObject<Env> {
       }
       case "flip": {
         await flip(this.env, move);
-        return {
-          step: "dwell",
-          switchedAt: new Date().toISOString(),
-          cursor: { until: Date.now() + dwellMs(this.env) },
-        };
+        const until = Date.now() + dwellMs(this.env);
+        return { step: "requeue", switchedAt: new Date().toISOString(), cursor: { until, at: null } };
+      }
+      case "requeue": {
+        const at = await requeue(this.env, move, cursor?.at ?? null);
+        return { step: at ? "requeue" : "dwell", cursor: { until: cursor?.until ?? 0, at: at ?? null } };
       }
       case "dwell":
         return this.#leave(move);

@@ -12,7 +12,7 @@ import {
 } from "../../db/move-rows";
 import { MOVED_TABLES, type MovedTable, movedTable } from "../../db/moved-tables";
 import { agencyMoves, agencyShards } from "../../db/schema";
-import { controlDb, enterSecret, type ShardName, shardD1 } from "../../db/shards";
+import { controlDb, enterSecret, type ShardName, shardD1, shardEnv } from "../../db/shards";
 import { anchorStaff } from "../../domain/people/placement";
 import { nowIso } from "../../lib/ids";
 import type { AgencyMove } from "./moves";
@@ -56,11 +56,22 @@ export async function begin(env: Env, move: AgencyMove): Promise<Progress> {
   return { step: "copy", cursor: { table: 0, at: null } };
 }
 
-/** Keys minted by the platform's staff name a staff user the new shard must hold first. */
+/**
+ * A key names its minting user, who the new shard must hold first: platform staff, or a user
+ * who has since left for another agency (whose row is copied as it is, only so the key can
+ * name it, as a user moved across shards leaves one behind).
+ */
 async function anchorMinters(env: Env, move: AgencyMove, t: MovedTable, rows: Row[]): Promise<void> {
   if (t.name !== "api_keys") return;
   const minters = new Set(rows.map((r) => r.minted_by_user_id).filter((m): m is string => typeof m === "string"));
-  for (const minter of minters) await anchorStaff(env, move.toShard as ShardName, minter);
+  const from = d1(env, move.fromShard);
+  const to = d1(env, move.toShard);
+  for (const minter of minters) {
+    await anchorStaff(env, move.toShard as ShardName, minter);
+    if (await to.prepare("SELECT 1 FROM users WHERE id = ?1").bind(minter).first()) continue;
+    const row = await from.prepare("SELECT * FROM users WHERE id = ?1").bind(minter).first<Row>();
+    if (row) await mutedBatch(to, [copyStatement(to, movedTable("users")!, row)]);
+  }
 }
 
 /** Copies a page of the current table's rows as they are now; past the last table, catches up. */
@@ -172,6 +183,29 @@ export async function flip(env: Env, move: AgencyMove): Promise<string[]> {
   for (const { id } of all) if (!keys.includes(id)) keys.push(id);
   for (const keyId of keys) await env.KEY_GATE.getByName(keyId).moveTo(move.toShard as ShardName);
   return keys;
+}
+
+/**
+ * Sends a page of the agency's pending webhook deliveries again, to the new shard's consumer:
+ * messages sent before the switch name the old shard, which no longer delivers them (a
+ * delivery is still sent at most once at a time: the consumer's lease holds it).
+ */
+export async function requeue(env: Env, move: AgencyMove, at: Cursor): Promise<Cursor | undefined> {
+  const to = d1(env, move.toShard);
+  const { results } = await to
+    .prepare(
+      `SELECT id, created_at AS createdAt, rowid AS r FROM webhook_deliveries
+       WHERE agency_id = ?1 AND status = 'pending' AND (?2 IS NULL OR (created_at, rowid) > (?2, ?3))
+       ORDER BY created_at, rowid LIMIT ${PAGE_ROWS}`,
+    )
+    .bind(move.agencyId, at?.[0] ?? null, at?.[1] ?? null)
+    .all<{ id: string; createdAt: string; r: number }>();
+  if (results.length) {
+    const queue = shardEnv(env, move.toShard as ShardName).WEBHOOK_QUEUE;
+    await queue.sendBatch(results.map((d) => ({ body: { delivery_id: d.id } })));
+  }
+  const last = results.at(-1);
+  return results.length < PAGE_ROWS || !last ? undefined : [last.createdAt, last.r];
 }
 
 /** Deletes a page of the agency's rows on `shard`, children first; answers the rows deleted and what is left. */

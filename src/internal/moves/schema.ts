@@ -25,7 +25,8 @@ export const MoveSchema = z
     }),
     step: z.string().openapi({
       description:
-        "The step within the status: start, copy, catch_up, drain, check, flip, dwell, purge, abandon, finished.",
+        "The step within the status: start, copy, catch_up, drain, check, flip, requeue, dwell, purge, abandon, " +
+        "finished.",
       example: "copy",
     }),
     counts: z.object({
