@@ -116,6 +116,8 @@ async function workersProject(name: string, files: { include?: string[]; exclude
             ...TEST_SECRETS,
             // A moved agency's old shard refuses its writes this long after the switch (10 s deployed).
             MOVE_DWELL_MS: "300",
+            // New agencies stay on the first shard here; a test puts one on the second itself (makeTenant).
+            OPEN_SHARDS: "shard-1",
             // `npm run fuzz` hands its seed and request count to the fuzz files.
             FUZZ_SEED: process.env.FUZZ_SEED ?? "",
             FUZZ_RUNS: process.env.FUZZ_RUNS ?? "",

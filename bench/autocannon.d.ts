@@ -20,6 +20,8 @@ declare module "autocannon" {
     url: string;
     connections?: number;
     duration?: number;
+    /** Requests a second over all connections, at most. */
+    overallRate?: number;
     timeout?: number;
     method?: string;
     headers?: Record<string, string>;

@@ -148,3 +148,26 @@ describe("the tables a move knows", () => {
     expect(unmuted.map((g) => g.name)).toEqual([]);
   });
 });
+
+describe("a move set back, as after a restart that lost its last record", () => {
+  it("redoes the steps from where its record says and ends with the same rows, none doubled", async () => {
+    const t = await makeTenant();
+    for (let i = 0; i < 4; i++) await makeListing(t);
+    const before = await rowsOn("shard-1", t.agencyId);
+    const move = await startMove(t.agencyId, "shard-2");
+    // Once some rows are copied, the record goes back to the first page, as if no step after the first had been kept.
+    for (let i = 0; i < 500 && (await readMove(move.move_id)).counts.rows_copied === 0; i++)
+      await new Promise((r) => setTimeout(r, 5));
+    await env.DB.prepare(
+      `UPDATE agency_moves SET step = 'copy', cursor = '{"table":0,"at":null}', status = 'copying'
+       WHERE id = ?1 AND switched_at IS NULL`,
+    )
+      .bind(move.move_id)
+      .run();
+    const done = await finished(move.move_id);
+    expect(done.status, JSON.stringify(done)).toBe("done");
+    expect(await rowsOn("shard-2", t.agencyId)).toEqual(before);
+    expect(await rowsOn("shard-1", t.agencyId)).toEqual({});
+    expect((await call("/api/v1/listings?limit=100", { key: t.key })).json.data).toHaveLength(4);
+  });
+});

@@ -31,7 +31,7 @@ const createAgency = async (opts: { shard?: ShardName } = {}) => {
 describe("agencies on shards", () => {
   it("a new agency goes to an open shard; one placed on another has its rows there alone", async () => {
     const placed = await createAgency({});
-    // OPEN_SHARDS leaves only the first shard open to new agencies here.
+    // The tests' OPEN_SHARDS (vitest.config.ts) leaves only the first shard open to new agencies.
     expect(placed.shard).toBe("shard-1");
     const moved = await createAgency({ shard: "shard-2" });
     expect(moved.shard).toBe("shard-2");
