@@ -14,7 +14,7 @@ import {
   sweepProviderEvents,
 } from "./domain/retention";
 import { keyringOf } from "./lib/crypto/keyring";
-import { errorText, log } from "./lib/telemetry/log";
+import { errorText, log, logFailure } from "./lib/telemetry/log";
 import { inRun } from "./lib/telemetry/run-event";
 import { sweepStuckDeliveries } from "./media/delivery/stuck";
 import { markStaleDeliveriesDead } from "./webhooks/delivery/stale";
@@ -103,16 +103,14 @@ async function runJobs(controller: ScheduledController, env: Env): Promise<void>
         const result = await run(env, controller.scheduledTime);
         log.info(message, { job, ...result });
       } catch (err) {
-        log.error("nightly job failed", { job, error: errorText(err) });
+        logFailure("nightly job failed", { job }, err);
       }
     }
   }
   if (controller.cron === RECONCILE_CRON) {
     log.info("calendars reconciled", { job: "calendar_reconciliation", ...(await reconcileCalendars(env)) });
     // Discrepancies it reported leave now rather than at the next minute's sweep.
-    await sweepOutbox(env).catch((err: unknown) =>
-      log.error("outbox drain failed", { job: "outbox_drain", error: String(err) }),
-    );
+    await sweepOutbox(env).catch((err: unknown) => logFailure("outbox drain failed", { job: "outbox_drain" }, err));
   }
   if (controller.cron === EVERY_MINUTE) {
     const stuck = await sweepStuckDeliveries(env, controller.scheduledTime).catch((err: unknown) => {
@@ -126,7 +124,7 @@ async function runJobs(controller: ScheduledController, env: Env): Promise<void>
     // Retention a minute at a time, so a day's removals outrun what the quotas let agencies hold.
     const swept = await sweepRetention(env, controller.scheduledTime, RETENTION_MINUTE_STATEMENTS).catch(
       (err: unknown) => {
-        log.error("event retention failed", { job: "event_retention", error: String(err) });
+        logFailure("event retention failed", { job: "event_retention" }, err);
         return undefined;
       },
     );

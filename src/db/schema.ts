@@ -663,6 +663,14 @@ export const webhookEndpoints = sqliteTable(
     sandboxDropNext: integer("sandbox_drop_next").notNull().default(0),
     /** Raised by every change a reader can see (a trigger, in the same statement); the ETag is built from it. */
     version: integer("version").notNull().default(1),
+    /** Conditions on an event's envelope, all of which it must meet to be delivered here; null: none. */
+    filters: text("filters", { mode: "json" }).$type<
+      { path: string; in: (string | number | boolean | null)[] }[] | null
+    >(),
+    /** `full`: the envelope with `data`; `thin`: the envelope with `resource` and its ids only. */
+    payload: text("payload", { enum: ["full", "thin"] })
+      .notNull()
+      .default("full"),
   },
   (t) => [index("webhook_endpoints_agency_page").on(t.agencyId, t.createdAt, t.id)],
 );
@@ -676,7 +684,7 @@ export const webhookDeliveries = sqliteTable(
     eventId: text("event_id").notNull(),
     endpointId: text("endpoint_id").notNull(),
     agencyId: text("agency_id").notNull(),
-    status: text("status", { enum: ["pending", "delivered", "dead"] })
+    status: text("status", { enum: ["pending", "delivered", "dead", "filtered"] })
       .notNull()
       .default("pending"),
     attempts: integer("attempts").notNull().default(0),

@@ -124,6 +124,9 @@ const ERROR_GUIDE = {
   ),
   stripe_signature_invalid: fix("Sign with the endpoint's secret and send within 5 minutes of the signature time."),
   webhook_url_not_allowed: fix("Use a public https URL; private, loopback and metadata addresses are refused."),
+  webhook_filter_invalid: fix(
+    "Name a field of data that one of the endpoint's event types carries (the catalog's payload_schema).",
+  ),
   webhook_event_type_not_allowed: fix("Subscribe to event types of the catalog (GET /api/v1/webhooks/events)."),
   agency_quota_exceeded: later(
     "The agency stores details.limit of details.resource already (GET /api/v1/limits shows every quota); delete " +

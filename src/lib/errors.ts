@@ -117,6 +117,7 @@ export const ERRORS = {
   ],
   stripe_signature_invalid: [400, "The Stripe-Signature header does not verify, or is older than 5 minutes."],
   webhook_url_not_allowed: [422, "The receiver URL must be a public https URL."],
+  webhook_filter_invalid: [422, "A filter's path names no field of the payload_schema of the endpoint's event types."],
   webhook_event_type_not_allowed: [422, "An event type is unknown or cannot be subscribed to."],
   webhook_endpoint_limit_reached: [
     409,

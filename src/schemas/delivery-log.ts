@@ -42,10 +42,11 @@ export const DeliveryLogEntrySchema = z
       example: "evt_0mhx3k2a1q8v2l0c9z7rj4",
     }),
     event_type: z.enum(EVENT_TYPE_NAMES).openapi({ example: "listing.created" }),
-    status: z.enum(["pending", "delivered", "dead"]).openapi({
+    status: z.enum(["pending", "delivered", "dead", "filtered"]).openapi({
       description:
         "`pending`: queued or being retried. `delivered`: a 2xx answer within 10 seconds. `dead`: retries " +
-        "exhausted (about three days), or the endpoint or its URL became unusable; only the dashboard replays it.",
+        "exhausted (about three days), or the endpoint or its URL became unusable; only the dashboard replays it. " +
+        "`filtered`: the endpoint's `filters` did not select the event, so nothing was sent (not lost).",
       example: "delivered",
     }),
     attempts: z.number().int().openapi({ description: "Attempts made so far, replays included.", example: 2 }),

@@ -19,13 +19,13 @@ export const RETENTION_ROWS_PER_DAY =
   (24 * 60 * RETENTION_MINUTE_STATEMENTS + RETENTION_MAX_STATEMENTS) * RETENTION_PAGE;
 
 /**
- * A delivery the sweep may delete: settled (delivered or dead) and last touched before
+ * A delivery the sweep may delete: settled (delivered, dead or filtered) and last touched before
  * the horizon. A pending delivery is never deleted, whatever its age: retries end about
  * three days after the first attempt, so only a delivery replayed from the dashboard can
  * be pending past the horizon, and it keeps its log (and its event) until it settles.
  */
 const settledBefore = (cutoff: string) =>
-  and(inArray(webhookDeliveries.status, ["delivered", "dead"]), lt(webhookDeliveries.updatedAt, cutoff));
+  and(inArray(webhookDeliveries.status, ["delivered", "dead", "filtered"]), lt(webhookDeliveries.updatedAt, cutoff));
 
 /** One page of attempts of deletable deliveries. */
 function deleteAttempts(db: Db, cutoff: string) {

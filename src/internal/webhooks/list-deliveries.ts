@@ -17,7 +17,7 @@ export const listWebhookDeliveriesRoute = internalRoute([], {
     params: z.object({ agency_id: z.string() }),
     query: z.strictObject({
       ...cursorQuery,
-      status: z.enum(["pending", "delivered", "dead"]).optional(),
+      status: z.enum(["pending", "delivered", "dead", "filtered"]).optional(),
       event_id: z.string().optional(),
     }),
   },

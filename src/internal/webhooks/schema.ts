@@ -14,7 +14,7 @@ export const DeliverySchema = z
     id: z.string(),
     event_id: z.string(),
     endpoint_id: z.string(),
-    status: z.enum(["pending", "delivered", "dead"]),
+    status: z.enum(["pending", "delivered", "dead", "filtered"]),
     attempts: z.number().int(),
     last_response_status: z.number().int().nullable(),
     last_error: z.string().nullable(),

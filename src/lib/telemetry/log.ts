@@ -24,5 +24,12 @@ export const log = {
   error: (message: string, fields: LogFields = {}) => write("error", message, fields),
 };
 
+/**
+ * Logs a job's failure as an error, unless it is a moving agency's fence (`agency_moving`):
+ * the job meets it by design for the seconds of a move's switch and retries, so it is info.
+ */
+export const logFailure = (message: string, fields: LogFields, err: unknown) =>
+  (/\bagency_moving\b/.test(String(err)) ? log.info : log.error)(message, { ...fields, error: errorText(err) });
+
 /** An error's text as logged (`String(err)`: its name and message). */
 export const errorText = (err: unknown): string => String(err);

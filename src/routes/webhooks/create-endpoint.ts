@@ -11,7 +11,12 @@ export const createEndpointRoute = publicRoute(
     endpoint: "manage_webhook_endpoints",
     scope: "webhooks:write",
     roles: ["super_admin", "admin", "media_agency", "broker", "team_lead"],
-    errors: ["webhook_url_not_allowed", "webhook_event_type_not_allowed", "webhook_endpoint_limit_reached"],
+    errors: [
+      "webhook_url_not_allowed",
+      "webhook_event_type_not_allowed",
+      "webhook_endpoint_limit_reached",
+      "webhook_filter_invalid",
+    ],
     replaysToCallerOnly: true,
   },
   {
@@ -40,7 +45,10 @@ export const createEndpointRoute = publicRoute(
       "Like every POST, a repeat with the same `X-Idempotency-Key` by the same API key within 24 hours answers " +
       "this same response, so a client that lost it can still learn the secret (the cached answer is kept " +
       "encrypted); another key of the agency reusing that idempotency key gets 409 `idempotency_key_conflict`, " +
-      "never the secret. A new idempotency key registers a new endpoint.",
+      "never the secret. A new idempotency key registers a new endpoint. " +
+      "`filters` deliver only the events that meet every condition (`data.<field>` and the values it may hold; " +
+      "a path that none of the endpoint's event types carries is 422 `webhook_filter_invalid`), and `payload: " +
+      "thin` sends the envelope without `data`, with `resource` and its ids.",
     request: { body: { content: json(CreateWebhookEndpointBody) } },
     responses: created(
       "The endpoint and its signing secret (shown once).",
@@ -59,7 +67,14 @@ export const createEndpointHandler: RouteHandler<typeof createEndpointRoute, App
     db,
     caller.agencyId,
     c.env,
-    { url: b.url, eventTypes: b.event_types, description: b.description, scopes: caller.scopes },
+    {
+      url: b.url,
+      eventTypes: b.event_types,
+      description: b.description,
+      filters: b.filters,
+      payload: b.payload,
+      scopes: caller.scopes,
+    },
     ({ id }) => idempotencyMark(c, db, { status: 201, resourceType: "webhook_endpoint", resourceId: id }),
   );
   setLocation(c, `/api/v1/webhooks/endpoints/${endpoint.id}`);

@@ -32,7 +32,7 @@ export const listDeliveriesRoute = publicRoute(
       query: z.strictObject({
         ...cursorQuery,
         status: z
-          .enum(["pending", "delivered", "dead"])
+          .enum(["pending", "delivered", "dead", "filtered"])
           .optional()
           .openapi({ description: "Only deliveries with this status.", example: "dead" }),
         event_id: z

@@ -39,7 +39,14 @@ export async function attemptDelivery(
   const { status, error, timedOut } = await postEnvelope(
     verdict.url,
     sign,
-    { id: event.id, type: event.eventType, apiVersion: event.apiVersion, data: event.data, ...syncFields(event) },
+    {
+      id: event.id,
+      type: event.eventType,
+      apiVersion: event.apiVersion,
+      // A thin endpoint gets the envelope and the resource's ids, never the data.
+      ...(endpoint.payload === "thin" ? {} : { data: event.data }),
+      ...syncFields(event),
+    },
     delivery.id,
     started,
     timeoutMs,
@@ -96,7 +103,7 @@ export async function signingSecret(
 export async function postEnvelope(
   url: string,
   sign: Signer,
-  event: { id: string; type: string; apiVersion: string; data: unknown } & Partial<SyncFields>,
+  event: { id: string; type: string; apiVersion: string; data?: unknown } & Partial<SyncFields>,
   deliveryId: string,
   started: number,
   timeoutMs = DELIVERY_TIMEOUT_MS,
@@ -110,7 +117,7 @@ export async function postEnvelope(
     timestamp,
     nonce: randomToken(16),
     ...(event.sequence !== undefined && { sequence: event.sequence, resource: event.resource ?? null }),
-    data: event.data,
+    ...("data" in event && { data: event.data }),
   });
   let status: number | null = null;
   let error: string | null = null;

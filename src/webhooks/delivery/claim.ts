@@ -15,7 +15,7 @@ export interface Target {
   delivery: Pick<WebhookDelivery, "id" | "status" | "eventId" | "endpointId" | "agencyId" | "leasedUntil">;
   endpoint: Pick<
     WebhookEndpoint,
-    "id" | "agencyId" | "url" | "isActive" | "secretSealed" | "consecutiveFailures" | "pausedUntil"
+    "id" | "agencyId" | "url" | "isActive" | "secretSealed" | "consecutiveFailures" | "pausedUntil" | "payload"
   > | null;
 }
 
@@ -73,6 +73,7 @@ export async function claimBatch(db: Db, deliveryIds: string[], now: number): Pr
         secretSealed: webhookEndpoints.secretSealed,
         consecutiveFailures: webhookEndpoints.consecutiveFailures,
         pausedUntil: webhookEndpoints.pausedUntil,
+        payload: webhookEndpoints.payload,
       })
       .from(webhookDeliveries)
       .leftJoin(webhookEndpoints, eq(webhookEndpoints.id, webhookDeliveries.endpointId))
@@ -94,7 +95,7 @@ export async function claimBatch(db: Db, deliveryIds: string[], now: number): Pr
     lease,
     targets: new Map(
       rows.map(({ endpointFound, endpointAgencyId, url, isActive, secretSealed, ...delivery }) => {
-        const { consecutiveFailures, pausedUntil, ...rest } = delivery;
+        const { consecutiveFailures, pausedUntil, payload, ...rest } = delivery;
         const endpoint =
           endpointFound === null || endpointAgencyId === null || url === null || secretSealed === null
             ? null
@@ -106,6 +107,7 @@ export async function claimBatch(db: Db, deliveryIds: string[], now: number): Pr
                 secretSealed,
                 consecutiveFailures: consecutiveFailures ?? 0,
                 pausedUntil,
+                payload: payload ?? "full",
               };
         return [delivery.id, { delivery: rest, endpoint }];
       }),

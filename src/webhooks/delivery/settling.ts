@@ -1,4 +1,4 @@
-import { errorText, log } from "../../lib/telemetry/log";
+import { logFailure } from "../../lib/telemetry/log";
 import type { AttemptOutcome, OutcomeWriter } from "./outcome-writer";
 import { MAX_RETRY_DELAY_SECONDS, retryDelay } from "./retry-schedule";
 
@@ -27,12 +27,11 @@ export const retryLater = (message: Message<unknown>, notBefore = 0) =>
 
 /** Logs a failure of our own (D1, a sealed secret that does not open) that holds back one message. */
 export const logDeliveryFailure = (message: DeliveryMessage, err: unknown) =>
-  log.error("webhook delivery failed", {
-    job: "webhook_delivery",
-    delivery_id: message.body.delivery_id,
-    attempt: message.attempts,
-    error: errorText(err),
-  });
+  logFailure(
+    "webhook delivery failed",
+    { job: "webhook_delivery", delivery_id: message.body.delivery_id, attempt: message.attempts },
+    err,
+  );
 
 /**
  * Settles a batch's attempted and put-back messages (`messages`), each only once its row

@@ -5,12 +5,20 @@ import { keysetPage, type PageRequest } from "../../db/pages";
 import { type WebhookEndpoint, webhookEndpoints } from "../../db/schema";
 import { checkEventTypesReadable, readableEventTypes } from "../../domain/events/access";
 import { EVENT_TYPE_NAMES, type EventType } from "../../domain/events/catalog";
+import { checkFilters, type EndpointFilter } from "../../domain/events/filters";
 import type { Scope } from "../../domain/roles";
 import { seal, webhookSigningSecret } from "../../domain/sealed-columns";
-import { checkVersion, type IfVersion, versionAccepted, versionIn, versionMismatch } from "../../domain/versions";
+import {
+  checkVersion,
+  type IfVersion,
+  nextVersion,
+  versionAccepted,
+  versionIn,
+  versionMismatch,
+} from "../../domain/versions";
 import { type KeyringSecrets, keyringOf } from "../../lib/crypto/keyring";
 import { DomainError } from "../../lib/errors";
-import { newId } from "../../lib/ids";
+import { newId, nowIso } from "../../lib/ids";
 import { checkOutboundUrl } from "../../lib/outbound-url";
 import { newSigningSecret } from "../signing";
 
@@ -85,7 +93,14 @@ export async function createEndpoint(
   db: Db,
   agencyId: string,
   env: KeyringSecrets & { ALLOW_HTTP_RECEIVERS: string },
-  input: { url: string; eventTypes?: string[]; description?: string; scopes: ReadonlySet<Scope> },
+  input: {
+    url: string;
+    eventTypes?: string[];
+    description?: string;
+    filters?: EndpointFilter[];
+    payload?: "full" | "thin";
+    scopes: ReadonlySet<Scope>;
+  },
   alsoWrite: (endpoint: { id: string }) => BatchItem<"sqlite">[] = () => [],
 ): Promise<{ endpoint: WebhookEndpoint; secret: string }> {
   const verdict = checkOutboundUrl(input.url, { allowLocalHttp: env.ALLOW_HTTP_RECEIVERS === "true" });
@@ -95,6 +110,7 @@ export async function createEndpoint(
       details: { field: "url", reason: verdict.reason },
     });
   const eventTypes = subscription(input.eventTypes, input.scopes);
+  if (input.filters) checkFilters(input.filters, eventTypes);
   const secret = newSigningSecret();
   const id = newId("we");
   const created = await db
@@ -107,6 +123,8 @@ export async function createEndpoint(
           url: verdict.url,
           eventTypes,
           description: input.description ?? null,
+          filters: input.filters?.length ? input.filters : null,
+          payload: input.payload ?? "full",
           secretSealed: await seal(keyringOf(env), webhookSigningSecret, { agencyId, boundId: id }, secret),
         })
         .returning(),
@@ -179,6 +197,81 @@ export async function deleteEndpoint(
     if (row && !versionAccepted(row.version, ifVersion)) throw versionMismatch(ifVersion, row.version);
   }
   if (!deleted.length) throw new DomainError("webhook_endpoint_not_found");
+}
+
+/** What an update may change; a field left out keeps its value (`filters: null` clears them). */
+export interface EndpointChange {
+  url?: string;
+  eventTypes?: string[] | null;
+  description?: string | null;
+  filters?: EndpointFilter[] | null;
+  payload?: "full" | "thin";
+}
+
+/**
+ * Changes a receiver in place, its secret and its deliveries kept. New event types need the
+ * caller's read scopes, as on registration; filters are checked against the types the
+ * endpoint takes after the change. An update that changes nothing keeps the version.
+ */
+export async function updateEndpoint(
+  db: Db,
+  endpoint: WebhookEndpoint,
+  change: EndpointChange,
+  env: { ALLOW_HTTP_RECEIVERS: string },
+  scopes: ReadonlySet<Scope>,
+  alsoWrite: BatchItem<"sqlite">[] = [],
+  ifVersion?: IfVersion,
+): Promise<WebhookEndpoint> {
+  checkVersion(endpoint.version, ifVersion);
+  let url = endpoint.url;
+  if (change.url !== undefined) {
+    const verdict = checkOutboundUrl(change.url, { allowLocalHttp: env.ALLOW_HTTP_RECEIVERS === "true" });
+    if (!verdict.ok)
+      throw new DomainError("webhook_url_not_allowed", {
+        message: `url ${verdict.reason}.`,
+        details: { field: "url", reason: verdict.reason },
+      });
+    url = verdict.url;
+  }
+  const eventTypes =
+    change.eventTypes === undefined ? endpoint.eventTypes : subscription(change.eventTypes ?? undefined, scopes);
+  const filters = change.filters === undefined ? endpoint.filters : change.filters?.length ? change.filters : null;
+  if (filters) checkFilters(filters, (eventTypes as EventType[] | null) ?? null);
+  const next = {
+    url,
+    eventTypes: eventTypes ?? null,
+    description: change.description === undefined ? endpoint.description : change.description,
+    filters,
+    payload: change.payload ?? endpoint.payload,
+  };
+  const same = (Object.keys(next) as (keyof typeof next)[]).every(
+    (k) => JSON.stringify(next[k]) === JSON.stringify(endpoint[k]),
+  );
+  const [updated] = await db.batch([
+    db
+      .update(webhookEndpoints)
+      .set(
+        same
+          ? { version: endpoint.version }
+          : { ...next, updatedAt: nowIso(), version: nextVersion(webhookEndpoints.version) },
+      )
+      .where(
+        and(
+          eq(webhookEndpoints.id, endpoint.id),
+          eq(webhookEndpoints.agencyId, endpoint.agencyId),
+          versionIn(webhookEndpoints.version, ifVersion),
+        ),
+      )
+      .returning(),
+    ...alsoWrite,
+  ]);
+  if (!updated[0]) {
+    const now = await endpointVersion(db, endpoint.agencyId, endpoint.id);
+    if (now !== undefined && ifVersion !== undefined && !versionAccepted(now, ifVersion))
+      throw versionMismatch(ifVersion, now);
+    throw new DomainError("webhook_endpoint_not_found");
+  }
+  return updated[0];
 }
 
 /** The agency's receivers, oldest first. */

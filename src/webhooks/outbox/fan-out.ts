@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../../db/client";
+import { type EndpointFilter, selects } from "../../domain/events/filters";
 import { newId } from "../../lib/ids";
 import { childOf, formatTraceparent, parseTraceparent } from "../../lib/telemetry/trace";
 import type { ClaimedEvent } from "./claim";
@@ -15,38 +16,58 @@ interface Subscriber {
   agencyId: string;
   /** null: every type; an Error: the stored list does not parse. */
   eventTypes: string[] | null | Error;
+  /** The endpoint's filters (null: none); an Error: the stored list does not parse. */
+  filters: EndpointFilter[] | null | Error;
+}
+
+/** A stored JSON list, parsed and checked; an Error (naming the endpoint) when it is not one. */
+function storedList<T>(endpointId: string, column: string, text: string | null, ok: (v: unknown) => boolean) {
+  try {
+    const parsed: unknown = text === null ? null : JSON.parse(text);
+    if (parsed !== null && !(Array.isArray(parsed) && parsed.every(ok))) throw new Error("not a list");
+    return parsed as T[] | null;
+  } catch (e) {
+    return new Error(`endpoint ${endpointId}: ${column} ${e instanceof Error ? e.message : String(e)}`);
+  }
 }
 
 /** The active endpoints of these agencies, each with the event types it takes. */
 export async function subscribersOf(db: Db, agencyIds: string[]): Promise<Subscriber[]> {
-  // event_types is read as text and parsed per endpoint, so one bad row fails only its own agency's events.
-  const rows = await db.all<{ id: string; agency_id: string; event_types: string | null }>(sql`
-    SELECT id, agency_id, event_types FROM webhook_endpoints
+  // Lists are read as text and parsed per endpoint, so one bad row fails only its own agency's events.
+  const rows = await db.all<{ id: string; agency_id: string; event_types: string | null; filters: string | null }>(sql`
+    SELECT id, agency_id, event_types, filters FROM webhook_endpoints
     WHERE agency_id IN ${jsonIds(agencyIds)} AND is_active = 1`);
-  return rows.map((r) => {
-    let eventTypes: Subscriber["eventTypes"] = null;
-    try {
-      const parsed: unknown = r.event_types === null ? null : JSON.parse(r.event_types);
-      if (parsed !== null && !(Array.isArray(parsed) && parsed.every((t) => typeof t === "string")))
-        throw new Error("not a list of event types");
-      eventTypes = parsed as string[] | null;
-    } catch (e) {
-      eventTypes = new Error(`endpoint ${r.id}: event_types ${e instanceof Error ? e.message : String(e)}`);
-    }
-    return { id: r.id, agencyId: r.agency_id, eventTypes };
-  });
+  return rows.map((r) => ({
+    id: r.id,
+    agencyId: r.agency_id,
+    eventTypes: storedList<string>(r.id, "event_types", r.event_types, (t) => typeof t === "string"),
+    filters: storedList<EndpointFilter>(
+      r.id,
+      "filters",
+      r.filters,
+      (f) => typeof f === "object" && f !== null && typeof (f as EndpointFilter).path === "string",
+    ),
+  }));
 }
 
-export type DeliveryRow = [id: string, eventId: string, endpointId: string, agencyId: string];
+export type DeliveryRow = [
+  id: string,
+  eventId: string,
+  endpointId: string,
+  agencyId: string,
+  status: "pending" | "filtered",
+];
 
 /**
  * The delivery rows of one event: one per active endpoint of its agency subscribed to
- * its type. Throws when the event cannot be delivered as stored (its data does not
- * parse, a subscriber's list does not): that event's failure, not the page's.
+ * its type, `pending`, or `filtered` where the endpoint's filters do not select it (so
+ * the log tells it from a lost one). Throws when the event cannot be delivered as stored
+ * (its data does not parse, a subscriber's list does not): that event's failure, not the page's.
  */
 export function deliveriesOf(event: ClaimedEvent, subscribers: Subscriber[]): DeliveryRow[] {
+  let data: unknown;
   try {
-    JSON.parse(event.data);
+    data = JSON.parse(event.data);
   } catch (e) {
     throw new Error(`event data is not valid JSON: ${e instanceof Error ? e.message : String(e)}`);
   }
@@ -54,8 +75,9 @@ export function deliveriesOf(event: ClaimedEvent, subscribers: Subscriber[]): De
   for (const s of subscribers) {
     if (s.agencyId !== event.agency_id) continue;
     if (s.eventTypes instanceof Error) throw s.eventTypes;
+    if (s.filters instanceof Error) throw s.filters;
     if (s.eventTypes === null || s.eventTypes.includes(event.event_type))
-      rows.push([newId("whd"), event.id, s.id, event.agency_id]);
+      rows.push([newId("whd"), event.id, s.id, event.agency_id, selects(s.filters, data) ? "pending" : "filtered"]);
   }
   return rows;
 }
@@ -94,9 +116,9 @@ export async function fanOut(db: Db, env: Env, events: ClaimedEvent[], rows: Del
   if (rows.length) {
     // One statement whatever the page holds: the rows travel as one JSON parameter.
     await db.run(sql`
-      INSERT INTO webhook_deliveries (id, event_id, endpoint_id, agency_id)
+      INSERT INTO webhook_deliveries (id, event_id, endpoint_id, agency_id, status)
       SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'),
-        json_extract(value, '$[3]')
+        json_extract(value, '$[3]'), json_extract(value, '$[4]')
       FROM json_each(${JSON.stringify(rows)}) WHERE true
       ON CONFLICT DO NOTHING`);
   }

@@ -1,6 +1,6 @@
 import { type ShardName, shardOfEnv } from "../../db/shards";
 import { Coalescer } from "../../lib/coalescer";
-import { errorText, log } from "../../lib/telemetry/log";
+import { errorText, log, logFailure } from "../../lib/telemetry/log";
 import { inRun } from "../../lib/telemetry/run-event";
 import type { MediaJob } from "../../media/jobs";
 import { drainOutbox } from "./drain";
@@ -42,7 +42,7 @@ function drainsOf(env: Env): ShardDrains {
     drains: new Coalescer(async () => (await drainRun(made.env)).full, {
       spacingMs: DRAIN_SPACING_MS,
       maxRuns: KICK_MAX_DRAINS,
-      onError: (err) => log.error("outbox drain failed", { job: "outbox_drain", error: errorText(err) }),
+      onError: (err) => logFailure("outbox drain failed", { job: "outbox_drain" }, err),
       // A burst larger than one chain's drains continues in the media queue's next batch, which
       // drains the outbox after its messages: no event waits for a later write or the sweep.
       onBound: async () => {

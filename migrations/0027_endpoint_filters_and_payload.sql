@@ -1,0 +1,2 @@
+ALTER TABLE `webhook_endpoints` ADD `filters` text;--> statement-breakpoint
+ALTER TABLE `webhook_endpoints` ADD `payload` text DEFAULT 'full' NOT NULL;
