@@ -1,5 +1,5 @@
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { MOVED_TABLES, PLATFORM_TABLES } from "../../src/db/moved-tables";
 import { call, expectError, internal, makeListing, makeTenant, unique } from "../support/harness";
 import { finished, readMove, rowsOn, startMove, writeThrough } from "../support/moves";
@@ -128,6 +128,31 @@ describe("moving an agency to another shard", () => {
     const write = await call("/api/v1/listings", { key: t.key, body: listingBody(t) });
     expect(write.status, write.text).toBe(201);
     expect((await readMove(move.move_id)).step).toBe("finished");
+  });
+});
+
+describe("queue work sent before a move", () => {
+  it("is sent again from the new shard: an upload awaiting its settling gets its job there", async () => {
+    const t = await makeTenant();
+    const announced = await call("/api/v1/media/upload", {
+      key: t.key,
+      body: { asset_type: "photo", content_type: "image/jpeg", size_bytes: 64 },
+    });
+    expect(announced.status, announced.text).toBe(201);
+    const sent: unknown[] = [];
+    const spy = vi.spyOn(env.MEDIA_QUEUE, "send").mockImplementation(async (body) => {
+      sent.push(body);
+      return {} as QueueSendResponse;
+    });
+    try {
+      const done = await finished((await startMove(t.agencyId, "shard-2")).move_id);
+      expect(done.status).toBe("done");
+    } finally {
+      spy.mockRestore();
+    }
+    expect(sent).toContainEqual(
+      expect.objectContaining({ kind: "upload.settle", upload_id: announced.json.upload_id, shard: "shard-2" }),
+    );
   });
 });
 

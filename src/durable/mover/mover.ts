@@ -78,11 +78,14 @@ export class ShardMover extends DurableObject<Env> {
       case "flip": {
         await flip(this.env, move);
         const until = Date.now() + dwellMs(this.env);
-        return { step: "requeue", switchedAt: new Date().toISOString(), cursor: { until, at: null } };
+        return { step: "requeue", switchedAt: new Date().toISOString(), cursor: { until, lane: 0, at: null } };
       }
       case "requeue": {
-        const at = await requeue(this.env, move, cursor?.at ?? null);
-        return { step: at ? "requeue" : "dwell", cursor: { until: cursor?.until ?? 0, at: at ?? null } };
+        const next = await requeue(this.env, move, { lane: cursor?.lane ?? 0, after: cursor?.at ?? null });
+        const until = cursor?.until ?? 0;
+        return next
+          ? { step: "requeue", cursor: { until, lane: next.lane, at: next.after } }
+          : { step: "dwell", cursor: { until } };
       }
       case "dwell":
         return this.#leave(move);

@@ -15,6 +15,7 @@ import { agencyMoves, agencyShards } from "../../db/schema";
 import { controlDb, enterSecret, type ShardName, shardD1, shardEnv } from "../../db/shards";
 import { anchorStaff } from "../../domain/people/placement";
 import { nowIso } from "../../lib/ids";
+import { sendJob } from "../../media/jobs";
 import type { AgencyMove } from "./moves";
 
 /** Rows a copy or delete page takes; each row is one statement of the page's batch. */
@@ -29,7 +30,7 @@ export const dwellMs = (env: Env): number => Number(env.MOVE_DWELL_MS ?? "") || 
 /** A move's progress: the step it is at and where that step stopped. */
 export interface Progress {
   step: string;
-  cursor: { table?: number; at?: Cursor; seq?: number; until?: number } | null;
+  cursor: { table?: number; at?: Cursor; seq?: number; until?: number; lane?: number } | null;
   status?: AgencyMove["status"];
   rowsCopied?: number;
   changesApplied?: number;
@@ -185,27 +186,56 @@ export async function flip(env: Env, move: AgencyMove): Promise<string[]> {
   return keys;
 }
 
+/** The queue work sent again after a switch, lane by lane: what each lane pages and how it sends one. */
+const REQUEUED = [
+  {
+    sql: `SELECT id, created_at AS o, rowid AS r, NULL AS due FROM webhook_deliveries
+          WHERE agency_id = ?1 AND status = 'pending' AND (?2 IS NULL OR (created_at, rowid) > (?2, ?3))
+          ORDER BY created_at, rowid`,
+    send: (env: Env, id: string) => env.WEBHOOK_QUEUE.send({ delivery_id: id }),
+  },
+  {
+    sql: `SELECT id, id AS o, rowid AS r, expires_at AS due FROM media_uploads
+          WHERE agency_id = ?1 AND status = 'pending' AND (?2 IS NULL OR (id, rowid) > (?2, ?3)) ORDER BY id, rowid`,
+    send: (env: Env, id: string, due: string | null) =>
+      sendJob(env.MEDIA_QUEUE, { kind: "upload.settle", upload_id: id }, settleDelay(due)),
+  },
+  {
+    sql: `SELECT id, id AS o, rowid AS r, NULL AS due FROM media_deliveries
+          WHERE agency_id = ?1 AND status IN ('queued', 'delivering') AND (?2 IS NULL OR (id, rowid) > (?2, ?3))
+          ORDER BY id, rowid`,
+    send: (env: Env, id: string) => sendJob(env.MEDIA_QUEUE, { kind: "delivery", delivery_id: id }),
+  },
+] as const;
+
+/** Seconds until an upload's settling is due (two minutes after it expires), within a queue's 12-hour limit. */
+const settleDelay = (due: string | null) =>
+  Math.min(43_200, Math.max(1, Math.ceil(((due ? Date.parse(due) : Date.now()) - Date.now()) / 1000) + 120));
+
 /**
- * Sends a page of the agency's pending webhook deliveries again, to the new shard's consumer:
- * messages sent before the switch name the old shard, which no longer delivers them (a
- * delivery is still sent at most once at a time: the consumer's lease holds it).
+ * Sends a page of the agency's queue work again from the new shard: messages sent before the
+ * switch name the old shard, which no longer holds the rows (pending webhook deliveries,
+ * uploads awaiting their settling, unfinished media deliveries). A delivery is still sent at
+ * most once at a time: its consumer's lease holds it. Answers where the next page starts, or
+ * undefined once every lane is done.
  */
-export async function requeue(env: Env, move: AgencyMove, at: Cursor): Promise<Cursor | undefined> {
-  const to = d1(env, move.toShard);
-  const { results } = await to
-    .prepare(
-      `SELECT id, created_at AS createdAt, rowid AS r FROM webhook_deliveries
-       WHERE agency_id = ?1 AND status = 'pending' AND (?2 IS NULL OR (created_at, rowid) > (?2, ?3))
-       ORDER BY created_at, rowid LIMIT ${PAGE_ROWS}`,
-    )
-    .bind(move.agencyId, at?.[0] ?? null, at?.[1] ?? null)
-    .all<{ id: string; createdAt: string; r: number }>();
-  if (results.length) {
-    const queue = shardEnv(env, move.toShard as ShardName).WEBHOOK_QUEUE;
-    await queue.sendBatch(results.map((d) => ({ body: { delivery_id: d.id } })));
-  }
+export async function requeue(
+  env: Env,
+  move: AgencyMove,
+  at: { lane: number; after: Cursor },
+): Promise<{ lane: number; after: Cursor } | undefined> {
+  const lane = REQUEUED[at.lane];
+  if (!lane) return undefined;
+  const { results } = await d1(env, move.toShard)
+    .prepare(`${lane.sql} LIMIT ${PAGE_ROWS}`)
+    .bind(move.agencyId, at.after?.[0] ?? null, at.after?.[1] ?? null)
+    .all<{ id: string; o: string; r: number; due: string | null }>();
+  const scoped = shardEnv(env, move.toShard as ShardName);
+  for (const row of results) await lane.send(scoped, row.id, row.due);
   const last = results.at(-1);
-  return results.length < PAGE_ROWS || !last ? undefined : [last.createdAt, last.r];
+  return results.length < PAGE_ROWS || !last
+    ? { lane: at.lane + 1, after: null }
+    : { lane: at.lane, after: [last.o, last.r] };
 }
 
 /** Deletes a page of the agency's rows on `shard`, children first; answers the rows deleted and what is left. */
