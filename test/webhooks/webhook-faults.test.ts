@@ -212,7 +212,7 @@ describe("faults survived", () => {
 
   it.each([
     ["claiming the page", /^\s*WITH RECURSIVE/],
-    ["reading the subscribers", /^\s*SELECT id, agency_id, event_types FROM webhook_endpoints/],
+    ["reading the subscribers", /^\s*SELECT id, agency_id, event_types, filters FROM webhook_endpoints/],
     ["inserting the deliveries", /^\s*INSERT INTO webhook_deliveries/],
     ["reading the pending deliveries", /^\s*SELECT id, agency_id, event_id, endpoint_id FROM webhook_deliveries/],
     ["marking the events sent", /^UPDATE events SET enqueued_at/],
