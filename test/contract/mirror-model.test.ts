@@ -10,6 +10,7 @@ import { TOUR_STATUSES } from "../../src/domain/tours";
 import { drainOutbox } from "../../src/webhooks/outbox/drain";
 import { FUZZ_SEED } from "../support/fuzz-kit";
 import { BASE, call, captureErrorLogs, db, internal, makeTenant, mockFetch, type Tenant } from "../support/harness";
+import { random } from "../support/random";
 import { consume, registerEndpoint, settle, WEBHOOK_QUEUE } from "../support/webhook-harness";
 
 // The example mirror against thousands of random changes across agencies and resources,
@@ -24,18 +25,6 @@ const P_SEND_REFUSED = 0.08;
 const P_RECEIVER_DOWN = 0.08;
 /** Attempts of a delivery before the test gives it up, as a dead letter would be. */
 const ATTEMPTS = 3;
-
-/** mulberry32: a small seeded generator, so a failing seed replays. */
-function random(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const UNLIMITED = { rateLimitOverrides: Object.fromEntries(ENDPOINT_NAMES.map((n) => [n, 100_000])) };
 

@@ -5,6 +5,7 @@ import { MOVED_TABLES } from "../../src/db/moved-tables";
 import { type ShardName, shardD1 } from "../../src/db/shards";
 import { call, internal, makeTenant, type Tenant, unique } from "../support/harness";
 import { finished, rowsOn, startMove, writeThrough } from "../support/moves";
+import { random } from "../support/random";
 import {
   consume,
   cron,
@@ -13,18 +14,6 @@ import {
   registerEndpoint,
   WEBHOOK_QUEUE,
 } from "../support/webhook-harness";
-
-/** A small seeded generator (mulberry32), so a failing run can be repeated with its seed. */
-function random(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Agency {
   t: Tenant;

@@ -5,6 +5,7 @@ import { webhookDeliveries } from "../../src/db/schema";
 import type { ClaimedEvent } from "../../src/webhooks/outbox/claim";
 import { deliveriesOf, subscribersOf } from "../../src/webhooks/outbox/fan-out";
 import { call, db, expectError, makeListing, makeTenant, type Tenant } from "../support/harness";
+import { random } from "../support/random";
 import { consume, drained, interceptWebhooks, type Receivers, WEBHOOK_QUEUE } from "../support/webhook-harness";
 
 let receivers: Receivers;
@@ -19,16 +20,6 @@ async function register(t: Tenant, body: Record<string, unknown>) {
   return r.json as { id: string; signing_secret: string; filters: unknown; payload: string; version: number };
 }
 
-/** A small seeded generator (mulberry32). */
-function random(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), a | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const pick = <T>(rand: () => number, of: readonly T[]) => of[Math.floor(rand() * of.length)]!;
 
 const STATUSES = ["Draft", "Active", "Pending", "Sold", "Withdrawn"] as const;
