@@ -18,7 +18,7 @@ import { schedulingApi } from "./routes/scheduling";
 import { testHelpersApi } from "./routes/test-helpers";
 import { replayTour, toursApi } from "./routes/tours";
 import { usersApi } from "./routes/users";
-import { webhooksApi } from "./routes/webhooks";
+import { replayWebhookReplay, webhooksApi } from "./routes/webhooks";
 
 /** The public surface: one line per resource. */
 const publicApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
@@ -50,5 +50,6 @@ export const { app, routes } = createApp({
     ["listing", replayListing],
     ["tour", replayTour],
     ["media_upload", replayUpload],
+    ["webhook_replay", replayWebhookReplay],
   ]),
 });

@@ -7,6 +7,7 @@ export { IdempotencyLedger } from "./durable/idempotency-ledger";
 export { IdempotencyLock } from "./durable/idempotency-lock";
 export { KeyGate } from "./durable/key-gate/gate";
 export { ShardMover } from "./durable/mover/mover";
+export { WebhookReplayer } from "./durable/replayer";
 
 export default {
   fetch: app.fetch,

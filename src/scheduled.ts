@@ -12,7 +12,9 @@ import {
   sweepEndedSecrets,
   sweepIdempotencyMarks,
   sweepProviderEvents,
+  sweepReplays,
 } from "./domain/retention";
+import { wakeStalledReplays } from "./durable/replay-driver";
 import { keyringOf } from "./lib/crypto/keyring";
 import { errorText, log, logFailure } from "./lib/telemetry/log";
 import { inRun } from "./lib/telemetry/run-event";
@@ -74,6 +76,7 @@ const NIGHTLY_JOBS: [job: string, message: string, run: (env: Env, at: number) =
   ["discrepancy_retention", "discrepancy history swept", nightlyPages(sweepDiscrepancies, 10)],
   ["provider_event_retention", "provider events swept", nightlyPages(sweepProviderEvents, 10)],
   ["secret_retention", "ended secrets forgotten", nightlyPages(sweepEndedSecrets, 10)],
+  ["replay_retention", "finished webhook replays swept", nightlyPages(sweepReplays, 10)],
   ["idempotency_mark_purge", "expired idempotency marks purged", nightlyPages(sweepIdempotencyMarks, 100)],
   // After a master key rotation: what the older keys sealed, sealed again under SECRET_KEY.
   ["reseal", "sealed secrets re-sealed", (env) => reseal(database(env.DB), keyringOf(env))],
@@ -118,6 +121,12 @@ async function runJobs(controller: ScheduledController, env: Env): Promise<void>
       return { requeued: 0, ended: 0 };
     });
     if (stuck.requeued || stuck.ended) log.info("stuck deliveries swept", { job: "stuck_deliveries", ...stuck });
+    // A replay whose driver was never woken (or lost its alarm) goes on.
+    const woken = await wakeStalledReplays(env, controller.scheduledTime).catch((err: unknown) => {
+      logFailure("replay wake failed", { job: "webhook_replays" }, err);
+      return 0;
+    });
+    if (woken) log.info("stalled webhook replays woken", { job: "webhook_replays", woken });
     // The sweeper: whatever the after-write drain left behind (a failed send, a Worker that died) goes out now.
     const drained = await sweepOutbox(env);
     if (drained.events) log.info("outbox swept", { job: "outbox_sweep", ...drained });

@@ -72,6 +72,13 @@ export const MOVED_TABLES: readonly MovedTable[] = [
   { name: "tour_search_grams", key: ["agency_id", "gram", "tour_id"], owner: "agency_id", order: ["gram", "tour_id"] },
   { name: "tour_search_gram_counts", key: ["agency_id", "gram"], owner: "agency_id", order: ["gram"] },
   { name: "webhook_endpoints", key: ["id"], owner: "agency_id", order: ["created_at", "id"] },
+  {
+    name: "webhook_replays",
+    key: ["id"],
+    owner: "agency_id",
+    order: ["created_at", "id"],
+    refs: [["endpoint_id", "webhook_endpoints"]],
+  },
   { name: "events", key: ["id"], owner: "agency_id", order: ["sequence"] },
   { name: "event_sequences", key: ["agency_id"], owner: "agency_id", order: ["agency_id"] },
   { name: "webhook_deliveries", key: ["id"], owner: "agency_id", order: ["created_at", "rowid"] },

@@ -697,9 +697,15 @@ export const webhookDeliveries = sqliteTable(
     replayedAt: text("replayed_at"),
     /** Until when one consumer's attempt holds the delivery, so a duplicate message waits. */
     leasedUntil: text("leased_until"),
+    /** The replay that sent it again (`rpl_…`); null for the delivery made when the event happened. */
+    replayId: text("replay_id"),
   },
   (t) => [
-    uniqueIndex("webhook_deliveries_event_endpoint").on(t.eventId, t.endpointId),
+    // One live delivery per event and endpoint, and one per event in each replay.
+    uniqueIndex("webhook_deliveries_event_endpoint").on(t.eventId, t.endpointId).where(sql`${t.replayId} IS NULL`),
+    uniqueIndex("webhook_deliveries_replay_event")
+      .on(t.eventId, t.endpointId, t.replayId)
+      .where(sql`${t.replayId} IS NOT NULL`),
     index("webhook_deliveries_agency").on(t.agencyId, t.createdAt),
     // The delivery log of one endpoint, all of it or by status.
     index("webhook_deliveries_endpoint_page").on(t.endpointId, t.createdAt, t.id),
@@ -726,6 +732,44 @@ export const webhookDeliveryAttempts = sqliteTable(
   (t) => [index("webhook_delivery_attempts_delivery").on(t.deliveryId, t.attempt)],
 );
 export type WebhookDelivery = typeof webhookDeliveries.$inferSelect;
+
+/**
+ * A range of an agency's events sent again to one endpoint, in sequence order, by its
+ * `WebhookReplayer`. At most one runs per endpoint (a partial unique index). `cursor` is the
+ * last sequence handed to delivery; `events_total` counts the range's events of the
+ * endpoint's types, each ending sent or skipped (filtered out, or delivered already when
+ * only failed ones are asked for).
+ */
+export const webhookReplays = sqliteTable(
+  "webhook_replays",
+  {
+    id: text("id").primaryKey(),
+    agencyId: text("agency_id").notNull(),
+    endpointId: text("endpoint_id").notNull(),
+    status: text("status", { enum: ["running", "done", "cancelled"] })
+      .notNull()
+      .default("running"),
+    fromSequence: integer("from_sequence").notNull(),
+    toSequence: integer("to_sequence").notNull(),
+    onlyFailed: integer("only_failed", { mode: "boolean" }).notNull().default(false),
+    cursor: integer("cursor").notNull(),
+    eventsTotal: integer("events_total").notNull(),
+    eventsSent: integer("events_sent").notNull().default(0),
+    eventsSkipped: integer("events_skipped").notNull().default(0),
+    /** Why it stopped early: the endpoint was removed, or the caller cancelled it. */
+    reason: text("reason"),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+    finishedAt: text("finished_at"),
+  },
+  (t) => [
+    uniqueIndex("webhook_replays_running").on(t.endpointId).where(sql`${t.status} = 'running'`),
+    index("webhook_replays_agency_page").on(t.agencyId, t.createdAt, t.id),
+    // The retention sweep takes finished replays by age.
+    index("webhook_replays_finished").on(t.finishedAt),
+  ],
+);
+export type WebhookReplay = typeof webhookReplays.$inferSelect;
 export type WebhookDeliveryAttempt = typeof webhookDeliveryAttempts.$inferSelect;
 
 /** Payment-provider events already applied (by the provider's event id): a redelivery changes nothing. */

@@ -31,6 +31,7 @@ export const DEFAULT_BUDGETS = {
   delete_tour: 100,
   read_webhook_endpoints: 120,
   manage_webhook_endpoints: 60,
+  replay_webhook_events: 10,
   update_rate_limits: 60,
   read_events_list: 300,
   read_event_single: 600,

@@ -7,6 +7,7 @@ import {
   idempotencyMarks,
   providerEvents,
   tours,
+  webhookReplays,
 } from "../db/schema";
 import { nowIso } from "../lib/ids";
 
@@ -146,6 +147,22 @@ export function sweepIdempotencyMarks(db: Db, nowMs: number, maxStatements: numb
             WHERE ${idempotencyMarks.expiresAt} < ${cutoff} LIMIT ${SWEEP_PAGE}) RETURNING 1`,
         )
       ).length,
+    maxStatements,
+  );
+}
+
+/** Finished webhook replays are kept as long as the events they sent. */
+const REPLAY_RETENTION_MS = 30 * DAY_MS;
+
+/** Forgets webhook replays that finished before the horizon (their deliveries follow the event retention). */
+export function sweepReplays(db: Db, nowMs: number, maxStatements: number): Promise<SweepResult> {
+  const page = db
+    .select({ id: webhookReplays.id })
+    .from(webhookReplays)
+    .where(lt(webhookReplays.finishedAt, nowIso(nowMs - REPLAY_RETENTION_MS)))
+    .limit(SWEEP_PAGE);
+  return inPages(
+    async () => (await db.delete(webhookReplays).where(inArray(webhookReplays.id, page)).run()).meta.changes,
     maxStatements,
   );
 }

@@ -124,6 +124,14 @@ const ERROR_GUIDE = {
   ),
   stripe_signature_invalid: fix("Sign with the endpoint's secret and send within 5 minutes of the signature time."),
   webhook_url_not_allowed: fix("Use a public https URL; private, loopback and metadata addresses are refused."),
+  webhook_replay_not_found: fix("Check the replay id (rpl_…) that starting the replay answered."),
+  webhook_replay_running: later("Follow the running replay (details.replay_id), or DELETE it, then start yours."),
+  webhook_replay_range_expired: fix(
+    "Replay after_sequence details.oldest_sequence - 1; older events are gone. Resync from the list routes.",
+  ),
+  webhook_replay_range_invalid: fix(
+    "Send after_sequence below details.last_sequence and until_sequence above it, or since before until.",
+  ),
   webhook_filter_invalid: fix(
     "Name a field of data that one of the endpoint's event types carries (the catalog's payload_schema).",
   ),

@@ -117,6 +117,19 @@ export const ERRORS = {
   ],
   stripe_signature_invalid: [400, "The Stripe-Signature header does not verify, or is older than 5 minutes."],
   webhook_url_not_allowed: [422, "The receiver URL must be a public https URL."],
+  webhook_replay_not_found: [404, "No such replay of this endpoint."],
+  webhook_replay_running: [
+    409,
+    "A replay of this endpoint is running (details.replay_id); follow it, or cancel it before starting another.",
+  ],
+  webhook_replay_range_expired: [
+    422,
+    "The range reaches past the 30 days of events kept; replay from details.oldest_sequence, the oldest kept.",
+  ],
+  webhook_replay_range_invalid: [
+    422,
+    "The range is reversed, or starts past the agency's latest event (details.last_sequence).",
+  ],
   webhook_filter_invalid: [422, "A filter's path names no field of the payload_schema of the endpoint's event types."],
   webhook_event_type_not_allowed: [422, "An event type is unknown or cannot be subscribed to."],
   webhook_endpoint_limit_reached: [

@@ -77,6 +77,15 @@ export const DeliveryLogEntrySchema = z
     created_at: z
       .string()
       .openapi({ description: "When the delivery was queued, ISO 8601 UTC.", example: "2026-11-22T15:30:00.500Z" }),
+    replay_id: z
+      .string()
+      .nullable()
+      .openapi({
+        description:
+          "The replay that sent the event again (`rpl_…`); null for the delivery made when the event happened. An " +
+          "event replayed has one delivery per replay besides its own.",
+        example: null,
+      }),
     attempt_log: z.array(DeliveryAttemptSchema).openapi({ description: "Every attempt, oldest first." }),
   })
   .openapi("WebhookDelivery");
@@ -92,6 +101,7 @@ export const presentDeliveryLogEntry = ({ delivery: d, eventType, attempts, next
   delivered_at: d.deliveredAt,
   next_attempt_at: nextAttemptAt,
   created_at: d.createdAt,
+  replay_id: d.replayId ?? null,
   attempt_log: attempts.map((a) => ({
     attempt: a.attempt,
     attempted_at: a.attemptedAt,

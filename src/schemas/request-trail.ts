@@ -94,6 +94,7 @@ const RESOURCE_READ_SCOPE = new Map<string, Scope>([
   ["user", "users:read"],
   ["appointment", "scheduling:read"],
   ["webhook_endpoint", "webhooks:read"],
+  ["webhook_replay", "webhooks:read"],
 ]);
 
 /**

@@ -46,6 +46,7 @@ export async function attemptDelivery(
       // A thin endpoint gets the envelope and the resource's ids, never the data.
       ...(endpoint.payload === "thin" ? {} : { data: event.data }),
       ...syncFields(event),
+      replayId: delivery.replayId,
     },
     delivery.id,
     started,
@@ -98,12 +99,19 @@ export async function signingSecret(
  * One signed POST of an envelope built for this attempt: `X-Webhook-Signature` over the raw
  * body, and the Standard Webhooks headers with `webhook-id` the event id (the same on every
  * attempt) and `webhook-timestamp` the envelope's `timestamp` (this attempt's), and the
- * W3C `traceparent` of the attempt.
+ * W3C `traceparent` of the attempt. A delivery of a replay says so: `replay_id` in the
+ * (signed) envelope and `X-Webhook-Replay`.
  */
 export async function postEnvelope(
   url: string,
   sign: Signer,
-  event: { id: string; type: string; apiVersion: string; data?: unknown } & Partial<SyncFields>,
+  event: {
+    id: string;
+    type: string;
+    apiVersion: string;
+    data?: unknown;
+    replayId?: string | null;
+  } & Partial<SyncFields>,
   deliveryId: string,
   started: number,
   timeoutMs = DELIVERY_TIMEOUT_MS,
@@ -118,6 +126,7 @@ export async function postEnvelope(
     nonce: randomToken(16),
     ...(event.sequence !== undefined && { sequence: event.sequence, resource: event.resource ?? null }),
     ...("data" in event && { data: event.data }),
+    ...(event.replayId && { replay_id: event.replayId }),
   });
   let status: number | null = null;
   let error: string | null = null;
@@ -134,6 +143,7 @@ export async function postEnvelope(
         "X-Webhook-Event": event.type,
         "X-Webhook-Id": event.id,
         "X-Webhook-Delivery": deliveryId,
+        ...(event.replayId ? { "X-Webhook-Replay": event.replayId } : {}),
         ...(traceparent ? { traceparent } : {}),
       },
       body,

@@ -10,7 +10,7 @@ import { type AttemptOutcome, outcomeWriter } from "./outcome-writer";
 import { type DeliveryBody, logDeliveryFailure, messageSettler, retryLater } from "./settling";
 
 /** The attempt's usage data point: delivered, failed (retried later) or dead. */
-function recordAttempt(env: Env, target: Target, eventType: string | undefined, outcome: AttemptOutcome): void {
+export function recordAttempt(env: Env, target: Target, eventType: string | undefined, outcome: AttemptOutcome): void {
   recordDelivery(env.USAGE, {
     agencyId: target.delivery.agencyId,
     endpointId: target.delivery.endpointId,

@@ -12,7 +12,7 @@ import { LEASE_MS } from "./limits";
 
 /** A delivery of the batch with what its attempt needs from its endpoint (null once removed). */
 export interface Target {
-  delivery: Pick<WebhookDelivery, "id" | "status" | "eventId" | "endpointId" | "agencyId" | "leasedUntil">;
+  delivery: Pick<WebhookDelivery, "id" | "status" | "eventId" | "endpointId" | "agencyId" | "leasedUntil" | "replayId">;
   endpoint: Pick<
     WebhookEndpoint,
     "id" | "agencyId" | "url" | "isActive" | "secretSealed" | "consecutiveFailures" | "pausedUntil" | "payload"
@@ -66,6 +66,7 @@ export async function claimBatch(db: Db, deliveryIds: string[], now: number): Pr
         endpointId: webhookDeliveries.endpointId,
         agencyId: webhookDeliveries.agencyId,
         leasedUntil: webhookDeliveries.leasedUntil,
+        replayId: webhookDeliveries.replayId,
         endpointFound: sql<string | null>`${webhookEndpoints.id}`.as("endpoint_found"),
         endpointAgencyId: sql<string | null>`${webhookEndpoints.agencyId}`.as("endpoint_agency_id"),
         url: webhookEndpoints.url,

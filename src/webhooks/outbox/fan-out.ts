@@ -125,7 +125,7 @@ export async function fanOut(db: Db, env: Env, events: ClaimedEvent[], rows: Del
   // Rows left by an earlier drain whose send failed are pending too, and go out now.
   const pending = await db.all<{ id: string; agency_id: string; event_id: string; endpoint_id: string }>(sql`
     SELECT id, agency_id, event_id, endpoint_id FROM webhook_deliveries
-    WHERE event_id IN ${jsonIds(events.map((e) => e.id))} AND status = 'pending'`);
+    WHERE event_id IN ${jsonIds(events.map((e) => e.id))} AND status = 'pending' AND replay_id IS NULL`);
   const ordered = interleave(pending, new Map(events.map((e, i) => [e.id, i])));
   const traces = new Map(events.map((e) => [e.id, parseTraceparent(e.trace_parent)]));
   const messages = ordered.map(({ id, eventId }) => {
