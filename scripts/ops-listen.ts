@@ -21,9 +21,15 @@ Options:
   --since <ISO instant>  also forward events created since then (default: from now on)
   --interval <seconds>   pause between polls, 0.5 to 60 (default 2)
   --max-per-poll <n>     events forwarded per poll, 1 to 500 (default 100); the rest follow
+  --after-sequence <n>   first replay the events after this sequence, in sequence order (0: every
+                         event kept), then go on with new ones
+  --filter <conditions>  only events whose data meets every condition, as an endpoint's filters:
+                         data.status=Sold,Pending (values separated by commas; conditions by ;)
+  --payload <full|thin>  thin: the envelope without data, as a thin endpoint gets it (default full)
 
 Each event is posted once, with a 10-second timeout, and never retried; the receiver's
-answer is printed. Events are those of GET /api/v1/events (the last 30 days). ^C stops.`;
+answer is printed (an event the filters leave out is printed as filtered). A replayed event
+carries X-Webhook-Replay: listen. Events are those of GET /api/v1/events (the last 30 days). ^C stops.`;
 
 /** Poll again this far back: events whose creation commits late are still seen, and never twice. */
 const LOOKBACK_MS = 10_000;
@@ -40,7 +46,53 @@ export interface ListenOptions {
   since: Date;
   intervalMs: number;
   maxPerPoll: number;
+  /** Conditions on an event's data, as an endpoint's `filters`. */
+  filters?: ListenFilter[];
+  payload?: "full" | "thin";
+  /** Replay the events after this sequence before going on with new ones. */
+  afterSequence?: number;
   print: (line: string) => void;
+}
+
+export interface ListenFilter {
+  path: string;
+  in: unknown[];
+}
+
+/** `data.status=Sold,Pending;data.x=1` as filters: values read as JSON where they parse (1, true, null), else text. */
+export function parseFilters(text: string): ListenFilter[] | undefined {
+  const filters: ListenFilter[] = [];
+  for (const part of text.split(";").filter((p) => p.trim())) {
+    const eq = part.indexOf("=");
+    const path = part.slice(0, eq).trim();
+    if (eq < 0 || !/^data(\.[^.]+)+$/.test(path)) return undefined;
+    filters.push({
+      path,
+      in: part
+        .slice(eq + 1)
+        .split(",")
+        .map((v) => {
+          try {
+            return JSON.parse(v);
+          } catch {
+            return v;
+          }
+        }),
+    });
+  }
+  return filters.length ? filters : undefined;
+}
+
+/** Whether an event's data meets every filter, as the service reads them: a missing field is null. */
+export function meets(filters: ListenFilter[] | undefined, data: unknown): boolean {
+  return (filters ?? []).every((f) => {
+    let at = data;
+    for (const field of f.path.split(".").slice(1)) {
+      const own = at !== null && typeof at === "object" && !Array.isArray(at) && Object.hasOwn(at, field);
+      at = own ? (at as Record<string, unknown>)[field] : null;
+    }
+    return f.in.includes(at ?? null);
+  });
 }
 
 /** A secret of the form endpoints are given: `whsec_` + padded standard base64 of 32 random bytes. */
@@ -79,7 +131,7 @@ interface ListedEvent {
 }
 
 /** One signed POST, built as a webhook delivery attempt is: a new timestamp and nonce, the event's id. */
-async function forward(opts: ListenOptions, event: ListedEvent, signal: AbortSignal): Promise<string> {
+async function forward(opts: ListenOptions, event: ListedEvent, signal: AbortSignal, replay = false): Promise<string> {
   const timestamp = Math.floor(Date.now() / 1000);
   const body = JSON.stringify({
     event_id: event.event_id,
@@ -89,7 +141,7 @@ async function forward(opts: ListenOptions, event: ListedEvent, signal: AbortSig
     nonce: randomBytes(16).toString("base64url"),
     // The agency's sequence and the resource, as a real delivery of the event carries them.
     ...(event.sequence !== undefined && { sequence: event.sequence, resource: event.resource ?? null }),
-    data: event.data,
+    ...(opts.payload !== "thin" && { data: event.data }),
   });
   try {
     const res = await fetch(opts.forwardTo, {
@@ -103,6 +155,7 @@ async function forward(opts: ListenOptions, event: ListedEvent, signal: AbortSig
         "X-Webhook-Event": event.event_type,
         "X-Webhook-Id": event.event_id,
         "X-Webhook-Delivery": `whd_listen_${randomBytes(9).toString("hex")}`,
+        ...(replay ? { "X-Webhook-Replay": "listen" } : {}),
         // A delivery continues the writer's trace; the events API does not show it, so each forward starts one.
         traceparent: `00-${randomBytes(16).toString("hex")}-${randomBytes(8).toString("hex")}-00`,
       },
@@ -130,6 +183,41 @@ const sleep = (ms: number, signal: AbortSignal) =>
     );
   });
 
+/** Forwards one event the types select (or prints it filtered), and prints the receiver's answer. */
+async function pass(opts: ListenOptions, event: ListedEvent, signal: AbortSignal, replay = false) {
+  const status = meets(opts.filters, event.data) ? await forward(opts, event, signal, replay) : "filtered";
+  opts.print(
+    `${new Date().toISOString()} ${event.event_type} ${event.event_id} → ${status}${replay ? " (replay)" : ""}`,
+  );
+}
+
+/**
+ * The replay of `--after-sequence`: the sync feed from that sequence up to its latest, page by
+ * page, in sequence order. Answers false when the key stops working or the range is gone.
+ */
+async function replay(opts: ListenOptions, after: number, signal: AbortSignal, remember: (id: string) => void) {
+  let cursor = "";
+  do {
+    const page: Answer = await opts.call(
+      "GET",
+      `/api/v1/events?limit=${PAGE_SIZE}&after_sequence=${after}` +
+        (cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""),
+      undefined,
+      signal,
+    );
+    if (page.status !== 200) {
+      opts.print(`! The replay stopped: ${describeAnswer(page)}`);
+      return false;
+    }
+    for (const event of page.json.data as ListedEvent[]) {
+      remember(event.event_id);
+      if (!opts.types || opts.types.has(event.event_type)) await pass(opts, event, signal, true);
+    }
+    cursor = page.json.next_cursor as string;
+  } while (cursor && !signal.aborted);
+  return true;
+}
+
 /** Polls and forwards until `signal` aborts; answers the exit status (1 when the key stops working). */
 export async function listen(opts: ListenOptions, signal: AbortSignal): Promise<number> {
   const seen = new Set<string>();
@@ -137,6 +225,7 @@ export async function listen(opts: ListenOptions, signal: AbortSignal): Promise<
     seen.add(id);
     if (seen.size > SEEN_LIMIT) seen.delete(seen.values().next().value!);
   };
+  if (opts.afterSequence !== undefined && !(await replay(opts, opts.afterSequence, signal, remember))) return 1;
   const floor = opts.since.getTime();
   let newest = floor;
   while (!signal.aborted) {
@@ -169,8 +258,7 @@ export async function listen(opts: ListenOptions, signal: AbortSignal): Promise<
           const createdAt = Date.parse(event.created_at);
           newest = Math.max(newest, createdAt);
           if (createdAt < floor || (opts.types && !opts.types.has(event.event_type))) continue;
-          const status = await forward(opts, event, signal);
-          opts.print(`${new Date().toISOString()} ${event.event_type} ${event.event_id} → ${status}`);
+          await pass(opts, event, signal);
           if (++forwarded >= opts.maxPerPoll) break;
         }
         cursor = forwarded < opts.maxPerPoll ? (page.json.next_cursor as string) : "";

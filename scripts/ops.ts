@@ -10,7 +10,7 @@
 //   npm run ops -- trigger listing.created [--key sk_test_…]
 import { readFileSync } from "node:fs";
 import { describeAnswer, keyFrom, publicApi } from "./ops-api.ts";
-import { LISTEN_USAGE, listen, newSecret } from "./ops-listen.ts";
+import { LISTEN_USAGE, listen, newSecret, parseFilters } from "./ops-listen.ts";
 import { TRIGGER_USAGE, trigger } from "./ops-trigger.ts";
 
 interface Parameter {
@@ -169,6 +169,9 @@ async function runListen(flags: Record<string, string>): Promise<number> {
   const interval = numberFlag(flags.interval, 2, 0.5, 60);
   const maxPerPoll = numberFlag(flags["max-per-poll"], 100, 1, 500);
   const since = flags.since ? new Date(flags.since) : new Date();
+  const afterSequence = flags["after-sequence"] === undefined ? undefined : Number(flags["after-sequence"]);
+  const filters = flags.filter === undefined ? undefined : parseFilters(flags.filter);
+  const payload = flags.payload ?? "full";
   const problem = !key
     ? "No key: pass --key or set ALMS_API_KEY."
     : !forwardTo || !/^https?:\/\/./.test(forwardTo)
@@ -177,7 +180,13 @@ async function runListen(flags: Record<string, string>): Promise<number> {
         ? "--interval is 0.5 to 60 seconds, --max-per-poll 1 to 500."
         : Number.isNaN(since.getTime())
           ? "--since is an ISO 8601 instant."
-          : undefined;
+          : afterSequence !== undefined && !(Number.isSafeInteger(afterSequence) && afterSequence >= 0)
+            ? "--after-sequence is a sequence, 0 or more."
+            : flags.filter !== undefined && !filters
+              ? "--filter is data.<field>=<value>,<value>, conditions separated by ;."
+              : payload !== "full" && payload !== "thin"
+                ? "--payload is full or thin."
+                : undefined;
   if (problem) {
     console.error(`${problem}\n\n${LISTEN_USAGE}`);
     return 2;
@@ -207,6 +216,9 @@ async function runListen(flags: Record<string, string>): Promise<number> {
       since,
       intervalMs: interval! * 1000,
       maxPerPoll: maxPerPoll!,
+      filters,
+      payload: payload as "full" | "thin",
+      afterSequence,
       print: (line) => console.log(line),
     },
     stop.signal,

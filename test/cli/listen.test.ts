@@ -11,6 +11,7 @@ import { env, READY_MS, root, startDev, started, stop } from "./dev-server";
 
 /** `ops listen` and `ops trigger` against a real `npm run dev` (see dev-server.ts). */
 interface Received {
+  url: string;
   headers: IncomingHttpHeaders;
   body: string;
 }
@@ -32,7 +33,7 @@ beforeAll(async () => {
       body += chunk;
     });
     req.on("end", () => {
-      received.push({ headers: req.headers, body });
+      received.push({ url: req.url ?? "", headers: req.headers, body });
       res.writeHead(200).end("ok");
     });
   });
@@ -135,6 +136,59 @@ describe("ops listen and ops trigger against npm run dev", () => {
     expect(await Promise.race([listener.exited, new Promise((r) => setTimeout(() => r("hung"), 10_000))])).toBe(0);
     expect(listener.output()).toContain("Stopped.");
   }, 240_000);
+
+  it("replays from a sequence, thin and filtered, then stops", async () => {
+    const api = (path: string, body?: unknown) =>
+      fetch(`${origin}${path}`, {
+        method: body ? "POST" : "GET",
+        headers: {
+          "X-API-Key": key,
+          ...(body ? { "X-Idempotency-Key": crypto.randomUUID(), "Content-Type": "application/json" } : {}),
+        },
+        body: body ? JSON.stringify(body) : undefined,
+      }).then(async (r) => ({ status: r.status, json: (await r.json()) as any }));
+    const users = (await api("/api/v1/users?limit=100")).json.data as { id: string; role: string }[];
+    const owner = users.find((u) => u.role === "media_agency" || u.role === "broker")!;
+    const agent = users.find((u) => u.role === "agent")!;
+    const wanted = `${crypto.randomUUID()} Replay Street`;
+    for (const address of [wanted, `${crypto.randomUUID()} Other Street`]) {
+      const made = await api("/api/v1/listings", { address, owner_user_id: owner.id, agent_one_id: agent.id });
+      expect(made.status, JSON.stringify(made.json)).toBe(201);
+    }
+    const args = ["--after-sequence", "0", "--events", "listing.created", "--payload", "thin", "--interval", "0.5"];
+    const thin = started(
+      process.execPath,
+      [
+        "scripts/ops.ts",
+        "listen",
+        "--forward-to",
+        `${hook}/thin`,
+        "--key",
+        key,
+        ...args,
+        "--filter",
+        `data.address=${wanted}`,
+      ],
+      { ALMS_URL: origin },
+    );
+    try {
+      const secret = (await thin.waitFor(/signing secret is (whsec_[A-Za-z0-9+/=]+)/, 30_000))[1]!;
+      const line = await thin.waitFor(/listing\.created (evt_\w+) → 200 \(replay\)/, 30_000);
+      await thin.waitFor(/listing\.created evt_\w+ → filtered \(replay\)/, 30_000);
+      const got = received.filter((r) => r.url === "/webhooks/thin");
+      expect(got, thin.output()).toHaveLength(1);
+      const envelope = new Webhook(secret).verify(got[0]!.body, got[0]!.headers as Record<string, string>) as {
+        event_id: string;
+      };
+      expect(envelope.event_id).toBe(line[1]);
+      expect(envelope).not.toHaveProperty("data");
+      expect(envelope).toHaveProperty("resource");
+      expect(got[0]!.headers["x-webhook-replay"]).toBe("listen");
+    } finally {
+      process.kill(-thin.child.pid!, "SIGINT");
+      await thin.exited;
+    }
+  }, 120_000);
 
   it("ops request shows what a write did, and names an unknown request", async () => {
     const write = await fetch(`${origin}/api/v1/webhooks/endpoints`, {

@@ -9,9 +9,14 @@ import type { components } from "./openapi.js";
 /** The request headers: a Headers object, or a plain record as Node's http module gives. */
 export type HeadersLike = Headers | Record<string, string | string[] | undefined>;
 
-type Delivered<E> = E extends unknown ? Omit<E, "created_at"> & { timestamp: number; nonce: string } : never;
+type Delivered<E> = E extends unknown
+  ? Omit<E, "created_at"> & { timestamp: number; nonce: string; replay_id?: string }
+  : never;
 
-/** A delivery's body: an event as the events API lists it, with this attempt's `timestamp` and `nonce` for `created_at`. */
+/**
+ * A delivery's body: an event as the events API lists it, with this attempt's `timestamp` and `nonce` for `created_at`,
+ * and `replay_id` when a replay sent it.
+ */
 export type WebhookEnvelope = Delivered<components["schemas"]["Event"]>;
 
 export class WebhookVerificationError extends Error {
