@@ -3,7 +3,7 @@ import { and, eq, lte } from "drizzle-orm";
 import { Webhook } from "standardwebhooks";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { events, webhookDeliveries } from "../../src/db/schema";
-import { call, db, expectError, makeListing, makeTenant, type Tenant } from "../support/harness";
+import { call, db, expectError, internal, makeListing, makeTenant, type Tenant } from "../support/harness";
 import { consume, drained, WEBHOOK_QUEUE } from "../support/webhook-harness";
 
 const URL = "http://localhost:9999/replays";
@@ -273,6 +273,29 @@ describe("webhook replays", () => {
     // The cancelled replay sent nothing past the step it was in.
     const after = await call(`${replays(hook.id)}/${first.replay_id}`, { key: t.key });
     expect(after.json.status).toBe("cancelled");
+  });
+
+  it("can be started, read and cancelled by an operator for an agency's endpoint", async () => {
+    const t = await makeTenant();
+    const other = await makeTenant();
+    for (let i = 0; i < 2; i++) await makeListing(t);
+    const hook = await register(t);
+    const rx = receiver();
+    const started = rx.hold();
+    const path = `/internal/v1/agencies/${t.agencyId}/webhook-endpoints/${hook.id}/replays`;
+    const r = await internal(path, { body: { after_sequence: 0 } });
+    expect(r.status, r.text).toBe(202);
+    await started;
+    const read = await internal(`${path}/${r.json.replay_id}`);
+    expect(read.json).toMatchObject({ replay_id: r.json.replay_id, status: "running", events_total: 2 });
+    const stopped = await internal(`${path}/${r.json.replay_id}`, { method: "DELETE" });
+    expect(stopped.json).toMatchObject({ status: "cancelled" });
+    rx.state.release();
+    // The agency in the path holds the endpoint: another agency's path does not reach it.
+    const elsewhere = await internal(`/internal/v1/agencies/${other.agencyId}/webhook-endpoints/${hook.id}/replays`, {
+      body: { after_sequence: 0 },
+    });
+    expectError(elsewhere, 404, "webhook_endpoint_not_found");
   });
 
   it("answer a repeated start with the same replay, and refuse bad ranges and other agencies' replays", async () => {

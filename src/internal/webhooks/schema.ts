@@ -20,6 +20,7 @@ export const DeliverySchema = z
     last_error: z.string().nullable(),
     delivered_at: z.string().nullable(),
     created_at: z.string(),
+    replay_id: z.string().nullable().openapi({ description: "The replay that sent it; null for the live delivery." }),
     attempt_log: z.array(AttemptSchema),
   })
   .openapi("WebhookDelivery");
@@ -36,6 +37,7 @@ export function presentDeliveries(rows: WebhookDelivery[], attempts: WebhookDeli
     last_error: d.lastError,
     delivered_at: d.deliveredAt,
     created_at: d.createdAt,
+    replay_id: d.replayId ?? null,
     attempt_log: attempts
       .filter((a) => a.deliveryId === d.id)
       .map((a) => ({
