@@ -12,8 +12,8 @@
 // Shorter runs for development: BENCH_SECONDS (per row, default 10), BENCH_WARMUP (3),
 // BENCH_ROWS (rows of the big agency, default 100000), BENCH_HOOK_SECONDS (15),
 // BENCH_HOOK_RATE (20 creates/s), BENCH_LAYERS=1 adds the guard-layer rows, BENCH_PHASES (a comma-separated
-// list of core, tenants, post, sequence, observability, shards, growth, webhooks, startup; every phase when unset) runs
-// only those phases. BENCH_COLD_STARTS (3): fresh starts of each Worker in the startup phase.
+// list of core, tenants, post, sequence, observability, shards, growth, webhooks, replay, startup; every phase
+// when unset) runs only those phases. BENCH_REPLAY_EVENTS (10000): the events the replay phase replays. BENCH_COLD_STARTS (3): fresh starts of each Worker in the startup phase.
 // BENCH_ROUNDS (3): the slices in which a route and its floor (or single key) are measured in turns.
 // BENCH_PROFILE=<dir> writes a CPU profile of each row's Worker and prints its heaviest functions.
 // BENCH_RUNNER=wrangler serves the measured Workers with `wrangler dev` instead.
@@ -35,6 +35,7 @@ import {
 } from "./lib/load.ts";
 import { measureObservability } from "./lib/observability.ts";
 import { cleanupNow, errorLines, runChild, stateDir, stopChildren } from "./lib/processes.ts";
+import { measureReplay, printReplay, type ReplayRun, replayVerdict } from "./lib/replay.ts";
 import { printGoals, printTable, type Row, size } from "./lib/report.ts";
 import { type GrowthAgency, generateAgency } from "./lib/seed.ts";
 import { measureSequence } from "./lib/sequence.ts";
@@ -60,6 +61,7 @@ const PHASES = [
   "shards",
   "growth",
   "webhooks",
+  "replay",
   "startup",
 ] as const;
 const chosen = (process.env.BENCH_PHASES ?? "")
@@ -336,6 +338,17 @@ async function main() {
     runs("webhooks"),
   );
 
+  let replayRun: ReplayRun | undefined;
+  await phase(
+    "webhook replay",
+    async () => {
+      const agency = await api.agency("Bench Replay");
+      const owner = await api.user(agency.id, "media_agency", "Replay Owner");
+      replayRun = await measureReplay(api, { key: await api.key(agency.id, owner.id), ownerId: owner.id });
+    },
+    runs("replay"),
+  );
+
   const bundles = new Map<string, BundleFile[]>();
   const coldStarts: ColdStarts[] = [];
   await phase(
@@ -397,6 +410,10 @@ async function main() {
   ] as const) {
     const [plain, logged] = [figures.get(plainId), figures.get(loggedId)];
     if (plain && logged) console.log(`  ${lineCost(plain, logged, where)}`);
+  }
+  if (replayRun) {
+    printReplay(replayRun);
+    goals.push({ title: "Webhook replay of many events beside live deliveries", verdicts: [replayVerdict(replayRun)] });
   }
   printStartup(bundles, coldStarts);
   const errors = [...errorLines("product")].sort((a, b) => b[1] - a[1]);

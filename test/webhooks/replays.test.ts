@@ -1,10 +1,12 @@
+import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { and, eq, lte } from "drizzle-orm";
 import { Webhook } from "standardwebhooks";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { events, webhookDeliveries } from "../../src/db/schema";
+import { events, webhookDeliveries, webhookReplays } from "../../src/db/schema";
+import { setAgencyQuotas } from "../../src/domain/quotas";
 import { call, db, expectError, internal, makeListing, makeTenant, type Tenant } from "../support/harness";
-import { consume, drained, WEBHOOK_QUEUE } from "../support/webhook-harness";
+import { consume, cron, drained, WEBHOOK_QUEUE } from "../support/webhook-harness";
 
 const URL = "http://localhost:9999/replays";
 
@@ -119,7 +121,17 @@ async function finished(t: Tenant, endpointId: string, replayId: string) {
     },
     { timeout: 15_000, interval: 50 },
   );
+  await idle(endpointId);
   return last;
+}
+
+/** Waits until the endpoint's replayer has let its replay go (its last step ended), so nothing outlives the test. */
+async function idle(endpointId: string) {
+  const stub = env.WEBHOOK_REPLAYER.getByName(endpointId);
+  await vi.waitFor(
+    async () => expect(await runInDurableObject(stub, (_, state) => state.storage.get("job"))).toBeUndefined(),
+    { timeout: 15_000, interval: 50 },
+  );
 }
 
 /** The agency's events of one type, in sequence order. */
@@ -291,11 +303,56 @@ describe("webhook replays", () => {
     const stopped = await internal(`${path}/${r.json.replay_id}`, { method: "DELETE" });
     expect(stopped.json).toMatchObject({ status: "cancelled" });
     rx.state.release();
+    await idle(hook.id);
     // The agency in the path holds the endpoint: another agency's path does not reach it.
     const elsewhere = await internal(`/internal/v1/agencies/${other.agencyId}/webhook-endpoints/${hook.id}/replays`, {
       body: { after_sequence: 0 },
     });
     expectError(elsewhere, 404, "webhook_endpoint_not_found");
+  });
+
+  it("are refused at once when the range cannot fit the agency's deliveries quota", async () => {
+    const t = await makeTenant();
+    for (let i = 0; i < 3; i++) await makeListing(t);
+    await drained();
+    const hook = await register(t);
+    await setAgencyQuotas(db(), t.agencyId, { webhook_deliveries: 2 });
+    const refused = await call(replays(hook.id), { key: t.key, body: { after_sequence: 0 } });
+    expectError(refused, 409, "agency_quota_exceeded");
+    expect(refused.json.error.details).toMatchObject({ resource: "webhook_deliveries", limit: 2, requested: 3 });
+    const stored = await db().select().from(webhookReplays).where(eq(webhookReplays.endpointId, hook.id));
+    expect(stored).toEqual([]);
+  });
+
+  it("go on after a lost wake-up, and are forgotten 30 days after they finish", async () => {
+    const t = await makeTenant();
+    for (let i = 0; i < 2; i++) await makeListing(t);
+    await drained();
+    const hook = await register(t);
+    const rx = receiver();
+    // A replay recorded as running whose driver was never woken, as after a failed wake-up.
+    const at = new Date(Date.now() - 10 * 60_000).toISOString();
+    await db().insert(webhookReplays).values({
+      id: "rpl_lostwake",
+      agencyId: t.agencyId,
+      endpointId: hook.id,
+      fromSequence: 1,
+      toSequence: 1_000,
+      cursor: 0,
+      eventsTotal: 2,
+      createdAt: at,
+      updatedAt: at,
+    });
+    await cron("* * * * *");
+    const done = await finished(t, hook.id, "rpl_lostwake");
+    expect(done).toMatchObject({ status: "done", events_sent: 2 });
+    expect(rx.state.receipts.filter((r) => r.replayId === "rpl_lostwake")).toHaveLength(2);
+
+    const old = new Date(Date.now() - 31 * 86_400_000).toISOString();
+    await db().update(webhookReplays).set({ finishedAt: old }).where(eq(webhookReplays.id, "rpl_lostwake"));
+    await cron("0 3 * * *");
+    const left = await db().select().from(webhookReplays).where(eq(webhookReplays.endpointId, hook.id));
+    expect(left).toEqual([]);
   });
 
   it("answer a repeated start with the same replay, and refuse bad ranges and other agencies' replays", async () => {

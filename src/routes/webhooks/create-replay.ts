@@ -42,7 +42,9 @@ export const createReplayRoute = publicRoute(
       "with `DELETE`. One replay runs per endpoint: another while it runs is 409 `webhook_replay_running`. A " +
       "range starting before the events kept (30 days) is 422 `webhook_replay_range_expired`, whose " +
       "`details.oldest_sequence` is the oldest kept. Each event sent counts against the agency's " +
-      "`webhook_deliveries` quota. Idempotent like every write.",
+      "`webhook_deliveries` quota: a replay of every event of a range that does not fit is refused at once " +
+      "(`agency_quota_exceeded`, with `details.requested`), one that filters waits while the agency is at its " +
+      "quota. Idempotent like every write.",
     request: {
       params: endpointIdParam,
       body: { content: json(CreateReplayBody) },

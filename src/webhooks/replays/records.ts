@@ -3,6 +3,7 @@ import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../../db/client";
 import { type WebhookEndpoint, type WebhookReplay, webhookReplays } from "../../db/schema";
 import { isUniqueViolation } from "../../domain/constraint";
+import { agencyQuotaStates } from "../../domain/quotas";
 import { DomainError } from "../../lib/errors";
 import { newId, nowIso } from "../../lib/ids";
 import { countInRange, type ReplayRange, resolveRange } from "./ranges";
@@ -22,6 +23,31 @@ const runningOf = (db: Db, endpoint: Pick<WebhookEndpoint, "id" | "agencyId">) =
     .get();
 
 /**
+ * Refuses a replay whose deliveries cannot fit the agency's `webhook_deliveries` quota: one
+ * at its quota already, or (when every event of the range is to be sent: no filters, not
+ * only failed ones) one whose range would pass it. A replay that filters is held to the quota
+ * as it sends, by the quota's trigger, and waits while the agency is at it.
+ */
+async function checkQuota(
+  db: Db,
+  endpoint: Pick<WebhookEndpoint, "agencyId" | "filters">,
+  total: number,
+  onlyFailed: boolean,
+): Promise<void> {
+  if (total === 0) return;
+  const quota = (await agencyQuotaStates(db, endpoint.agencyId)).find((q) => q.resource === "webhook_deliveries");
+  if (!quota) return;
+  const whole = !onlyFailed && !endpoint.filters?.length;
+  if (quota.used >= quota.limit || (whole && quota.used + total > quota.limit))
+    throw new DomainError("agency_quota_exceeded", {
+      message:
+        `A replay of ${total} events does not fit the agency's webhook_deliveries quota ` +
+        `(${quota.used} of ${quota.limit} used).`,
+      details: { resource: "webhook_deliveries", limit: quota.limit, usage: quota.used, requested: total },
+    });
+}
+
+/**
  * Records a replay of `range` to the endpoint: running, or done at once when the range
  * holds none of the endpoint's events. The range is fixed here (its end is the latest event
  * now); `events_total` counts its events of the endpoint's types. One replay runs per
@@ -30,7 +56,7 @@ const runningOf = (db: Db, endpoint: Pick<WebhookEndpoint, "id" | "agencyId">) =
  */
 export async function startReplay(
   db: Db,
-  endpoint: Pick<WebhookEndpoint, "id" | "agencyId" | "eventTypes">,
+  endpoint: Pick<WebhookEndpoint, "id" | "agencyId" | "eventTypes" | "filters">,
   range: ReplayRange,
   onlyFailed: boolean,
   mark: (replay: { id: string }) => BatchItem<"sqlite">[],
@@ -40,6 +66,7 @@ export async function startReplay(
   if (running) throw new DomainError("webhook_replay_running", { details: { replay_id: running.id } });
   const sequences = await resolveRange(db, endpoint.agencyId, range, now);
   const total = await countInRange(db, endpoint.agencyId, sequences, endpoint.eventTypes);
+  await checkQuota(db, endpoint, total, onlyFailed);
   const empty = total === 0;
   const at = nowIso(now);
   const id = newId("rpl");
