@@ -91,6 +91,8 @@ function routeCodes(route: RouteConfig, guard: Guard): ErrorCode[] {
       "idempotency_unavailable",
       // Every write commits a mark, and most an event: both count against the agency's quotas.
       "agency_quota_exceeded",
+      // A write that meets its agency's move between shards at the switch.
+      "agency_moving",
     );
   }
   codes.push("request_body_too_large");
@@ -179,6 +181,7 @@ export function internalRoute<const R extends RouteConfig>(errors: readonly Erro
   const codes = [
     ...new Set([
       ...OPERATOR_CODES,
+      ...(MUTATING.has(route.method) ? (["agency_moving"] as ErrorCode[]) : []),
       ...(schemas.json ? BODY_CODES : []),
       ...(schemas.query ? (["request_query_invalid"] as ErrorCode[]) : []),
       ...errors,

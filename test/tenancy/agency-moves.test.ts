@@ -25,6 +25,27 @@ const listingBody = (t: { owner: { id: string }; agent: { id: string } }) => ({
 });
 
 describe("moving an agency to another shard", () => {
+  it("answers a write that meets the switch 503 agency_moving, stored nowhere, and takes it again after", async () => {
+    const t = await makeTenant();
+    const before = await rowsOn("shard-1", t.agencyId);
+    // The fence a move puts up while it drains its last changes, put up by hand so the write meets it for sure.
+    await env.DB.prepare("INSERT INTO agency_departures (agency_id, move_id, state) VALUES (?1, 'mov_fence', 'fenced')")
+      .bind(t.agencyId)
+      .run();
+    const idem = unique("idem");
+    const body = listingBody(t);
+    try {
+      const fenced = await call("/api/v1/listings", { key: t.key, body, idempotencyKey: idem });
+      expectError(fenced, 503, "agency_moving");
+      expect(Number(fenced.headers.get("Retry-After"))).toBeGreaterThan(0);
+      expect(await rowsOn("shard-1", t.agencyId)).toEqual(before);
+    } finally {
+      await env.DB.prepare("DELETE FROM agency_departures WHERE agency_id = ?1").bind(t.agencyId).run();
+    }
+    const again = await call("/api/v1/listings", { key: t.key, body, idempotencyKey: idem });
+    expect(again.status, again.text).toBe(201);
+  });
+
   it("copies it while it serves: every row, its key, its feed and its replays carry over, nothing stays behind", async () => {
     const t = await makeTenant();
     for (let i = 0; i < 3; i++) await makeListing(t);
