@@ -98,14 +98,14 @@ export function judgeRun(
   add("shardNear", { ref: shardAlone });
   for (const id of ["layer-format", "layer-unknown", "layer-scope"]) add(id);
   rows.push(...growthRows);
-  const hook10 = hooks.find((h) => h.name.includes("10 endpoints"));
+  // Every run at 10 endpoints is judged: the goal holds only when it holds in each of them.
+  const hook10 = hooks.filter((h) => h.name.includes("10 endpoints"));
   for (const h of hooks) {
     rows.push({
       ...h,
-      goal:
-        h === hook10
-          ? verdict(h.p99 < 2_000, `p99 ${(h.p99 / 1000).toFixed(2)} s (< 2 s), ${h.received}/${h.expected} received`)
-          : undefined,
+      goal: hook10.includes(h)
+        ? verdict(h.p99 < 2_000, `p99 ${(h.p99 / 1000).toFixed(2)} s (< 2 s), ${h.received}/${h.expected} received`)
+        : undefined,
     });
   }
 
@@ -125,9 +125,11 @@ export function judgeRun(
     `a deep tour page and a counted search: cpu ms per row skipped or counted ≤ 1.25× from ${sizes}`,
     growthRows.filter((r) => r.perRow).map((r) => r.goal),
   );
-  judge("a change reaches its receiver in p99 < 2 s at 10 endpoints", [
-    hook10 ? rows.find((r) => r.name === hook10.name)?.goal : undefined,
-  ]);
+  judge(
+    `a change reaches its receiver in p99 < 2 s at 10 endpoints, in each of ${hook10.length || "the"} run(s) ` +
+      `(${hook10.map((h) => (h.p99 / 1000).toFixed(2)).join(", ")} s)`,
+    rows.filter((r) => hook10.some((h) => h.name === r.name) && r.goal).map((r) => r.goal),
+  );
 
   return { rows, goals };
 }

@@ -80,6 +80,12 @@ export interface PipelineRun extends Figure {
   create: { p50: number; p99: number };
   /** From a create's answer (the change committed) to its receipt. */
   afterAnswer: { p50: number; p99: number };
+  /**
+   * Send to receipt of the creates sent in each third of the run, in order: a lag that grows
+   * from third to third is a backlog (deliveries leave slower than creates arrive), a flat
+   * one with a high p99 is not.
+   */
+  thirds: { p50: number; p99: number }[];
 }
 
 /**
@@ -176,6 +182,19 @@ export async function measurePipeline(
       if (receipt !== undefined && receipt > lastReceipt) lastReceipt = receipt;
     }
   }
+  const thirds = [0, 1, 2].map((third) => {
+    const from = started + (third * seconds * 1000) / 3;
+    const to = started + ((third + 1) * seconds * 1000) / 3;
+    const lags: number[] = [];
+    for (const path of paths)
+      for (const [number, at] of sent) {
+        if (at < from || at >= to) continue;
+        const receipt = receiver.firsts.get(`${path} ${number}`);
+        lags.push(receipt === undefined ? Number.POSITIVE_INFINITY : receipt - at);
+      }
+    lags.sort((a, b) => a - b);
+    return { p50: percentile(lags, 50), p99: percentile(lags, 99) };
+  });
   const createTimes = [...sent].map(([number, at]) => answered.get(number)! - at);
   for (const list of [latencies, afterAnswer, createTimes]) list.sort((a, b) => a - b);
   const received = latencies.filter(Number.isFinite).length;
@@ -195,5 +214,6 @@ export async function measurePipeline(
     settleSeconds,
     create: { p50: percentile(createTimes, 50), p99: percentile(createTimes, 99) },
     afterAnswer: { p50: percentile(afterAnswer, 50), p99: percentile(afterAnswer, 99) },
+    thirds,
   };
 }
