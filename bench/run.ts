@@ -28,6 +28,7 @@ import {
   CONNECTIONS,
   DURATION,
   type Figure,
+  inspectorOf,
   LIST_CONNECTIONS,
   measure,
   measureAlternating,
@@ -36,6 +37,7 @@ import {
 } from "./lib/load.ts";
 import { measureObservability } from "./lib/observability.ts";
 import { cleanupNow, errorLines, runChild, stateDir, stopChildren } from "./lib/processes.ts";
+import { PROFILE_DIR, startProfile } from "./lib/profile.ts";
 import { measureReplay, printReplay, type ReplayRun, replayVerdict } from "./lib/replay.ts";
 import { printGoals, printTable, type Row, size } from "./lib/report.ts";
 import { type GrowthAgency, generateAgency } from "./lib/seed.ts";
@@ -332,6 +334,10 @@ async function main() {
           const hookAgency = await api.agency(`Bench Hooks ${endpoints} #${i}`);
           const hookOwner = await api.user(hookAgency.id, "media_agency", "Hooks Owner");
           const key = await api.key(hookAgency.id, hookOwner.id);
+          // With BENCH_PROFILE, the first run at 10 endpoints is profiled: where the pipeline's time goes.
+          const inspector = inspectorOf(product.origin);
+          const stop =
+            PROFILE_DIR && inspector && i === 1 ? await startProfile(inspector, "webhooks-10-endpoints") : undefined;
           const run = await measurePipeline(
             api,
             receiver,
@@ -340,6 +346,7 @@ async function main() {
             HOOK_RATE,
             HOOK_SECONDS,
           );
+          await stop?.();
           hooks.push(endpoints === 10 && HOOK_RUNS > 1 ? { ...run, name: `${run.name}, run ${i}` } : run);
         }
       } finally {

@@ -40,6 +40,9 @@ export function registerServer(origin: string, server: Server) {
   servers.set(new URL(origin).origin, server);
 }
 
+/** The inspector port of the Worker served at `origin`, when it has one (BENCH_PROFILE). */
+export const inspectorOf = (origin: string) => servers.get(new URL(origin).origin)?.inspector;
+
 export interface MeasureOptions {
   connections?: number;
   /** The status every answer should have: 2xx by default. */
