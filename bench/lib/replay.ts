@@ -9,6 +9,7 @@ import { performance } from "node:perf_hooks";
 import type { Api, BenchKey } from "./api.ts";
 import { sleep } from "./processes.ts";
 import { type Verdict, verdict } from "./report.ts";
+import { closeServer, listenOnLoopback, percentile } from "./webhooks.ts";
 
 const REPLAY_EVENTS = Number(process.env.BENCH_REPLAY_EVENTS ?? 10_000);
 /** Creates in flight while the agency's history is written. */
@@ -55,24 +56,14 @@ class ReplayReceiver {
     });
   }
 
-  listen(): Promise<void> {
-    return new Promise((resolve) =>
-      this.server.listen(0, "127.0.0.1", () => {
-        const address = this.server.address();
-        if (typeof address === "object" && address) this.port = address.port;
-        resolve();
-      }),
-    );
+  async listen(): Promise<void> {
+    this.port = await listenOnLoopback(this.server);
   }
 
   close(): Promise<void> {
-    this.server.closeAllConnections();
-    return new Promise((resolve) => this.server.close(() => resolve()));
+    return closeServer(this.server);
   }
 }
-
-const percentile = (sorted: number[], p: number) =>
-  sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]! : Number.NaN;
 
 const listingNumber = () => randomBytes(8).readBigUInt64BE().toString(36).padStart(7, "0").slice(-7);
 

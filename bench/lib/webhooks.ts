@@ -50,24 +50,33 @@ export class Receiver {
     this.server.requestTimeout = 15_000;
   }
 
-  listen(): Promise<void> {
-    return new Promise((resolve, reject) => {
-      this.server.once("error", reject);
-      this.server.listen(0, "127.0.0.1", () => {
-        const address = this.server.address();
-        if (typeof address === "object" && address) this.port = address.port;
-        resolve();
-      });
-    });
+  async listen(): Promise<void> {
+    this.port = await listenOnLoopback(this.server);
   }
 
   close(): Promise<void> {
-    this.server.closeAllConnections();
-    return new Promise((resolve) => this.server.close(() => resolve()));
+    return closeServer(this.server);
   }
 }
 
-const percentile = (sorted: number[], p: number) =>
+/** Listens on a free loopback port; answers the port. */
+export function listenOnLoopback(server: Server): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      resolve(typeof address === "object" && address ? address.port : 0);
+    });
+  });
+}
+
+/** Closes a server and every connection it holds. */
+export function closeServer(server: Server): Promise<void> {
+  server.closeAllConnections();
+  return new Promise((resolve) => server.close(() => resolve()));
+}
+
+export const percentile = (sorted: number[], p: number) =>
   sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]! : Number.NaN;
 
 export interface PipelineRun extends Figure {

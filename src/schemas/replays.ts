@@ -1,5 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import type { WebhookReplay } from "../db/schema";
+import type { ReplayRange } from "../webhooks/replays/ranges";
 import { endpointIdParam } from "./webhooks";
 
 const sequence = (description: string, example: number) =>
@@ -123,3 +124,9 @@ export const presentReplay = (r: WebhookReplay): z.infer<typeof WebhookReplaySch
   created_at: r.createdAt,
   finished_at: r.finishedAt,
 });
+
+/** The range a checked body asks for: after a sequence (up to another), or a time window. */
+export const rangeOf = (body: z.infer<typeof CreateReplayBody>): ReplayRange =>
+  body.after_sequence !== undefined
+    ? { afterSequence: body.after_sequence, untilSequence: body.until_sequence }
+    : { since: body.since!, until: body.until };

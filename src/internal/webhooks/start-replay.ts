@@ -3,7 +3,7 @@ import { driveReplay } from "../../durable/replay-driver";
 import type { AppEnv } from "../../http/env";
 import { internalRoute, json } from "../../http/route";
 import { logFailure } from "../../lib/telemetry/log";
-import { CreateReplayBody, presentReplay, WebhookReplaySchema } from "../../schemas/replays";
+import { CreateReplayBody, presentReplay, rangeOf, WebhookReplaySchema } from "../../schemas/replays";
 import { findEndpoint } from "../../webhooks/endpoints/records";
 import { startReplay } from "../../webhooks/replays/records";
 import { agencyEndpointParams, REPLAYS_PATH } from "./replays";
@@ -35,12 +35,8 @@ export const startWebhookReplayHandler: RouteHandler<typeof startWebhookReplayRo
   const { agency_id, endpoint_id } = c.req.valid("param");
   const body = c.req.valid("json");
   const endpoint = await findEndpoint(c.var.db, agency_id, endpoint_id);
-  const range =
-    body.after_sequence !== undefined
-      ? { afterSequence: body.after_sequence, untilSequence: body.until_sequence }
-      : { since: body.since!, until: body.until };
   // An operator's request carries no idempotency key: nothing to mark.
-  const replay = await startReplay(c.var.db, endpoint, range, body.only_failed ?? false, () => []);
+  const replay = await startReplay(c.var.db, endpoint, rangeOf(body), body.only_failed ?? false, () => []);
   if (replay.status === "running")
     await driveReplay(c.env, replay).catch((err: unknown) =>
       logFailure("webhook replay wake failed", { replay_id: replay.id }, err),

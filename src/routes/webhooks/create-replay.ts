@@ -4,7 +4,7 @@ import { idempotencyMark } from "../../http/admission/idempotency-mark";
 import type { AppEnv } from "../../http/env";
 import { json, publicRoute, setLocation } from "../../http/route";
 import { logFailure } from "../../lib/telemetry/log";
-import { CreateReplayBody, presentReplay, WebhookReplaySchema } from "../../schemas/replays";
+import { CreateReplayBody, presentReplay, rangeOf, WebhookReplaySchema } from "../../schemas/replays";
 import { endpointIdParam } from "../../schemas/webhooks";
 import { findEndpoint } from "../../webhooks/endpoints/records";
 import { startReplay } from "../../webhooks/replays/records";
@@ -62,11 +62,7 @@ export const createReplayHandler: RouteHandler<typeof createReplayRoute, AppEnv>
   const db = c.var.db;
   const body = c.req.valid("json");
   const endpoint = await findEndpoint(db, c.get("caller").agencyId, c.req.valid("param").endpoint_id);
-  const range =
-    body.after_sequence !== undefined
-      ? { afterSequence: body.after_sequence, untilSequence: body.until_sequence }
-      : { since: body.since!, until: body.until };
-  const replay = await startReplay(db, endpoint, range, body.only_failed ?? false, ({ id }) =>
+  const replay = await startReplay(db, endpoint, rangeOf(body), body.only_failed ?? false, ({ id }) =>
     idempotencyMark(c, db, { status: 202, resourceType: "webhook_replay", resourceId: id }),
   );
   // A wake-up lost here is made good by the minute's sweep of stalled replays.
