@@ -5,7 +5,6 @@ import { dirname, resolve } from "node:path";
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import type { Plugin } from "vite";
 import { defineConfig } from "vitest/config";
-import { textModules } from "./scripts/text-modules.ts";
 
 /** Test-only secrets, handed to the Worker as bindings. */
 const TEST_SECRETS = {
@@ -105,7 +104,6 @@ const SHARED_RUNTIME = [
 /** A project of tests in the Workers runtime; `isolate` gives each file a runtime of its own. */
 async function workersProject(name: string, files: { include?: string[]; exclude?: string[]; isolate: boolean }) {
   return {
-    resolve: textModules,
     plugins: [
       withoutDanglingSourceMaps(),
       cloudflareTest({
@@ -155,7 +153,6 @@ export default defineConfig(async () => ({
       {
         // Checks that need Node: the OpenAPI 3.1 schema validator reads its schemas from
         // disk and compiles them with code generation, which workerd does not allow.
-        resolve: textModules,
         test: { name: "node", environment: "node", include: ["test/node/*.test.ts"], testTimeout: 30_000 },
       },
       {

@@ -10,7 +10,6 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import openapiTS from "openapi-typescript";
 import { runnerImport } from "vite";
-import { textModules } from "./text-modules.ts";
 
 const root = join(import.meta.dirname, "..");
 const out = join(root, "test", "generated");
@@ -21,7 +20,6 @@ const { module } = await runnerImport<typeof import("../src/app.ts")>(join(root,
   configFile: false,
   root,
   logLevel: "error",
-  resolve: textModules,
 });
 const res = await module.app.request("https://api.test/api/v1/openapi.json", {}, env);
 if (res.status !== 200) throw new Error(`GET /api/v1/openapi.json answered ${res.status}: ${await res.text()}`);

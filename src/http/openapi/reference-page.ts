@@ -1,6 +1,6 @@
-// The reference's single-file browser build, bundled into the Worker as a Text module
-// (see `rules` in wrangler.jsonc), so the page loads nothing from another host.
-import referenceScript from "@scalar/api-reference/dist/browser/standalone.js";
+// The reference's single-file browser build is a static asset of the Worker (`assets` in
+// wrangler.jsonc), read through its ASSETS binding and served from here, so the page loads
+// nothing from another host and the Worker's bundle does not carry it.
 import { Scalar } from "@scalar/hono-api-reference";
 import { Hono } from "hono";
 import { hex } from "../../lib/crypto/encoding";
@@ -45,15 +45,23 @@ const CUSTOM_CSS = `
 }
 `;
 
-/** Encoded and hashed once per isolate, on first use. */
-function loadScript(): Promise<ReferenceScript> {
+/** Where the script lies among the static assets (scripts/static-assets.mjs puts it there). */
+const SCRIPT_ASSET = "https://assets.example/docs/reference.js";
+
+/** Read, encoded and hashed once per isolate, on first use; a failed read is tried again next time. */
+function loadScript(assets: Fetcher): Promise<ReferenceScript> {
   script ??= (async () => {
-    const text = referenceScript.replaceAll(DEMO_TOKEN_PLACEHOLDER, KEY_PLACEHOLDER);
+    const res = await assets.fetch(SCRIPT_ASSET);
+    if (!res.ok) throw new Error(`the reference script is not among the static assets (${res.status})`);
+    const text = (await res.text()).replaceAll(DEMO_TOKEN_PLACEHOLDER, KEY_PLACEHOLDER);
     const body = new Blob([text], { type: "text/javascript; charset=utf-8" });
     const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", await body.arrayBuffer()));
     const version = hex(digest.subarray(0, 8));
     return { body, version, etag: `"${version}"` };
   })();
+  script.catch(() => {
+    script = undefined;
+  });
   return script;
 }
 
@@ -78,10 +86,10 @@ export function apiReference(opts: ApiReferenceOptions): Hono<AppEnv> {
   return new Hono<AppEnv>()
     .get(
       opts.pagePath,
-      Scalar(async () => ({
+      Scalar<AppEnv>(async (c) => ({
         url: opts.documentPath,
         pageTitle: opts.pageTitle,
-        cdn: `${opts.scriptPath}?v=${(await loadScript()).version}`,
+        cdn: `${opts.scriptPath}?v=${(await loadScript(c.env.ASSETS)).version}`,
         withDefaultFonts: false,
         telemetry: false,
         showDeveloperTools: "never",
@@ -94,7 +102,7 @@ export function apiReference(opts: ApiReferenceOptions): Hono<AppEnv> {
       })),
     )
     .get(opts.scriptPath, async (c) => {
-      const { body, version, etag } = await loadScript();
+      const { body, version, etag } = await loadScript(c.env.ASSETS);
       c.header("ETag", etag);
       c.header("Cache-Control", c.req.query("v") === version ? IMMUTABLE : REVALIDATE);
       if (matchesEtag(c.req.header("if-none-match"), etag)) return c.body(null, 304);
