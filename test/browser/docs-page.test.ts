@@ -245,11 +245,17 @@ describe("the API reference page in a browser", () => {
 
     // "Test Request" with the field left empty sends no key at all, never a demo token.
     await page.getByText("Listings", { exact: true }).first().click();
-    await page
-      .getByRole("button", { name: /Test Request/ })
-      .first()
-      .click();
-    await page.getByRole("button", { name: /^Send/ }).first().click();
+    // On a busy machine the first click can land before the page wires its buttons: click again until the
+    // request panel opens (three tries), then send.
+    const send = page.getByRole("button", { name: /^Send/ }).first();
+    for (let tries = 0; tries < 3 && !(await send.isVisible()); tries++) {
+      await page
+        .getByRole("button", { name: /Test Request/ })
+        .first()
+        .click();
+      await send.waitFor({ state: "visible", timeout: 10_000 }).catch(() => {});
+    }
+    await send.click();
     await expect.poll(() => sentKeys.length, { timeout: 15_000 }).toBeGreaterThan(0);
     expect(
       sentKeys.every((key) => !key),
