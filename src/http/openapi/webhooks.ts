@@ -9,7 +9,9 @@ const DELIVERY_SIGNATURES =
   "`webhook-timestamp` (this attempt's Unix seconds) and `webhook-signature: v1,<base64>`: HMAC-SHA256 of " +
   "`<webhook-id>.<webhook-timestamp>.<raw body>` keyed with the base64-decoded bytes after `whsec_`, so a " +
   "standardwebhooks library's `new Webhook(secret).verify(body, headers)` accepts it. Also sent: " +
-  "`X-Webhook-Event`, `X-Webhook-Id` (the event id) and `X-Webhook-Delivery` (the delivery id).";
+  "`X-Webhook-Event`, `X-Webhook-Id` (the event id) and `X-Webhook-Delivery` (the delivery id). A delivery that a " +
+  "replay sent (`POST /api/v1/webhooks/endpoints/{endpoint_id}/replays`) also carries `X-Webhook-Replay` and " +
+  "`replay_id` in the body, both the replay's id; an endpoint with `payload: thin` gets the body without `data`.";
 
 const header = (name: string, description: string, example: string) => ({
   name,
@@ -29,7 +31,12 @@ const DELIVERY_HEADERS = [
   ),
   header("X-Webhook-Event", "The event type.", "listing.created"),
   header("X-Webhook-Id", "The event id; the same on every attempt.", "evt_0mhx3k2a1q8v2l0c9z7rj4"),
-  header("X-Webhook-Delivery", "The delivery id (one per event and endpoint).", "whd_0mhx3k2a1q8v2l0c9z7rj4"),
+  header(
+    "X-Webhook-Delivery",
+    "The delivery id (one per event and endpoint, and one per event in each replay).",
+    "whd_0mhx3k2a1q8v2l0c9z7rj4",
+  ),
+
   header("webhook-id", "Standard Webhooks: the event id; the same on every attempt.", "evt_0mhx3k2a1q8v2l0c9z7rj4"),
   header("webhook-timestamp", "Standard Webhooks: this attempt's Unix time in seconds.", "1795870800"),
   header(

@@ -51,15 +51,14 @@ async function nextPage(db: Db, replay: WebhookReplay, endpoint: Endpoint) {
  * The page's events that failed at this endpoint: a delivery of them (made live or by a
  * replay) ended dead, and none was delivered. Each half reads its own partial index.
  */
-async function failedOf(db: Db, endpointId: string, page: PageEvent[]): Promise<Set<string>> {
+async function failedOf(db: Db, replay: WebhookReplay, page: PageEvent[]): Promise<Set<string>> {
   const ids = jsonIds(page.map((e) => e.id));
+  const mine = sql`endpoint_id = ${replay.endpointId} AND agency_id = ${replay.agencyId}`;
   const rows = await db.all<{ event_id: string; delivered: number; dead: number }>(sql`
     SELECT event_id, max(status = 'delivered') AS delivered, max(status = 'dead') AS dead FROM (
-      SELECT event_id, status FROM webhook_deliveries
-      WHERE event_id IN ${ids} AND endpoint_id = ${endpointId} AND replay_id IS NULL
+      SELECT event_id, status FROM webhook_deliveries WHERE event_id IN ${ids} AND ${mine} AND replay_id IS NULL
       UNION ALL
-      SELECT event_id, status FROM webhook_deliveries
-      WHERE event_id IN ${ids} AND endpoint_id = ${endpointId} AND replay_id IS NOT NULL
+      SELECT event_id, status FROM webhook_deliveries WHERE event_id IN ${ids} AND ${mine} AND replay_id IS NOT NULL
     ) GROUP BY event_id`);
   return new Set(rows.filter((r) => r.dead && !r.delivered).map((r) => r.event_id));
 }
@@ -83,19 +82,20 @@ async function handOver(d1: D1Database, replay: WebhookReplay, chosen: PageEvent
         SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'),
           json_extract(value, '$[3]'), 'pending', json_extract(value, '$[4]')
         FROM json_each(?1)
-        WHERE EXISTS (SELECT 1 FROM webhook_replays WHERE id = ?2 AND status = 'running' AND cursor = ?3)
+        WHERE EXISTS (SELECT 1 FROM webhook_replays
+          WHERE id = ?2 AND agency_id = ?4 AND status = 'running' AND cursor = ?3)
         ON CONFLICT DO NOTHING`,
       )
-      .bind(JSON.stringify(rows), replay.id, replay.cursor),
+      .bind(JSON.stringify(rows), replay.id, replay.cursor, replay.agencyId),
     d1
       .prepare(
         `UPDATE webhook_replays SET cursor = ?1, events_sent = events_sent + ?2,
           events_skipped = events_skipped + ?3, status = CASE WHEN ?4 THEN 'done' ELSE status END,
           finished_at = CASE WHEN ?4 THEN ?5 ELSE NULL END, updated_at = ?5
-        WHERE id = ?6 AND status = 'running' AND cursor = ?7
+        WHERE id = ?6 AND agency_id = ?8 AND status = 'running' AND cursor = ?7
         RETURNING id`,
       )
-      .bind(cursor, rows.length, skipped, done ? 1 : 0, at, replay.id, replay.cursor),
+      .bind(cursor, rows.length, skipped, done ? 1 : 0, at, replay.id, replay.cursor, replay.agencyId),
   ]);
   return moved?.results.length ? rows.map((r) => r[0] as string) : undefined;
 }
@@ -188,7 +188,7 @@ export async function replayStep(env: Env, agencyId: string, replayId: string): 
   const paused = Date.parse(endpoint.pausedUntil ?? "") || 0;
   if (paused > Date.now()) return { next: "later", at: paused };
   const { rows, cursor } = await nextPage(db, replay, endpoint);
-  const failed = replay.onlyFailed && rows.length ? await failedOf(db, endpoint.id, rows) : undefined;
+  const failed = replay.onlyFailed && rows.length ? await failedOf(db, replay, rows) : undefined;
   const chosen = rows.filter((e) => selects(endpoint.filters, e.data) && (!failed || failed.has(e.id)));
   const ids = await handOver(env.DB, replay, chosen, rows.length - chosen.length, cursor);
   // Cancelled, or moved on by a step run twice: the next step reads where it stands.
