@@ -2,10 +2,24 @@ import { and, eq, lt } from "drizzle-orm";
 import { database } from "../db/client";
 import { type WebhookReplay, webhookReplays } from "../db/schema";
 import { nowIso } from "../lib/ids";
+import { logFailure } from "../lib/telemetry/log";
+
+type Driven = Pick<WebhookReplay, "id" | "agencyId" | "endpointId">;
 
 /** Has the endpoint's replayer drive a replay just recorded as running. */
-export const driveReplay = (env: Env, replay: Pick<WebhookReplay, "id" | "agencyId" | "endpointId">) =>
+const drive = (env: Env, replay: Driven) =>
   env.WEBHOOK_REPLAYER.getByName(replay.endpointId).start(replay.id, replay.agencyId);
+
+/**
+ * Wakes the replayer of a replay just started, if it runs. A wake-up that fails is logged, not
+ * answered: the replay is recorded, and the minute's sweep of stalled replays wakes it.
+ */
+export async function driveStarted(env: Env, replay: Driven & Pick<WebhookReplay, "status">): Promise<void> {
+  if (replay.status !== "running") return;
+  await drive(env, replay).catch((err: unknown) =>
+    logFailure("webhook replay wake failed", { replay_id: replay.id }, err),
+  );
+}
 
 /** A running replay untouched this long has lost its driver's alarm (or never had it): it is woken again. */
 const STALLED_MS = 2 * 60_000;
@@ -23,6 +37,6 @@ export async function wakeStalledReplays(env: Env, now = Date.now()): Promise<nu
     .from(webhookReplays)
     .where(and(eq(webhookReplays.status, "running"), lt(webhookReplays.updatedAt, nowIso(now - STALLED_MS))))
     .limit(WAKE_PAGE);
-  await Promise.all(stalled.map((r) => driveReplay(env, r)));
+  await Promise.all(stalled.map((r) => drive(env, r)));
   return stalled.length;
 }

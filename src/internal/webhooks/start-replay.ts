@@ -1,8 +1,7 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import { driveReplay } from "../../durable/replay-driver";
+import { driveStarted } from "../../durable/replay-driver";
 import type { AppEnv } from "../../http/env";
 import { internalRoute, json } from "../../http/route";
-import { logFailure } from "../../lib/telemetry/log";
 import { CreateReplayBody, presentReplay, rangeOf, WebhookReplaySchema } from "../../schemas/replays";
 import { findEndpoint } from "../../webhooks/endpoints/records";
 import { startReplay } from "../../webhooks/replays/records";
@@ -37,9 +36,6 @@ export const startWebhookReplayHandler: RouteHandler<typeof startWebhookReplayRo
   const endpoint = await findEndpoint(c.var.db, agency_id, endpoint_id);
   // An operator's request carries no idempotency key: nothing to mark.
   const replay = await startReplay(c.var.db, endpoint, rangeOf(body), body.only_failed ?? false, () => []);
-  if (replay.status === "running")
-    await driveReplay(c.env, replay).catch((err: unknown) =>
-      logFailure("webhook replay wake failed", { replay_id: replay.id }, err),
-    );
+  await driveStarted(c.env, replay);
   return c.json(WebhookReplaySchema.parse(presentReplay(replay)), 202);
 };

@@ -1,9 +1,8 @@
 import type { RouteHandler } from "@hono/zod-openapi";
-import { driveReplay } from "../../durable/replay-driver";
+import { driveStarted } from "../../durable/replay-driver";
 import { idempotencyMark } from "../../http/admission/idempotency-mark";
 import type { AppEnv } from "../../http/env";
 import { json, publicRoute, setLocation } from "../../http/route";
-import { logFailure } from "../../lib/telemetry/log";
 import { CreateReplayBody, presentReplay, rangeOf, WebhookReplaySchema } from "../../schemas/replays";
 import { endpointIdParam } from "../../schemas/webhooks";
 import { findEndpoint } from "../../webhooks/endpoints/records";
@@ -65,11 +64,7 @@ export const createReplayHandler: RouteHandler<typeof createReplayRoute, AppEnv>
   const replay = await startReplay(db, endpoint, rangeOf(body), body.only_failed ?? false, ({ id }) =>
     idempotencyMark(c, db, { status: 202, resourceType: "webhook_replay", resourceId: id }),
   );
-  // A wake-up lost here is made good by the minute's sweep of stalled replays.
-  if (replay.status === "running")
-    await driveReplay(c.env, replay).catch((err: unknown) =>
-      logFailure("webhook replay wake failed", { replay_id: replay.id }, err),
-    );
+  await driveStarted(c.env, replay);
   setLocation(c, `/api/v1/webhooks/endpoints/${endpoint.id}/replays/${replay.id}`);
   return c.json(WebhookReplaySchema.parse(presentReplay(replay)), 202);
 };

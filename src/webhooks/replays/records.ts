@@ -106,18 +106,8 @@ export async function findReplay(
   endpoint: Pick<WebhookEndpoint, "id" | "agencyId">,
   replayId: string,
 ): Promise<WebhookReplay> {
-  const replay = await db
-    .select()
-    .from(webhookReplays)
-    .where(
-      and(
-        eq(webhookReplays.id, replayId),
-        eq(webhookReplays.agencyId, endpoint.agencyId),
-        eq(webhookReplays.endpointId, endpoint.id),
-      ),
-    )
-    .get();
-  if (!replay) throw new DomainError("webhook_replay_not_found");
+  const replay = await replayOf(db, endpoint.agencyId, replayId);
+  if (replay?.endpointId !== endpoint.id) throw new DomainError("webhook_replay_not_found");
   return replay;
 }
 
