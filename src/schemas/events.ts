@@ -37,7 +37,7 @@ export function envelopeSchema(type: EventType): Record<string, unknown> {
   const { $schema: _, ...data } = payloadSchema(type);
   return {
     type: "object",
-    required: ["event_id", "event_type", "api_version", "timestamp", "nonce"],
+    required: ["event_id", "event_type", "api_version", "timestamp", "nonce", "data"],
     properties: {
       event_id: {
         type: "string",

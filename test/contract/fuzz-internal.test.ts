@@ -1,4 +1,4 @@
-import { beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   backgroundSettled,
   FUZZ_RUNS,
@@ -8,6 +8,7 @@ import {
   loadDoc,
   operations,
   operatorAuth,
+  settleReplays,
 } from "../support/fuzz-kit";
 import type { Doc } from "../support/fuzz-schema";
 import { internal } from "../support/harness";
@@ -18,6 +19,8 @@ beforeAll(async () => {
 });
 
 describe("schema fuzzing of the internal document", () => {
+  afterAll(settleReplays, 30_000);
+
   it("answers every generated operator request with a documented, schema-valid response and never a 5xx", async () => {
     const { tenant, pools } = await fuzzTenant(doc);
     const [listing] = pools.listing_number!;

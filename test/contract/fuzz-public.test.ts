@@ -1,4 +1,4 @@
-import { beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   backgroundSettled,
   FUZZ_RUNS,
@@ -9,6 +9,7 @@ import {
   operations,
   operatorAuth,
   type Pools,
+  settleReplays,
 } from "../support/fuzz-kit";
 import type { Doc } from "../support/fuzz-schema";
 
@@ -20,6 +21,8 @@ beforeAll(async () => {
 });
 
 describe("schema fuzzing of the public document", () => {
+  afterAll(settleReplays, 30_000);
+
   it("answers every generated request with a documented, schema-valid response and never a 5xx", async () => {
     const { tenant, pools } = await fuzzTenant(internalDoc);
     const runs = FUZZ_RUNS ? Math.ceil(FUZZ_RUNS * 0.6) : 1200;

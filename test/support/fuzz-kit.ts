@@ -1,3 +1,4 @@
+import { runDurableObjectAlarm } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import fc from "fast-check";
 import { expect, vi } from "vitest";
@@ -339,4 +340,21 @@ export async function fuzz(
   const histogram = [...statuses].sort(([a], [b]) => a - b).map(([status, n]) => `${status}×${n}`);
   console.log(`seed ${seed}: ${sent} requests, statuses ${histogram.join(" ")}`);
   return sent;
+}
+
+/**
+ * Stops every replay a fuzz run started and runs each replayer's pending alarm now, so no
+ * replay's step (its attempt at an example host that does not resolve) is still running
+ * when the file's runtime is torn down.
+ */
+export async function settleReplays() {
+  for (const d1 of [env.DB, env.SHARD_2]) {
+    await d1
+      .prepare("UPDATE webhook_replays SET status = 'cancelled', reason = 'cancelled' WHERE status = 'running'")
+      .run();
+    const { results } = await d1
+      .prepare("SELECT DISTINCT endpoint_id FROM webhook_replays")
+      .all<{ endpoint_id: string }>();
+    for (const { endpoint_id } of results) await runDurableObjectAlarm(env.WEBHOOK_REPLAYER.getByName(endpoint_id));
+  }
 }
