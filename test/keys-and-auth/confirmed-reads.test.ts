@@ -1,10 +1,13 @@
+import { createExecutionContext, runInDurableObject, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
 import { describe, expect, it, vi } from "vitest";
 import { changeKey, keyGate } from "../../src/accounts/key-changes";
 import { database } from "../../src/db/client";
 import { agencies, apiKeys } from "../../src/db/schema";
+import { OpenWrites, UNREPORTED_WINDOW_MS } from "../../src/durable/key-gate/writes";
 import { forgetKeys, handOffBookmark, hashOfKey } from "../../src/http/admission/key-auth";
+import worker from "../../src/index";
 import { realSession } from "../support/d1-guard";
 import { call, db, direct, expectError, keyed, makeTenant } from "../support/harness";
 
@@ -336,5 +339,135 @@ describe("a key's bookmark hand-offs from one isolate", () => {
     await later;
     expect(calls).toHaveLength(2);
     warned.mockRestore();
+  });
+});
+
+/**
+ * The key gates with each bookmark hand-off held until `release`: a write's answer that
+ * waited for its hand-off would not arrive while one is held.
+ */
+function heldReports() {
+  const held: (() => void)[] = [];
+  const gates = {
+    getByName(name: string) {
+      const stub = env.KEY_GATE.getByName(name);
+      return {
+        admit: (...args: Parameters<typeof stub.admit>) => stub.admit(...args),
+        wrote: async (...args: Parameters<typeof stub.wrote>) => {
+          await new Promise<void>((resolve) => held.push(resolve));
+          return stub.wrote(...args);
+        },
+      };
+    },
+  } as unknown as Env["KEY_GATE"];
+  const release = () => {
+    for (const resolve of held.splice(0)) resolve();
+  };
+  return { held, gates, release };
+}
+
+const createBody = (t: Awaited<ReturnType<typeof makeTenant>>, address: string) =>
+  JSON.stringify({ address, owner_user_id: t.owner.id, agent_one_id: t.agent.id });
+
+describe("a write answers before its bookmark reaches the key's gate", () => {
+  it("a read from another isolate, sent right after the write's answer, sees the write", async () => {
+    const t = await makeTenant();
+    const seen: Observed = { sessions: [], queries: [] };
+    const DB = observedDb(seen);
+    const reports = heldReports();
+    const ctx = createExecutionContext();
+    const res = await worker.fetch(
+      keyed("/api/v1/listings", t.key, {
+        method: "POST",
+        headers: { "Content-Type": "application/json", "X-Idempotency-Key": crypto.randomUUID() },
+        body: createBody(t, "1 Unreported Lane"),
+      }),
+      { ...env, DB, KEY_GATE: reports.gates } as Env,
+      ctx,
+    );
+    const created = (await res.json()) as { listing_number: string };
+    expect(res.status).toBe(201);
+    await vi.waitFor(() => expect(reports.held, "the hand-off was sent and is still held").toHaveLength(1));
+    const written = `test-bookmark-${String(bookmarks).padStart(8, "0")}`;
+
+    // Another isolate, with the real gate: the write is unreported there, so the read goes to the primary.
+    forgetKeys();
+    seen.sessions.length = 0;
+    const read = await direct(keyed(`/api/v1/listings/${created.listing_number}`, t.key), { DB });
+    expect(read.status, read.text).toBe(200);
+    expect(read.json.address).toBe("1 Unreported Lane");
+    expect(seen.sessions, "the read starts where every committed write is").toEqual(["first-primary"]);
+
+    // Once the hand-off arrives, reads start at the write's bookmark again.
+    reports.release();
+    await waitOnExecutionContext(ctx);
+    forgetKeys();
+    seen.sessions.length = 0;
+    const later = await direct(keyed(`/api/v1/listings/${created.listing_number}`, t.key), { DB });
+    expect(later.status, later.text).toBe(200);
+    expect(seen.sessions).toEqual([written]);
+  });
+
+  it("a refused write reports too: it leaves no read of the key on the primary", async () => {
+    const t = await makeTenant();
+    const seen: Observed = { sessions: [], queries: [] };
+    const DB = observedDb(seen);
+    const refused = await direct(
+      keyed("/api/v1/listings", t.key, {
+        method: "POST",
+        headers: { "Content-Type": "application/json", "X-Idempotency-Key": crypto.randomUUID() },
+        body: JSON.stringify({ address: "" }),
+      }),
+      { DB },
+    );
+    expect(refused.status, refused.text).toBe(422);
+    forgetKeys();
+    seen.sessions.length = 0;
+    const read = await direct(keyed("/api/v1/listings", t.key), { DB });
+    expect(read.status, read.text).toBe(200);
+    expect(seen.sessions).toEqual(["first-unconstrained"]);
+  });
+
+  it("a write whose report is lost keeps the key's reads on the primary for the window, then no longer", async () => {
+    const t = await makeTenant();
+    const gate = keyGate(env, t.keyId);
+    const hash = await hashOfKey(env, t.key);
+    const mode = env.API_MODE as "test" | "live";
+    const now = Date.now();
+    const admit = (at: number, writing = false) =>
+      gate.admit(t.keyId, hash, mode, null, at, undefined, true, undefined, writing);
+    const write = await admit(now, true);
+    if (!write.ok) throw new Error("not admitted");
+    expect(write.ticket).toEqual(expect.any(String));
+    const during = await admit(now + UNREPORTED_WINDOW_MS - 1_000);
+    expect(during.ok && during.primary).toBe(true);
+    const after = await admit(now + UNREPORTED_WINDOW_MS + 1_000);
+    expect(after.ok && after.primary).toBeFalsy();
+    // A restarted gate cannot know which writes are open: it keeps reads on the primary until all could have ended.
+    const until = await runInDurableObject(gate, (_, state) =>
+      state.storage.sql.exec<{ value: string }>("SELECT value FROM gate_meta WHERE name = 'writes_until'").one(),
+    );
+    expect(Number(until.value)).toBeGreaterThanOrEqual(now + UNREPORTED_WINDOW_MS);
+    const restarted = new OpenWrites(Number(until.value), () => undefined);
+    expect(restarted.primary(now + UNREPORTED_WINDOW_MS)).toBe(true);
+    expect(restarted.primary(Number(until.value))).toBe(false);
+  });
+
+  it("a report closes only the writes it carries", async () => {
+    const t = await makeTenant();
+    const gate = keyGate(env, t.keyId);
+    const hash = await hashOfKey(env, t.key);
+    const mode = env.API_MODE as "test" | "live";
+    const admit = (writing = false) =>
+      gate.admit(t.keyId, hash, mode, null, Date.now(), undefined, true, undefined, writing);
+    const [one, two] = [await admit(true), await admit(true)];
+    if (!one.ok || !two.ok) throw new Error("not admitted");
+    await gate.wrote("test-bookmark-a", undefined, [one.ticket!]);
+    const between = await admit();
+    expect(between.ok && between.primary, "the second write is still unreported").toBe(true);
+    await gate.wrote(null, undefined, [two.ticket!]);
+    const done = await admit();
+    expect(done.ok && done.primary).toBeFalsy();
+    expect(done.ok && done.bookmark).toBe("test-bookmark-a");
   });
 });

@@ -11,6 +11,7 @@ import { KeyStateCache } from "./key-state";
 import { BudgetLeases } from "./leases";
 import { type GateVerdict, type RateDecision, type Refusal, refuse } from "./verdict";
 import { RateWindows } from "./windows";
+import { OpenWrites } from "./writes";
 
 /** Longer bookmarks are refused; D1's are far shorter. */
 const BOOKMARK_MAX_LENGTH = 1_024;
@@ -18,8 +19,8 @@ const BOOKMARK_MAX_LENGTH = 1_024;
 /**
  * One per API key (addressed by key id), so a request is authenticated, rate-limited and
  * told where its reads start in one round trip. A thin RPC surface over its parts: the
- * key's cached state, its rate windows, its leases of the agency's budget, and the
- * bookmark of its latest write. One alarm writes the windows' counts and gives back what
+ * key's cached state, its rate windows, its leases of the agency's budget, the bookmark
+ * of its latest write, and its writes not reported yet (reads go to the primary meanwhile). One alarm writes the windows' counts and gives back what
  * ended leases left unused.
  */
 export class KeyGate extends DurableObject<Env> {
@@ -27,6 +28,7 @@ export class KeyGate extends DurableObject<Env> {
   #windows!: RateWindows;
   #leases!: BudgetLeases;
   #bookmark: string | undefined;
+  #writes!: OpenWrites;
   /** When the alarm is set to run; undefined when none is set. */
   #alarmAt: number | undefined;
   /** The shard that holds the key's agency: told by the first caller that found the key, then kept. */
@@ -50,6 +52,10 @@ export class KeyGate extends DurableObject<Env> {
           .map((r) => [r.name, r.value]),
       );
       this.#bookmark = meta.get("bookmark");
+      const writesUntil = Number(meta.get("writes_until"));
+      this.#writes = new OpenWrites(Number.isFinite(writesUntil) ? writesUntil : undefined, (until) =>
+        this.#keepMeta("writes_until", String(until)),
+      );
       const shard = meta.get("shard");
       if (shard !== undefined && SHARD_NAMES.includes(shard as ShardName)) this.#kept = shard as ShardName;
       this.#alarmAt = (await ctx.storage.getAlarm()) ?? undefined;
@@ -64,9 +70,14 @@ export class KeyGate extends DurableObject<Env> {
     if (this.#kept !== undefined) return;
     this.#kept = shard;
     this.#state.invalidate();
+    this.#keepMeta("shard", shard);
+  }
+
+  #keepMeta(name: string, value: string): void {
     this.ctx.storage.sql.exec(
-      "INSERT INTO gate_meta (name, value) VALUES ('shard', ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value",
-      shard,
+      "INSERT INTO gate_meta (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+      name,
+      value,
     );
   }
 
@@ -83,12 +94,9 @@ export class KeyGate extends DurableObject<Env> {
     this.#kept = shard;
     this.#bookmark = bookmark;
     this.#state.invalidate();
-    const sql = this.ctx.storage.sql;
-    const keep =
-      "INSERT INTO gate_meta (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value";
-    sql.exec(keep, "shard", shard);
-    if (bookmark === undefined) sql.exec("DELETE FROM gate_meta WHERE name = 'bookmark'");
-    else sql.exec(keep, "bookmark", bookmark);
+    this.#keepMeta("shard", shard);
+    if (bookmark === undefined) this.ctx.storage.sql.exec("DELETE FROM gate_meta WHERE name = 'bookmark'");
+    else this.#keepMeta("bookmark", bookmark);
   }
 
   /** A change made elsewhere (the minting user's state, the rotation sweep): read the key afresh. */
@@ -134,7 +142,8 @@ export class KeyGate extends DurableObject<Env> {
    * Authenticates the presented secret (by hash) and, for a rate-limited route, counts
    * the request against the key's window for `endpoint`. With `counted` false (a
    * conditional read, counted by `count` only when it is not answered 304) the window is
-   * reported as it stands, counting nothing.
+   * reported as it stands, counting nothing. A `writing` request gets a ticket that its
+   * bookmark hand-off closes; until then the key's reads are told to go to the primary.
    */
   async admit(
     keyId: string,
@@ -145,9 +154,10 @@ export class KeyGate extends DurableObject<Env> {
     traceparent?: string,
     counted = true,
     shard?: ShardName,
+    writing = false,
   ): Promise<GateVerdict> {
     if (shard) this.#keepShard(shard);
-    const verdict = await this.#admit(keyId, secretHash, environmentMode, endpoint, now, counted);
+    const verdict = await this.#admit(keyId, secretHash, environmentMode, endpoint, now, counted, writing);
     tracedCall(traceparent, "key gate admit", () => ({
       key_id: keyId,
       endpoint,
@@ -165,6 +175,7 @@ export class KeyGate extends DurableObject<Env> {
     endpoint: EndpointName | null,
     now: number,
     counted: boolean,
+    writing: boolean,
   ): Promise<GateVerdict> {
     const loaded = await this.#state.load(keyId);
     const secret = loaded?.secrets.get(secretHash);
@@ -177,15 +188,20 @@ export class KeyGate extends DurableObject<Env> {
     }
     const { id, agencyId, role, scopes, mintedByUserId } = loaded.key;
     const key = { id, agencyId, role, scopes, mintedByUserId };
-    const bookmark = this.#bookmark;
-    const shard = this.#shard;
-    if (!endpoint) return { ok: true, key, bookmark, shard };
-    const limit = budgetFor(endpoint, loaded.key.rateLimitOverrides);
-    if (limit === undefined) return refuse(new DomainError("rate_limit_misconfigured", { details: { endpoint } }));
-    if (!counted) return { ok: true, key, rate: this.#windows.peek(endpoint, limit, now), bookmark, shard };
+    const limit = endpoint ? budgetFor(endpoint, loaded.key.rateLimitOverrides) : undefined;
+    if (endpoint && limit === undefined)
+      return refuse(new DomainError("rate_limit_misconfigured", { details: { endpoint } }));
+    const where = {
+      bookmark: this.#bookmark,
+      shard: this.#shard,
+      primary: this.#writes.primary(now) || undefined,
+      ticket: writing ? this.#writes.open(now) : undefined,
+    };
+    if (!endpoint || limit === undefined) return { ok: true, key, ...where };
+    if (!counted) return { ok: true, key, rate: this.#windows.peek(endpoint, limit, now), ...where };
     const rate = await this.#leases.admit(agencyId, endpoint, limit, now);
     await this.#schedule();
-    return { ok: true, key, rate, bookmark, shard };
+    return { ok: true, key, rate, ...where };
   }
 
   /**
@@ -213,18 +229,22 @@ export class KeyGate extends DurableObject<Env> {
 
   /**
    * Keeps the bookmark of a committed write of this key, so its next reads, from any
-   * isolate, start at least there. Bookmarks order as strings; the latest one stays.
+   * isolate, start at least there, and closes the writes the hand-off reports (their
+   * tickets from `admit`). Bookmarks order as strings; the latest one stays.
    */
-  async wrote(bookmark: string, traceparent?: string): Promise<void> {
-    tracedCall(traceparent, "key gate bookmark", () => ({}));
-    if (typeof bookmark !== "string" || !bookmark || bookmark.length > BOOKMARK_MAX_LENGTH) return;
-    if (this.#bookmark !== undefined && bookmark <= this.#bookmark) return;
-    this.#bookmark = bookmark;
-    this.ctx.storage.sql.exec(
-      "INSERT INTO gate_meta (name, value) VALUES ('bookmark', ?) " +
-        "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
-      bookmark,
-    );
+  async wrote(bookmark: string | null, traceparent?: string, tickets?: string[]): Promise<void> {
+    tracedCall(traceparent, "key gate bookmark", () => ({ closed: Array.isArray(tickets) ? tickets.length : 0 }));
+    // The bookmark first, then the writes it reports end: in one turn, so no read falls between.
+    if (this.#newer(bookmark)) {
+      this.#bookmark = bookmark;
+      this.#keepMeta("bookmark", bookmark);
+    }
+    this.#writes.close(tickets);
+  }
+
+  #newer(bookmark: unknown): bookmark is string {
+    if (typeof bookmark !== "string" || !bookmark || bookmark.length > BOOKMARK_MAX_LENGTH) return false;
+    return this.#bookmark === undefined || bookmark > this.#bookmark;
   }
 
   /**

@@ -29,6 +29,10 @@ export type GateVerdict =
       bookmark?: string;
       /** The shard that holds the key's agency: every D1 statement of the request runs there. */
       shard: ShardName;
+      /** A write of the key has not reported its bookmark yet: a read goes to the primary, which has it. */
+      primary?: boolean;
+      /** A write's ticket: its bookmark hand-off carries it back, so the gate knows the write reported. */
+      ticket?: string;
     }
   | Refusal;
 

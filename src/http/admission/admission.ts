@@ -6,6 +6,7 @@ import type { EndpointName } from "../../domain/budgets";
 import { vouchesForKey } from "../../domain/keys";
 import type { Caller } from "../../domain/roles";
 import type { RateDecision } from "../../durable/key-gate/verdict";
+import { UNREPORTED_WINDOW_MS } from "../../durable/key-gate/writes";
 import { keyringOf } from "../../lib/crypto/keyring";
 import { DomainError } from "../../lib/errors";
 import { etagOf, weaklyMatches } from "../../lib/etag";
@@ -14,6 +15,7 @@ import type { Admission, AppEnv } from "../env";
 import type { Guard } from "../registry";
 import { timed } from "../wide-event";
 import { readBody } from "../wire";
+import { afterResponse } from "./after-response";
 import { countAuthFailure, holdBackAddress, isHeldBack } from "./auth-throttle";
 import { authorize, type Permission } from "./authorize";
 import { countConditionalRead, ifNoneMatch, notModified, settleConditionalRead } from "./conditional";
@@ -45,12 +47,25 @@ interface Identified {
   caller: Caller;
   rate?: RateDecision;
   /** An API key's request: the secret's hash, where its reads start, and its agency's shard. */
-  apiKey?: { hash: string; bookmark?: string; shard: ShardName };
+  apiKey?: { hash: string; bookmark?: string; shard: ShardName; primary?: boolean };
   /** A session's request: the shard that holds its user's agency. */
   shard?: ShardName;
 }
 
 const READS = new Set(["GET", "HEAD"]);
+
+/**
+ * A key's write, as its gate admitted it: the secret's hash, the write's ticket and, once
+ * open, its D1 session, whose bookmark the write reports to the gate however it ends.
+ */
+interface Write {
+  hash?: string;
+  ticket?: string;
+  session?: D1Session;
+}
+
+/** A write reports from the background unless it ran this long: then its answer waits for the report. */
+const REPORT_INLINE_AFTER_MS = UNREPORTED_WINDOW_MS / 4;
 
 /** What the steps before the handler decided: who calls, the key they hold, how to count a conditional read. */
 interface Entry {
@@ -66,41 +81,66 @@ interface Entry {
  * authentication (key or session), the rate window, scope and role, the body through the
  * route's cap, the idempotency key. What it decides is one `Admission` on
  * `c.var.admission`; a key's handler gets the key's D1 session as `c.var.db`, and the
- * step's response half records the answer for replays and hands the write's bookmark to
- * the key's gate.
+ * step's response half records the answer for replays. A key's write reports its bookmark
+ * to the key's gate however it ends, after its answer: until then, the gate sends the
+ * key's reads to the primary.
  */
 export function admission(policy: AdmissionPolicy): MiddlewareHandler<AppEnv> {
   return async function admission(c, next) {
     c.set("bodyLimit", policy.bodyLimit);
     const read = READS.has(c.req.method);
-    // A conditional read by key naming versions: authenticated now, counted once its answer is known not
-    // to be 304. `*` names no version: it is counted like any read, and answered 304 when the resource exists.
-    const tags = policy.conditionalRead && policy.endpoint && read ? ifNoneMatch(c) : undefined;
-    const versioned = tags !== undefined && tags !== "*" ? tags : undefined;
-    const entry = await enter(c, policy, read, versioned !== undefined);
-    if (entry instanceof Response) return entry;
-    const { identified, held, count, session } = entry;
-    const admitted: Admission = { caller: identified.caller, rate: identified.rate, idempotency: held?.idem };
-    c.set("admission", admitted);
-    c.set("caller", admitted.caller);
-    const apiKey = identified.apiKey;
-    if (!apiKey || !session) return respond(c, next, held);
-    let handed: Promise<void> | undefined;
-    const handOff = () =>
-      (handed ??= timed(c.var.event, "gateMs", handOffBookmark(c.env, apiKey.hash, session.bookmark())));
-    if (versioned && count && policy.currentVersion) {
-      // Compared with a version-only read: a match is 304 at no cost; anything else is counted (429 when the
-      // window is spent) before the handler reads anything.
-      const version = await policy.currentVersion(session.db, identified.caller.agencyId, (name) => c.req.param(name));
-      if (version !== undefined && weaklyMatches(versioned, etagOf(version))) return notModified(c, version);
-      await count();
-      return respond(c, next, held, handOff);
+    if (read) return admit(c, next, policy, read);
+    const write: Write = {};
+    const started = Date.now();
+    try {
+      return await admit(c, next, policy, read, write);
+    } finally {
+      await report(c, write, started);
     }
-    await respond(c, next, held, handOff);
-    if (!read) await handOff();
-    if (tags === "*") await settleConditionalRead(c, tags, async () => undefined);
-    else if (versioned && count) await settleConditionalRead(c, versioned, count);
   };
+}
+
+async function admit(
+  c: Context<AppEnv>,
+  next: () => Promise<void>,
+  policy: AdmissionPolicy,
+  read: boolean,
+  write?: Write,
+): Promise<Response | undefined> {
+  // A conditional read by key naming versions: authenticated now, counted once its answer is known not
+  // to be 304. `*` names no version: it is counted like any read, and answered 304 when the resource exists.
+  const tags = policy.conditionalRead && policy.endpoint && read ? ifNoneMatch(c) : undefined;
+  const versioned = tags !== undefined && tags !== "*" ? tags : undefined;
+  const entry = await enter(c, policy, read, versioned !== undefined, write);
+  if (entry instanceof Response) return entry;
+  const { identified, held, count, session } = entry;
+  const admitted: Admission = { caller: identified.caller, rate: identified.rate, idempotency: held?.idem };
+  c.set("admission", admitted);
+  c.set("caller", admitted.caller);
+  if (versioned && count && policy.currentVersion && session) {
+    // Compared with a version-only read: a match is 304 at no cost; anything else is counted (429 when the
+    // window is spent) before the handler reads anything.
+    const version = await policy.currentVersion(session.db, identified.caller.agencyId, (name) => c.req.param(name));
+    if (version !== undefined && weaklyMatches(versioned, etagOf(version))) return notModified(c, version);
+    await count();
+    await respond(c, next, held);
+    return;
+  }
+  await respond(c, next, held);
+  if (tags === "*") await settleConditionalRead(c, tags, async () => undefined);
+  else if (versioned && count) await settleConditionalRead(c, versioned, count);
+}
+
+/**
+ * Reports a key's write to its gate: the bookmark its session reached and its ticket. The
+ * answer does not wait for it (the gate sends reads to the primary until it arrives),
+ * unless the write ran so long that the gate might stop waiting for it first.
+ */
+async function report(c: Context<AppEnv>, write: Write, started: number): Promise<void> {
+  if (!write.hash) return;
+  const reported = handOffBookmark(c.env, write.hash, write.session?.bookmark() ?? null, write.ticket);
+  if (Date.now() - started < REPORT_INLINE_AFTER_MS) afterResponse(c, reported);
+  else await timed(c.var.event, "gateMs", reported);
 }
 
 /**
@@ -115,16 +155,18 @@ async function enter(
   policy: AdmissionPolicy,
   read: boolean,
   conditional: boolean,
+  write?: Write,
 ): Promise<Entry | Response> {
   let early: EarlyClaim | undefined;
   try {
-    const identity = await identify(c, policy, read, conditional);
+    const identity = await identify(c, policy, read, conditional, write);
     early = identity.early;
     const { caller, rate, apiKey, shard } = identity.identified;
     noteCaller(c, caller, rate);
     // Every statement from here on (the commit mark of a recovered key too) runs on the agency's shard.
-    const session =
-      apiKey && openSession(shardD1(c.env, apiKey.shard), sessionConstraint(read, apiKey.bookmark), c.var.event);
+    const constraint = sessionConstraint(read && !apiKey?.primary, apiKey?.bookmark);
+    const session = apiKey && openSession(shardD1(c.env, apiKey.shard), constraint, c.var.event);
+    if (write) write.session = session;
     if (session && apiKey) {
       c.set("db", session.db);
       c.set("d1", session.binding);
@@ -155,10 +197,11 @@ async function identify(
   policy: AdmissionPolicy,
   read: boolean,
   conditional: boolean,
+  write?: Write,
 ): Promise<{ identified: Identified; early?: EarlyClaim }> {
   try {
     const cookie = policy.session ? getCookie(c, SESSION_COOKIE) : undefined;
-    if (!cookie) return await byKey(c, policy, read, conditional);
+    if (!cookie) return await byKey(c, policy, read, conditional, write);
     holdBackAddress(c);
     return { identified: await bySession(c, policy, cookie) };
   } catch (err) {
@@ -167,12 +210,17 @@ async function identify(
   }
 }
 
-/** A key's caller, as its gate answers it; an early claim starts beside the gate's call. */
+/**
+ * A key's caller, as its gate answers it; an early claim starts beside the gate's call. A
+ * write's ticket is noted in `write` as soon as the gate answers, so it is reported however
+ * the request ends.
+ */
 async function byKey(
   c: Context<AppEnv>,
   policy: AdmissionPolicy,
   read: boolean,
   conditional: boolean,
+  write?: Write,
 ): Promise<{ identified: Identified; early?: EarlyClaim }> {
   const secret = secretOf(c, policy);
   const hash = await hashOfKey(c.env, secret);
@@ -182,14 +230,16 @@ async function byKey(
   const last = policy.idempotent && !read ? knownCaller(hash) : undefined;
   const early = last && EarlyClaim.start(c, ownerOf(last.caller, policy), policy.bodyLimit);
   try {
-    const answer = await timed(c.var.event, "gateMs", askGate(c.env, hash, policy.endpoint ?? null, !conditional));
+    const asked = askGate(c.env, hash, policy.endpoint ?? null, !conditional, write !== undefined);
+    const answer = await timed(c.var.event, "gateMs", asked);
+    if (write) Object.assign(write, { hash, ticket: answer.ticket });
     // Work started on another caller than the one confirmed is not kept.
     if (last && !sameCaller(last.caller, answer.caller)) await early?.drop();
     return {
       identified: {
         caller: answer.caller,
         rate: answer.rate,
-        apiKey: { hash, bookmark: answer.bookmark, shard: answer.shard },
+        apiKey: { hash, bookmark: answer.bookmark, shard: answer.shard, primary: answer.primary },
       },
       early,
     };
@@ -257,12 +307,7 @@ async function bySession(c: Context<AppEnv>, policy: AdmissionPolicy, cookie: st
 }
 
 /** Runs the handler, then settles the idempotency hold on its answer. */
-async function respond(
-  c: Context<AppEnv>,
-  next: () => Promise<void>,
-  held: Hold | undefined,
-  alongside: () => Promise<void> = async () => undefined,
-): Promise<void> {
+async function respond(c: Context<AppEnv>, next: () => Promise<void>, held: Hold | undefined): Promise<void> {
   if (!held) return next();
   try {
     await next();
@@ -270,5 +315,5 @@ async function respond(
     await release(held);
     throw err;
   }
-  await settle(c, held, alongside);
+  await settle(c, held);
 }

@@ -11,6 +11,7 @@ import { unavailableRetryAfter } from "../../lib/transient";
 import type { AppEnv, IdempotencyContext } from "../env";
 import { type IdempotencyOutcome, type RequestEvent, timed } from "../wide-event";
 import { readBodyText } from "../wire";
+import { afterResponse } from "./after-response";
 import { answerFromMark, findMark } from "./idempotency-mark";
 import { recordOf, replay, seal, unseal } from "./idempotency-replay";
 
@@ -208,11 +209,10 @@ async function answerCommitted(c: Context<AppEnv>, held: Hold): Promise<Response
 
 /**
  * Settles the hold once the handler has answered `c.res`: a 5xx frees the key for a
- * retry, any other answer is recorded for exact replays. `alongside` runs beside the
- * ledger's call. A concurrent duplicate that committed first made this batch fail on the
+ * retry, any other answer is recorded for exact replays. A concurrent duplicate that committed first made this batch fail on the
  * mark's key: the request is then answered like the one that committed, and is no failure.
  */
-export async function settle(c: Context<AppEnv>, held: Hold, alongside: () => Promise<void>): Promise<void> {
+export async function settle(c: Context<AppEnv>, held: Hold): Promise<void> {
   if (c.error && isUniqueViolation(c.error, "idempotency_marks")) {
     // No failure if a committed answer is found; a failed look-up throws an error of its own.
     const failure = c.error;
@@ -237,16 +237,6 @@ export async function settle(c: Context<AppEnv>, held: Hold, alongside: () => Pr
     log.warn("idempotency answer not cached", { agency_id: held.idem.agencyId, error: String(err) });
   });
   afterResponse(c, cached);
-  await alongside();
-}
-
-/** Keeps the invocation alive for `work` after the response, where the runtime allows it. */
-function afterResponse(c: Context<AppEnv>, work: Promise<unknown>): void {
-  try {
-    c.executionCtx.waitUntil(work);
-  } catch {
-    // No execution context (a request handed to the app directly): the work still runs.
-  }
 }
 
 /** Caches the answer in the ledger, the call timed in the request's wide event. */

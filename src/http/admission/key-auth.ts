@@ -17,6 +17,10 @@ export interface GateAnswer {
   bookmark?: string;
   /** The shard that holds the key's agency, as its gate keeps it. */
   shard: ShardName;
+  /** A write of the key is not reported yet: reads go to the primary. */
+  primary?: boolean;
+  /** A write's ticket, closed by its bookmark hand-off. */
+  ticket?: string;
 }
 
 /** The caller this isolate last saw the gate confirm for a secret, and that key's latest bookmark. */
@@ -81,9 +85,10 @@ export async function askGate(
   hash: string,
   endpoint: EndpointName | null,
   counted = true,
+  writing = false,
 ): Promise<GateAnswer> {
   try {
-    const answer = await askGateOnce(env, hash, endpoint, counted);
+    const answer = await askGateOnce(env, hash, endpoint, counted, writing);
     if (confirmed.size >= KEY_CACHE_LIMIT) confirmed.clear();
     confirmed.set(hash, { caller: answer.caller, bookmark: answer.bookmark });
     return answer;
@@ -98,6 +103,7 @@ async function askGateOnce(
   hash: string,
   endpoint: EndpointName | null,
   counted: boolean,
+  writing: boolean,
 ): Promise<GateAnswer> {
   const found = await keyFor(env, hash);
   if (!found) throw new DomainError("api_key_invalid");
@@ -113,6 +119,7 @@ async function askGateOnce(
       outboundTraceparent(),
       counted,
       found.shard,
+      writing,
     );
   } catch (err) {
     throw new DomainError("rate_limit_unavailable", { retryAfter: unavailableRetryAfter(err) });
@@ -123,7 +130,7 @@ async function askGateOnce(
   }
   const verdict = answer as GateVerdict;
   if (!verdict.ok) throw new DomainError(verdict.code, { message: verdict.message, details: verdict.details });
-  const { key, rate, bookmark, shard } = verdict;
+  const { key, rate, bookmark, shard, primary, ticket } = verdict;
   return {
     caller: {
       via: "api_key",
@@ -136,6 +143,8 @@ async function askGateOnce(
     rate,
     bookmark: typeof bookmark === "string" ? bookmark : undefined,
     shard,
+    primary: primary === true,
+    ticket: typeof ticket === "string" ? ticket : undefined,
   };
 }
 
@@ -155,58 +164,78 @@ export async function countAtGate(env: Env, keyId: string, endpoint: EndpointNam
 
 /**
  * A key's bookmark hand-offs from this isolate: the newest bookmark its writes reported,
- * the newest the key's gate has acknowledged, and the call under way. Concurrent writes of
- * one key share calls: each waits for a call that carries its bookmark or a newer one, so
- * a burst of writes makes about one call per round trip instead of one per write.
+ * the newest the key's gate has acknowledged, the write tickets not sent yet, those whose
+ * call has ended, and the call under way. Concurrent writes of one key share calls: each
+ * waits for a call that carries its bookmark (or a newer one) and its ticket, so a burst of
+ * writes makes about one call per round trip instead of one per write. The writes are of
+ * different requests, whose awaits may resume in any order: each reads where its own
+ * bookmark and ticket stand from this state, never from the order the calls ended in.
  */
 interface KeyHandOffs {
-  newest: string;
+  newest?: string;
   acknowledged?: string;
-  call?: Promise<{ sent: string; ok: boolean }>;
+  tickets: Set<string>;
+  ended: Set<string>;
+  call?: Promise<{ sent?: string; ok: boolean }>;
 }
 const handOffs = new Map<string, KeyHandOffs>();
 
 /**
  * Hands a write's bookmark to the key's gate (the truth for every isolate) and keeps it
- * here too; resolves once the gate holds this bookmark or a newer one, so that any read
- * the caller makes after the answer, on any isolate, starts at least there.
+ * here too, closing the write's ticket; resolves once the gate holds this bookmark or a
+ * newer one and has closed the ticket, or a call carrying them failed. Until then the
+ * gate sends the key's reads to the primary, so the write's answer need not wait for this.
  */
-export async function handOffBookmark(env: Env, hash: string, bookmark: string | null): Promise<void> {
+export async function handOffBookmark(env: Env, hash: string, bookmark: string | null, ticket?: string): Promise<void> {
   const known = confirmed.get(hash);
   const keyId = known?.caller.keyId ?? keyIdByHash.get(hash)?.keyId;
-  if (!bookmark || !keyId) return;
-  if (known && (known.bookmark === undefined || bookmark > known.bookmark)) {
+  if ((!bookmark && !ticket) || !keyId) return;
+  if (bookmark && known && (known.bookmark === undefined || bookmark > known.bookmark)) {
     confirmed.set(hash, { ...known, bookmark });
   }
   let key = handOffs.get(keyId);
   if (!key) {
     if (handOffs.size >= KEY_CACHE_LIMIT) handOffs.clear();
-    key = { newest: bookmark };
+    key = { tickets: new Set(), ended: new Set() };
     handOffs.set(keyId, key);
-  } else if (bookmark > key.newest) key.newest = bookmark;
-  // Each turn either sees this bookmark acknowledged, ends on a failed call that carried
-  // it, or starts a call carrying the newest bookmark, which includes it: at most two calls.
-  while (key.acknowledged === undefined || key.acknowledged < bookmark) {
-    const state = key;
-    state.call ??= sendBookmark(env, keyId, state).finally(() => {
-      state.call = undefined;
-    });
+  }
+  if (bookmark && (key.newest === undefined || bookmark > key.newest)) key.newest = bookmark;
+  if (ticket) key.tickets.add(ticket);
+  const state = key;
+  const reported = () => !bookmark || (state.acknowledged !== undefined && state.acknowledged >= bookmark);
+  // Each turn sees both reported, ends on a failed call that carried them, or starts a call
+  // carrying the newest bookmark and every ticket not sent, which include them: at most two calls.
+  let closed = !ticket;
+  for (;;) {
+    if (ticket && state.ended.delete(ticket)) closed = true;
+    if (closed && reported()) return;
+    state.call ??= sendBookmark(env, keyId, state);
     const { sent, ok } = await state.call;
-    if (!ok && sent >= bookmark) return;
+    if (ok) continue;
+    // A failed call that carried what this write still waited for ends the wait: it is not retried.
+    if (ticket && state.ended.delete(ticket)) closed = true;
+    if (closed && (reported() || (sent !== undefined && sent >= bookmark!))) return;
   }
 }
 
-async function sendBookmark(env: Env, keyId: string, key: KeyHandOffs): Promise<{ sent: string; ok: boolean }> {
+/** One hand-off call: the newest bookmark and the tickets not sent yet; its tickets end with it, carried or lost. */
+async function sendBookmark(env: Env, keyId: string, key: KeyHandOffs): Promise<{ sent?: string; ok: boolean }> {
   const sent = key.newest;
+  const tickets = [...key.tickets];
+  key.tickets.clear();
+  let ok = true;
   try {
-    await env.KEY_GATE.getByName(keyId).wrote(sent, outboundTraceparent());
+    await env.KEY_GATE.getByName(keyId).wrote(sent ?? null, outboundTraceparent(), tickets);
+    if (sent !== undefined && (key.acknowledged === undefined || sent > key.acknowledged)) key.acknowledged = sent;
   } catch (err) {
-    // The writes have committed; a later read of another isolate may then start before them.
+    // The writes have committed; their tickets lapse in the gate, which meanwhile sends reads to the primary.
     log.warn("bookmark hand-off failed", { key_id: keyId, trace_id: currentTrace()?.traceId, error: String(err) });
-    return { sent, ok: false };
+    ok = false;
   }
-  if (key.acknowledged === undefined || sent > key.acknowledged) key.acknowledged = sent;
-  return { sent, ok: true };
+  if (key.ended.size >= KEY_CACHE_LIMIT) key.ended.clear();
+  for (const ticket of tickets) key.ended.add(ticket);
+  key.call = undefined;
+  return { sent, ok };
 }
 
 /** The same authority: agency, key, user, role and scopes. */
