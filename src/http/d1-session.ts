@@ -9,28 +9,40 @@ export interface D1Session {
   bookmark(): string | null;
 }
 
-/** The statement a timed one stands for, as `batch` needs it. */
-const UNTIMED = Symbol("untimed statement");
-const RUNS = new Set<PropertyKey>(["first", "run", "all", "raw"]);
+/**
+ * A statement whose runs add the time they wait on D1 to the request's `d1Ms`. Only what
+ * the query builder calls is here (binding and the four ways to run); `batch` takes the
+ * statement it stands for.
+ */
+class TimedStatement {
+  constructor(
+    readonly inner: D1PreparedStatement,
+    private readonly event: RequestEvent,
+  ) {}
 
-/** `stmt` with the time each of its runs waits on D1 added to the request's `d1Ms`. */
-function timedStatement(stmt: D1PreparedStatement, event: RequestEvent): D1PreparedStatement {
-  return new Proxy(stmt, {
-    get(target, prop) {
-      if (prop === UNTIMED) return target;
-      if (prop === "bind") return (...values: unknown[]) => timedStatement(target.bind(...values), event);
-      const value = Reflect.get(target, prop) as unknown;
-      if (typeof value !== "function") return value;
-      if (RUNS.has(prop))
-        return (...args: unknown[]) =>
-          timed(event, "d1Ms", (value as (...a: unknown[]) => Promise<unknown>).apply(target, args));
-      return value.bind(target);
-    },
-  });
+  bind(...values: unknown[]): TimedStatement {
+    return new TimedStatement(this.inner.bind(...values), this.event);
+  }
+
+  first(column?: string) {
+    return timed(this.event, "d1Ms", column === undefined ? this.inner.first() : this.inner.first(column));
+  }
+
+  run() {
+    return timed(this.event, "d1Ms", this.inner.run());
+  }
+
+  all() {
+    return timed(this.event, "d1Ms", this.inner.all());
+  }
+
+  raw(options?: { columnNames?: false }) {
+    return timed(this.event, "d1Ms", this.inner.raw(options));
+  }
 }
 
-const untimed = (stmt: D1PreparedStatement): D1PreparedStatement =>
-  (stmt as D1PreparedStatement & { [UNTIMED]?: D1PreparedStatement })[UNTIMED] ?? stmt;
+const untimed = (stmt: D1PreparedStatement | TimedStatement): D1PreparedStatement =>
+  stmt instanceof TimedStatement ? stmt.inner : stmt;
 
 /**
  * Opens a D1 session at `constraint`: a read starts at the key's latest write's bookmark
@@ -42,7 +54,7 @@ export function openSession(d1: D1Database, constraint: string, event?: RequestE
   // Drizzle's D1 driver needs only `prepare` and `batch`, which a session has.
   const binding = (event
     ? {
-        prepare: (query: string) => timedStatement(session.prepare(query), event),
+        prepare: (query: string) => new TimedStatement(session.prepare(query), event),
         batch: (statements: D1PreparedStatement[]) => timed(event, "d1Ms", session.batch(statements.map(untimed))),
         getBookmark: () => session.getBookmark(),
       }
