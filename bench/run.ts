@@ -43,7 +43,14 @@ import { printGoals, printTable, type Row, size } from "./lib/report.ts";
 import { type GrowthAgency, generateAgency } from "./lib/seed.ts";
 import { measureSequence } from "./lib/sequence.ts";
 import { shardSpecs } from "./lib/shards.ts";
-import { type BundleFile, type ColdStarts, measureBundle, measureColdStarts, printStartup } from "./lib/startup.ts";
+import {
+  type BundleFile,
+  type ColdStarts,
+  judgeStartup,
+  measureBundle,
+  measureColdStarts,
+  printStartup,
+} from "./lib/startup.ts";
 import { measurePipeline, type PipelineRun, Receiver } from "./lib/webhooks.ts";
 import { RUNNER_NAME, serveWorker } from "./lib/workers.ts";
 
@@ -435,6 +442,7 @@ async function main() {
     goals.push({ title: "Webhook replay of many events beside live deliveries", verdicts: [replayVerdict(replayRun)] });
   }
   printStartup(bundles, coldStarts);
+  goals.push(...judgeStartup(bundles, coldStarts));
   const errors = [...errorLines("product")].sort((a, b) => b[1] - a[1]);
   const errorCount = errors.reduce((n, [, count]) => n + count, 0);
   console.log(`\nProduct Worker log: ${errorCount} error line(s)${errors.length ? ", most frequent:" : "."}`);

@@ -5,6 +5,7 @@ import { mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { freePorts, runChild, startServer, stateDir, stopServer } from "./processes.ts";
+import { type Goal, verdict } from "./report.ts";
 
 export interface BundleFile {
   name: string;
@@ -101,4 +102,47 @@ export function printStartup(bundles: Map<string, BundleFile[]>, coldStarts: Col
       `  ${c.name}: median ${(median(c.ms) / 1000).toFixed(2)} s of ${c.ms.length} ` +
         `(${c.ms.map((ms) => (ms / 1000).toFixed(2)).join(", ")} s)`,
     );
+}
+
+/** The Worker as uploaded: at most this many bytes raw, and gzipped. */
+const BUNDLE_GOAL = { bytes: 2_000_000, gzip: 600_000 };
+/** A cold start at most this many times the baseline Worker's (medians). */
+const COLD_START_GOAL = 1.3;
+
+/** The bundle and cold start goals, judged from this run's figures (none when the phase did not run). */
+export function judgeStartup(bundles: Map<string, BundleFile[]>, coldStarts: ColdStarts[]): Goal[] {
+  const goals: Goal[] = [];
+  if (bundles.size) {
+    const sizes = [...bundles].map(([env, files]) => ({
+      env,
+      bytes: files.reduce((n, f) => n + f.bytes, 0),
+      gzip: files.reduce((n, f) => n + f.gzip, 0),
+    }));
+    goals.push({
+      title: `Worker bundle ≤ ${BUNDLE_GOAL.bytes / 1e6} MB, ≤ ${BUNDLE_GOAL.gzip / 1e3} KB gzip`,
+      verdicts: [
+        verdict(
+          sizes.every((s) => s.bytes <= BUNDLE_GOAL.bytes && s.gzip <= BUNDLE_GOAL.gzip),
+          sizes
+            .map((s) => `${s.env} ${(s.bytes / 1e6).toFixed(2)} MB / ${(s.gzip / 1e3).toFixed(0)} KB gzip`)
+            .join(", "),
+        ),
+      ],
+    });
+  }
+  const [product, baseline] = coldStarts;
+  if (product && baseline) {
+    const ratio = median(product.ms) / median(baseline.ms);
+    goals.push({
+      title: `cold start ≤ ${COLD_START_GOAL}× the baseline Worker's`,
+      verdicts: [
+        verdict(
+          ratio <= COLD_START_GOAL,
+          `${ratio.toFixed(2)}× (${(median(product.ms) / 1000).toFixed(2)} s against ` +
+            `${(median(baseline.ms) / 1000).toFixed(2)} s)`,
+        ),
+      ],
+    });
+  }
+  return goals;
 }
