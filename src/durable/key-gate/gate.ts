@@ -20,8 +20,9 @@ const BOOKMARK_MAX_LENGTH = 1_024;
  * One per API key (addressed by key id), so a request is authenticated, rate-limited and
  * told where its reads start in one round trip. A thin RPC surface over its parts: the
  * key's cached state, its rate windows, its leases of the agency's budget, the bookmark
- * of its latest write, and its writes not reported yet (reads go to the primary meanwhile). One alarm writes the windows' counts and gives back what
- * ended leases left unused.
+ * of its latest write, and its writes not reported yet (reads go to the primary
+ * meanwhile). One alarm writes the windows' counts and gives back what ended leases left
+ * unused.
  */
 export class KeyGate extends DurableObject<Env> {
   readonly #state: KeyStateCache;

@@ -6,7 +6,6 @@ import type { EndpointName } from "../../domain/budgets";
 import { vouchesForKey } from "../../domain/keys";
 import type { Caller } from "../../domain/roles";
 import type { RateDecision } from "../../durable/key-gate/verdict";
-import { UNREPORTED_WINDOW_MS } from "../../durable/key-gate/writes";
 import { keyringOf } from "../../lib/crypto/keyring";
 import { DomainError } from "../../lib/errors";
 import { etagOf, weaklyMatches } from "../../lib/etag";
@@ -15,14 +14,14 @@ import type { Admission, AppEnv } from "../env";
 import type { Guard } from "../registry";
 import { timed } from "../wide-event";
 import { readBody } from "../wire";
-import { afterResponse } from "./after-response";
 import { countAuthFailure, holdBackAddress, isHeldBack } from "./auth-throttle";
 import { authorize, type Permission } from "./authorize";
 import { countConditionalRead, ifNoneMatch, notModified, settleConditionalRead } from "./conditional";
 import { callerIdentity, EarlyClaim, type Hold, hold, type RecordOwner, release, settle } from "./idempotency-claim";
-import { askGate, countAtGate, handOffBookmark, hashOfKey, isKnownKey, knownCaller, sameCaller } from "./key-auth";
+import { askGate, countAtGate, hashOfKey, isKnownKey, knownCaller, sameCaller } from "./key-auth";
 import { applyRate } from "./rate-limit";
 import { callerFromSession, SESSION_COOKIE, sessionRate } from "./session-auth";
+import { report, type Write } from "./write-report";
 
 /** What a public route asks of the admission step, resolved by the route factory. */
 export interface AdmissionPolicy extends Permission {
@@ -53,19 +52,6 @@ interface Identified {
 }
 
 const READS = new Set(["GET", "HEAD"]);
-
-/**
- * A key's write, as its gate admitted it: the secret's hash, the write's ticket and, once
- * open, its D1 session, whose bookmark the write reports to the gate however it ends.
- */
-interface Write {
-  hash?: string;
-  ticket?: string;
-  session?: D1Session;
-}
-
-/** A write reports from the background unless it ran this long: then its answer waits for the report. */
-const REPORT_INLINE_AFTER_MS = UNREPORTED_WINDOW_MS / 4;
 
 /** What the steps before the handler decided: who calls, the key they hold, how to count a conditional read. */
 interface Entry {
@@ -129,18 +115,6 @@ async function admit(
   await respond(c, next, held);
   if (tags === "*") await settleConditionalRead(c, tags, async () => undefined);
   else if (versioned && count) await settleConditionalRead(c, versioned, count);
-}
-
-/**
- * Reports a key's write to its gate: the bookmark its session reached and its ticket. The
- * answer does not wait for it (the gate sends reads to the primary until it arrives),
- * unless the write ran so long that the gate might stop waiting for it first.
- */
-async function report(c: Context<AppEnv>, write: Write, started: number): Promise<void> {
-  if (!write.hash) return;
-  const reported = handOffBookmark(c.env, write.hash, write.session?.bookmark() ?? null, write.ticket);
-  if (Date.now() - started < REPORT_INLINE_AFTER_MS) afterResponse(c, reported);
-  else await timed(c.var.event, "gateMs", reported);
 }
 
 /**

@@ -209,8 +209,9 @@ async function answerCommitted(c: Context<AppEnv>, held: Hold): Promise<Response
 
 /**
  * Settles the hold once the handler has answered `c.res`: a 5xx frees the key for a
- * retry, any other answer is recorded for exact replays. A concurrent duplicate that committed first made this batch fail on the
- * mark's key: the request is then answered like the one that committed, and is no failure.
+ * retry, any other answer is recorded for exact replays. A concurrent duplicate that
+ * committed first made this batch fail on the mark's key: the request is then answered
+ * like the one that committed, and is no failure.
  */
 export async function settle(c: Context<AppEnv>, held: Hold): Promise<void> {
   if (c.error && isUniqueViolation(c.error, "idempotency_marks")) {
