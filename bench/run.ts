@@ -352,6 +352,7 @@ async function main() {
             endpoints,
             HOOK_RATE,
             HOOK_SECONDS,
+            "product",
           );
           await stop?.();
           hooks.push(endpoints === 10 && HOOK_RUNS > 1 ? { ...run, name: `${run.name}, run ${i}` } : run);
@@ -418,7 +419,13 @@ async function main() {
         `${h.createFailures} failed create(s), waited ${h.settleSeconds.toFixed(1)} s after the last create; ` +
         `create answered in p50 ${h.create.p50.toFixed(0)} / p99 ${h.create.p99.toFixed(0)} ms, receipt after the ` +
         `answer p50 ${h.afterAnswer.p50.toFixed(0)} / p99 ${h.afterAnswer.p99.toFixed(0)} ms; by third of the run ` +
-        `(send to receipt, p50/p99 ms): ${h.thirds.map((t) => `${t.p50.toFixed(0)}/${t.p99.toFixed(0)}`).join(", ")}`,
+        `(send to receipt, p50/p99 ms): ${h.thirds.map((t) => `${t.p50.toFixed(0)}/${t.p99.toFixed(0)}`).join(", ")}` +
+        (h.batches
+          ? `; queue: ${h.batches.count} consumer batches of ${(h.batches.messages / h.batches.count).toFixed(1)} ` +
+            `messages, ${h.batches.meanMs.toFixed(0)} ms each (p50 ${h.batches.p50Ms} / p99 ${h.batches.p99Ms}), busy ` +
+            `${(100 * h.batches.busy).toFixed(0)}% of the run: at most ${h.batches.capacity.toFixed(0)} deliveries/s ` +
+            `one batch at a time, ${(h.expected / HOOK_SECONDS).toFixed(0)}/s offered`
+          : ""),
     );
   }
   for (const r of rows) {

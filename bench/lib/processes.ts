@@ -2,7 +2,7 @@
 // process group, so stopping it also stops what it started (workerd); whatever is still
 // running when the bench exits, for any reason, is killed, and the state directory goes.
 import { type ChildProcess, spawn } from "node:child_process";
-import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, statSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -41,6 +41,24 @@ function startChild(command: string, args: string[], logName: string): ChildProc
 }
 
 const logFile = (name: string) => join(stateDir, `${name}.log`);
+
+/** How many bytes a child's log holds now: where a later `logSince` starts. */
+export const logSize = (name: string) => (existsSync(logFile(name)) ? statSync(logFile(name)).size : 0);
+
+/** What a child logged from byte `offset` on (at most 64 MiB of it). */
+export function logSince(name: string, offset: number): string {
+  const file = logFile(name);
+  if (!existsSync(file)) return "";
+  const length = Math.min(64 * 1024 * 1024, Math.max(0, statSync(file).size - offset));
+  const bytes = Buffer.alloc(length);
+  const fd = openSync(file, "r");
+  try {
+    readSync(fd, bytes, 0, length, offset);
+  } finally {
+    closeSync(fd);
+  }
+  return bytes.toString("utf8");
+}
 
 /** The first and last lines of a child's log, for an error message. */
 function logTail(name: string, lines = 15): string {

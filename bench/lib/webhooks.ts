@@ -6,7 +6,7 @@ import { createServer, type Server } from "node:http";
 import { performance } from "node:perf_hooks";
 import type { Api, BenchKey } from "./api.ts";
 import type { Figure } from "./load.ts";
-import { sleep } from "./processes.ts";
+import { logSince, logSize, sleep } from "./processes.ts";
 
 const MAX_BODY_BYTES = 256 * 1024;
 /** How long receipts are awaited after the last create: past one Cron tick. */
@@ -95,6 +95,49 @@ export interface PipelineRun extends Figure {
    * one with a high p99 is not.
    */
   thirds: { p50: number; p99: number }[];
+  /** The webhook queue's consumer batches during the run, from the local broker's log (absent without a log). */
+  batches?: QueueBatches;
+}
+
+/**
+ * The local broker hands the consumer one batch at a time, each only once the one before
+ * it has returned, and logs each batch's size and duration. `busy` is the share of the run
+ * spent inside a batch; `capacity` the deliveries a second that pace allows (messages per
+ * second of batch time). A capacity near or below the deliveries offered is a backlog that
+ * grows for the rest of the run, whatever the receivers do.
+ */
+interface QueueBatches {
+  count: number;
+  messages: number;
+  meanMs: number;
+  p50Ms: number;
+  p99Ms: number;
+  busy: number;
+  capacity: number;
+}
+
+const BATCH_LINE = /QUEUE alms-webhooks-[a-z]+ (\d+)\/(\d+) \((\d+)ms\)/g;
+
+/** The consumer batches the broker logged in `text`, over a run of `seconds`. */
+function queueBatches(text: string, seconds: number): QueueBatches | undefined {
+  const times: number[] = [];
+  let messages = 0;
+  for (const m of text.matchAll(BATCH_LINE)) {
+    messages += Number(m[2]);
+    times.push(Number(m[3]));
+  }
+  if (!times.length) return undefined;
+  times.sort((a, b) => a - b);
+  const total = times.reduce((n, t) => n + t, 0);
+  return {
+    count: times.length,
+    messages,
+    meanMs: total / times.length,
+    p50Ms: percentile(times, 50),
+    p99Ms: percentile(times, 99),
+    busy: total / 1000 / Math.max(0.001, seconds),
+    capacity: messages / Math.max(0.001, total / 1000),
+  };
 }
 
 /**
@@ -110,6 +153,7 @@ export async function measurePipeline(
   endpoints: number,
   rate: number,
   seconds: number,
+  productLog?: string,
 ): Promise<PipelineRun> {
   const name = `webhook listing.created → receiver, ${endpoints} endpoint${endpoints === 1 ? "" : "s"}`;
   process.stderr.write(`· ${name}\n`);
@@ -125,6 +169,7 @@ export async function measurePipeline(
   // Whatever earlier phases left in the outbox goes out first, so this run times its own events.
   await api.cronTick();
 
+  const logFrom = productLog ? logSize(productLog) : 0;
   const total = Math.max(1, Math.round(rate * seconds));
   const sent = new Map<string, number>();
   const answered = new Map<string, number>();
@@ -209,6 +254,9 @@ export async function measurePipeline(
   const received = latencies.filter(Number.isFinite).length;
   const duplicates = paths.reduce((n, path) => n + (receiver.duplicates.get(path) ?? 0), 0);
   const rps = received / Math.max(0.001, (lastReceipt - started) / 1000);
+  const batches = productLog
+    ? queueBatches(logSince(productLog, logFrom), (Math.max(lastReceipt, performance.now()) - started) / 1000)
+    : undefined;
   return {
     name,
     rps,
@@ -224,5 +272,6 @@ export async function measurePipeline(
     create: { p50: percentile(createTimes, 50), p99: percentile(createTimes, 99) },
     afterAnswer: { p50: percentile(afterAnswer, 50), p99: percentile(afterAnswer, 99) },
     thirds,
+    ...(batches && { batches }),
   };
 }
