@@ -340,6 +340,26 @@ describe("a key's bookmark hand-offs from one isolate", () => {
     expect(calls).toHaveLength(2);
     warned.mockRestore();
   });
+
+  it("keep a call that fails before it sends anything, so the next write makes a call of its own", async () => {
+    const warned = vi.spyOn(console, "warn").mockImplementation(() => undefined);
+    const { hash } = await knownKey();
+    const sent: (string | null)[] = [];
+    const gates = {
+      getByName: () => ({
+        wrote: (bookmark: string | null) => {
+          sent.push(bookmark);
+          throw new Error("refused before sending");
+        },
+      }),
+    } as unknown as Env["KEY_GATE"];
+    const withGates = { ...env, KEY_GATE: gates } as Env;
+    await handOffBookmark(withGates, hash, "bm-0001", "ticket-1");
+    await handOffBookmark(withGates, hash, "bm-0002", "ticket-2");
+    expect(sent, "each write's own call reached the gate").toEqual(["bm-0001", "bm-0002"]);
+    expect(warned).toHaveBeenCalledTimes(2);
+    warned.mockRestore();
+  });
 });
 
 /**

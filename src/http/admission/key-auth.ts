@@ -204,18 +204,33 @@ export async function handOffBookmark(env: Env, hash: string, bookmark: string |
   const state = key;
   const reported = () => !bookmark || (state.acknowledged !== undefined && state.acknowledged >= bookmark);
   // Each turn sees both reported, ends on a failed call that carried them, or starts a call
-  // carrying the newest bookmark and every ticket not sent, which include them: at most two calls.
+  // carrying the newest bookmark and every ticket not sent, which include them: at most two
+  // calls, and a third turn would mean that state no longer says so; the gate's window ends it.
   let closed = !ticket;
-  for (;;) {
+  for (let turn = 0; turn < MAX_HAND_OFF_TURNS; turn++) {
     if (ticket && state.ended.delete(ticket)) closed = true;
     if (closed && reported()) return;
-    state.call ??= sendBookmark(env, keyId, state);
-    const { sent, ok } = await state.call;
+    const { sent, ok } = await (state.call ?? startCall(env, keyId, state));
     if (ok) continue;
     // A failed call that carried what this write still waited for ends the wait: it is not retried.
     if (ticket && state.ended.delete(ticket)) closed = true;
     if (closed && (reported() || (sent !== undefined && sent >= bookmark!))) return;
   }
+}
+
+/** Turns of one write's hand-off: two calls, each awaited once, and the check after them. */
+const MAX_HAND_OFF_TURNS = 3;
+
+/**
+ * Starts the key's next call and keeps it as the call under way until it ends. It is cleared
+ * only after it is stored, even when the call fails before its first await.
+ */
+function startCall(env: Env, keyId: string, key: KeyHandOffs): Promise<{ sent?: string; ok: boolean }> {
+  const call = sendBookmark(env, keyId, key).finally(() => {
+    if (key.call === call) key.call = undefined;
+  });
+  key.call = call;
+  return call;
 }
 
 /** One hand-off call: the newest bookmark and the tickets not sent yet; its tickets end with it, carried or lost. */
@@ -234,7 +249,6 @@ async function sendBookmark(env: Env, keyId: string, key: KeyHandOffs): Promise<
   }
   if (key.ended.size >= KEY_CACHE_LIMIT) key.ended.clear();
   for (const ticket of tickets) key.ended.add(ticket);
-  key.call = undefined;
   return { sent, ok };
 }
 
