@@ -18,6 +18,11 @@ export const env: NodeJS.ProcessEnv = {
 delete env.ALMS_API_KEY;
 delete env.ALMS_WEBHOOK_SECRET;
 export const READY_MS = 150_000;
+/**
+ * The sandbox key in what `npm run dev` prints. A key may end in `-`, after which `\b` finds
+ * no boundary, so the key is bounded by characters that cannot be part of it.
+ */
+export const PRINTED_KEY = /(?<![A-Za-z0-9_-])(sk_test_[A-Za-z0-9_-]{43})(?![A-Za-z0-9_-])/;
 
 async function freePort(): Promise<number> {
   const server = createNetServer();
@@ -84,6 +89,6 @@ export async function startDev(state: string, extraArgs: string[] = [], extraEnv
     extraEnv,
   );
   await dev.waitFor(new RegExp(`local sandbox on ${origin.replaceAll(".", "\\.")}`), READY_MS);
-  const key = (await dev.waitFor(/\b(sk_test_[A-Za-z0-9_-]{43})\b/, 5_000))[1]!;
+  const key = (await dev.waitFor(PRINTED_KEY, 5_000))[1]!;
   return { dev, origin, key };
 }
