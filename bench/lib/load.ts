@@ -1,7 +1,7 @@
 // One measured row: autocannon against one route after a warm-up, with the CPU time its
 // server spent per request (steadier than throughput on a shared machine).
 import autocannon from "autocannon";
-import { cpuMsOfGroup } from "./cpu.ts";
+import { cpuMsOfGroup, type GroupCpu } from "./cpu.ts";
 import { PROFILE_DIR, startProfile } from "./profile.ts";
 
 export const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
@@ -38,6 +38,12 @@ const servers = new Map<string, Server>();
 /** Names the processes behind an origin, so its rows report CPU per request (and can be profiled). */
 export function registerServer(origin: string, server: Server) {
   servers.set(new URL(origin).origin, server);
+}
+
+/** The CPU its processes have spent so far, for the server at `origin` when it is registered (see cpuMsOfGroup). */
+export function cpuSoFar(origin: string): GroupCpu | undefined {
+  const server = servers.get(new URL(origin).origin);
+  return server?.group ? cpuMsOfGroup(server.group, server.workerPid) : undefined;
 }
 
 /** The inspector port of the Worker served at `origin`, when it has one (BENCH_PROFILE). */

@@ -5,7 +5,7 @@ import { randomBytes } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import { performance } from "node:perf_hooks";
 import type { Api, BenchKey } from "./api.ts";
-import type { Figure } from "./load.ts";
+import { cpuSoFar, type Figure } from "./load.ts";
 import { logSince, logSize, sleep } from "./processes.ts";
 
 const MAX_BODY_BYTES = 256 * 1024;
@@ -97,6 +97,14 @@ export interface PipelineRun extends Figure {
   thirds: { p50: number; p99: number }[];
   /** The webhook queue's consumer batches during the run, from the local broker's log (absent without a log). */
   batches?: QueueBatches;
+  /**
+   * The workerd that runs the Worker, from the first create to the last receipt: its CPU
+   * milliseconds per receipt (the create, the fan-out and the delivery together), and the
+   * share of that time its one thread was busy. Locally that thread also runs D1, the
+   * Durable Objects and the queue broker, so a share near 1 leaves the consumer no room to
+   * catch up after a pause (absent where /proc is not readable).
+   */
+  thread?: { msPerReceipt: number; busy: number };
 }
 
 /**
@@ -170,6 +178,7 @@ export async function measurePipeline(
   await api.cronTick();
 
   const logFrom = productLog ? logSize(productLog) : 0;
+  const cpuFrom = cpuSoFar(api.origin);
   const total = Math.max(1, Math.round(rate * seconds));
   const sent = new Map<string, number>();
   const answered = new Map<string, number>();
@@ -224,6 +233,8 @@ export async function measurePipeline(
     await sleep(100);
   }
   const settleSeconds = (Date.now() - settleStart) / 1000;
+  const cpuTo = cpuSoFar(api.origin);
+  const cpuSeconds = (performance.now() - started) / 1000;
 
   const latencies: number[] = [];
   const afterAnswer: number[] = [];
@@ -253,10 +264,10 @@ export async function measurePipeline(
   for (const list of [latencies, afterAnswer, createTimes]) list.sort((a, b) => a - b);
   const received = latencies.filter(Number.isFinite).length;
   const duplicates = paths.reduce((n, path) => n + (receiver.duplicates.get(path) ?? 0), 0);
-  const rps = received / Math.max(0.001, (lastReceipt - started) / 1000);
-  const batches = productLog
-    ? queueBatches(logSince(productLog, logFrom), (Math.max(lastReceipt, performance.now()) - started) / 1000)
-    : undefined;
+  const span = (lastReceipt - started) / 1000;
+  const rps = received / Math.max(0.001, span);
+  const batches = productLog ? queueBatches(logSince(productLog, logFrom), span) : undefined;
+  const threadMs = cpuFrom && cpuTo ? cpuTo.workerd - cpuFrom.workerd : undefined;
   return {
     name,
     rps,
@@ -273,5 +284,9 @@ export async function measurePipeline(
     afterAnswer: { p50: percentile(afterAnswer, 50), p99: percentile(afterAnswer, 99) },
     thirds,
     ...(batches && { batches }),
+    ...(threadMs !== undefined &&
+      received && {
+        thread: { msPerReceipt: threadMs / received, busy: threadMs / 1000 / cpuSeconds },
+      }),
   };
 }
