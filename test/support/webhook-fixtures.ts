@@ -14,8 +14,7 @@ import { asInvocation, D1_LIMITS } from "./d1-guard";
 import { db, mockFetch, type Tenant } from "./harness";
 
 export const WEBHOOK_QUEUE = "alms-webhooks-local";
-/** The webhook consumer's max_batch_size in wrangler.jsonc. */
-export const CONSUMER_BATCH = 10;
+export { CONSUMER_BATCH } from "./queue-config";
 
 /** The queue's messages, in the order the drains sent them. */
 export function captureQueue() {

@@ -14,6 +14,7 @@ import {
 import { DRAIN_SPACING_MS } from "../../src/webhooks/outbox/kick";
 import { asInvocation } from "../support/d1-guard";
 import { db, makeListing, makeTenant, mockFetch } from "../support/harness";
+import { CONSUMER_BATCH_TIMEOUT_MS } from "../support/queue-config";
 import {
   CONSUMER_BATCH,
   captureQueue,
@@ -25,8 +26,6 @@ import {
 } from "../support/webhook-fixtures";
 import { settle } from "../support/webhook-harness";
 
-/** The webhook consumer's max_batch_timeout in wrangler.jsonc: how long a batch short of 10 messages may wait to fill. */
-const QUEUE_BATCH_TIMEOUT_MS = 1_000;
 /** The goal: another agency's event reaches its fast receiver within 5 s of its write. */
 const GOAL_MS = 5_000;
 
@@ -160,7 +159,7 @@ describe("fair delivery: another agency's hanging receivers do not hold B's even
       heldToDeadline,
       `${heldToDeadline} of ${batches} batches held the queue to their deadline`,
     ).toBeLessThanOrEqual(Math.ceil(16 / CONSUMER_BATCH));
-    const bound = DRAIN_SPACING_MS + QUEUE_BATCH_TIMEOUT_MS + heldToDeadline * BATCH_DEADLINE_MS;
+    const bound = DRAIN_SPACING_MS + CONSUMER_BATCH_TIMEOUT_MS + heldToDeadline * BATCH_DEADLINE_MS;
     expect(bound, "leaves the D1 round trips of the batches ahead at least 1 s").toBeLessThanOrEqual(GOAL_MS - 1_000);
 
     // Every message was settled exactly once, while its handler ran; A's waiting ones come back past the lease.
