@@ -424,7 +424,7 @@ async function main() {
           ? `; queue: ${h.batches.count} consumer batches of ${(h.batches.messages / h.batches.count).toFixed(1)} ` +
             `messages, ${h.batches.meanMs.toFixed(0)} ms each (p50 ${h.batches.p50Ms} / p99 ${h.batches.p99Ms}), busy ` +
             `${(100 * h.batches.busy).toFixed(0)}% of the run: at most ${h.batches.capacity.toFixed(0)} deliveries/s ` +
-            `one batch at a time, ${(h.expected / HOOK_SECONDS).toFixed(0)}/s offered`
+            `one batch at a time, ${h.offered}/s offered`
           : "") +
         (h.thread
           ? `; Worker's workerd: ${h.thread.msPerReceipt.toFixed(2)} cpu ms a receipt, its thread busy ` +

@@ -125,9 +125,13 @@ export function judgeRun(
     `a deep tour page and a counted search: cpu ms per row skipped or counted ≤ 1.25× from ${sizes}`,
     growthRows.filter((r) => r.perRow).map((r) => r.goal),
   );
+  // The consumer's pace against the deliveries offered, beside each p99: a run whose pace is near 1× cannot
+  // work off a pause's backlog before the run ends.
+  const paces = hook10.flatMap((h) => (h.batches ? [h.batches.capacity / h.offered] : []));
   judge(
     `a change reaches its receiver in p99 < 2 s at 10 endpoints, in each of ${hook10.length || "the"} run(s) ` +
-      `(${hook10.map((h) => (h.p99 / 1000).toFixed(2)).join(", ")} s)`,
+      `(${hook10.map((h) => (h.p99 / 1000).toFixed(2)).join(", ")} s` +
+      (paces.length ? `; consumer pace ${paces.map((p) => p.toFixed(2)).join(", ")}× the offered deliveries)` : ")"),
     rows.filter((r) => hook10.some((h) => h.name === r.name) && r.goal).map((r) => r.goal),
   );
 

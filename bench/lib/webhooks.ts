@@ -81,6 +81,8 @@ export const percentile = (sorted: number[], p: number) =>
 
 export interface PipelineRun extends Figure {
   expected: number;
+  /** Deliveries a second the run offered: creates a second × endpoints. */
+  offered: number;
   received: number;
   duplicates: number;
   createFailures: number;
@@ -276,6 +278,7 @@ export async function measurePipeline(
     unexpected: expected - received + createFailures,
     statuses: {},
     expected,
+    offered: rate * endpoints,
     received,
     duplicates,
     createFailures,
