@@ -5,15 +5,19 @@
 // longest test timeout is 300 s) is stopped with its whole process group, and the files
 // that have no results yet run again, up to two more times. Every file's results are kept
 // as it ends (`scripts/test-results-reporter.ts`), so no result is run twice or lost, and
-// a file that failed stays failed. A run that has run every test but does not exit within a
-// minute is stopped too, its results kept: "every test has run" is either vitest's own end of
-// run or, when the pool stalls before vitest gets there, a result for every file it was given.
-// Then the plain closing line and the quiet-run check.
+// a file that failed stays failed. A stalled pool is also idle: neither vitest nor anything it
+// started uses the CPU. So a run that has printed nothing for TEST_IDLE_SECONDS (90) while all
+// its processes together used under 2% of one core is stopped as stalled too, long before the
+// stall time (no test waits that long on a timer alone; Linux, where /proc tells the CPU). A
+// run that has run every test but does not exit within a minute is stopped too, its results
+// kept: "every test has run" is either vitest's own end of run or, when the pool stalls
+// before vitest gets there, a result for every file it was given. Then the plain closing
+// line and the quiet-run check.
 //
 //   node scripts/test-run.ts [filters]   (npm test runs it after lint and typecheck;
 //                                        filters are vitest's, e.g. test/node)
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { relative } from "node:path";
 import type { FileResult } from "./test-results-reporter.ts";
 import { readResults, summarize } from "./test-summary.ts";
@@ -26,12 +30,17 @@ const ENDED = `${DIR}/ended.json`;
 /** How long vitest may take to exit once every test has run; past it, the run is stopped as ended. */
 const LINGER_MS = 60_000;
 const STALL_MS = Number(process.env.TEST_STALL_SECONDS ?? 480) * 1000;
+const IDLE_MS = Number(process.env.TEST_IDLE_SECONDS ?? 90) * 1000;
+/** The share of one core under which a silent run counts as idle. */
+const IDLE_SHARE = 0.02;
 /** The first run, then reruns of what a stalled run left without results. */
 const ATTEMPTS = 3;
 
 export interface GuardedRun {
   status: number;
   stalled: boolean;
+  /** It was stopped as stalled because it printed nothing and used no CPU for the idle time. */
+  idle?: boolean;
   /** Every test had run, but the process was still there `lingerMs` later: it was stopped. */
   lingered?: boolean;
 }
@@ -44,6 +53,51 @@ function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
   }
 }
 
+/** Clock ticks per second of /proc's CPU times (USER_HZ, 100 on every Linux build in use). */
+const TICK_MS = 10;
+
+/**
+ * The CPU time (ms) that the process `root` and every process descended from it have used,
+ * counting the children they have already reaped; undefined where /proc is not there. A
+ * detached child (its own group and session) still counts: descent is read from parent ids.
+ */
+export function treeCpuMs(root: number): number | undefined {
+  let names: string[];
+  try {
+    names = readdirSync("/proc");
+  } catch {
+    return undefined;
+  }
+  const parent = new Map<number, number>();
+  const ticks = new Map<number, number>();
+  for (const name of names) {
+    if (!/^\d+$/.test(name)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${name}/stat`, "utf8");
+    } catch {
+      continue; // it ended while the list was read
+    }
+    // The command name, in parentheses, may hold spaces: fields are counted after it.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    parent.set(Number(name), Number(fields[1]));
+    // utime, stime, cutime, cstime: fields 14 to 17 of the line, 12 to 15 after the name.
+    ticks.set(
+      Number(name),
+      fields.slice(11, 15).reduce((n, f) => n + Number(f), 0),
+    );
+  }
+  if (!ticks.has(root)) return undefined;
+  const inTree = (pid: number): boolean => {
+    for (let p: number | undefined = pid, hops = 0; p && hops < 64; p = parent.get(p), hops++)
+      if (p === root) return true;
+    return false;
+  };
+  let total = 0;
+  for (const [pid, t] of ticks) if (inTree(pid)) total += t;
+  return total * TICK_MS;
+}
+
 /** How the run went by its own note of its end, when it wrote one. */
 function endedStatus(file: string): { status: number } | undefined {
   if (!existsSync(file)) return undefined;
@@ -53,14 +107,16 @@ function endedStatus(file: string): { status: number } | undefined {
 
 /**
  * Runs a command in a process group of its own, copying what it prints to this process's
- * output and to `log`. Once it has printed nothing for `stallMs`, the whole group (the
- * runtimes it started among it) is stopped: SIGTERM, then SIGKILL 5 s later.
+ * output and to `log`. Once it has printed nothing for `stallMs`, or for `idle.ms` while it
+ * and its descendants used under `idle.share` of one core, the whole group (the runtimes it
+ * started among it) is stopped: SIGTERM, then SIGKILL 5 s later.
  */
 export function runGuarded(
   command: string,
   args: string[],
   opts: {
     stallMs: number;
+    idle?: { ms: number; share: number };
     log?: string;
     env?: NodeJS.ProcessEnv;
     echo?: boolean;
@@ -80,6 +136,9 @@ export function runGuarded(
     });
     let last = Date.now();
     let stalled = false;
+    let idle = false;
+    /** The tree's CPU time (ms) at each watch tick over the last idle window, oldest first. */
+    const cpu: { at: number; ms: number }[] = [];
     let endedAt: number | undefined;
     let completed: { status: number } | undefined;
     let lingered: { status: number } | undefined;
@@ -114,11 +173,32 @@ export function runGuarded(
           stop();
           return;
         }
-        if (Date.now() - last < opts.stallMs) return;
+        const now = Date.now();
+        if (opts.idle && child.pid) {
+          const ms = treeCpuMs(child.pid);
+          if (ms !== undefined) cpu.push({ at: now, ms });
+          while (cpu.length > 1 && now - cpu[1]!.at >= opts.idle.ms) cpu.shift();
+          const first = cpu[0];
+          const quiet = now - last >= opts.idle.ms;
+          if (
+            quiet &&
+            first &&
+            now - first.at >= opts.idle.ms &&
+            cpu.at(-1)!.ms - first.ms < opts.idle.share * (now - first.at)
+          ) {
+            stalled = idle = true;
+            stop();
+            return;
+          }
+        }
+        if (now - last < opts.stallMs) return;
         stalled = true;
         stop();
       },
-      Math.min(1_000, Math.max(50, Math.min(opts.stallMs, opts.ended?.lingerMs ?? opts.stallMs) / 4)),
+      Math.min(
+        1_000,
+        Math.max(50, Math.min(opts.stallMs, opts.idle?.ms ?? opts.stallMs, opts.ended?.lingerMs ?? opts.stallMs) / 4),
+      ),
     );
     const done = () => {
       clearInterval(watch);
@@ -141,7 +221,7 @@ export function runGuarded(
         child.stdout.destroy();
         child.stderr.destroy();
         if (lingered) resolve({ status: lingered.status, stalled: false, lingered: true });
-        else resolve({ status: code ?? (signal ? 1 : 0), stalled });
+        else resolve({ status: code ?? (signal ? 1 : 0), stalled, ...(idle ? { idle } : {}) });
       });
     });
   });
@@ -197,15 +277,24 @@ async function main(filters: string[]): Promise<number> {
     rmSync(ENDED, { force: true });
     const pending = expected;
     const ended = { file: ENDED, lingerMs: LINGER_MS, complete: () => everyFileReported(pending, RESULTS) };
-    const run = await runGuarded("vitest", [...base, ...files], { stallMs: STALL_MS, log: OUTPUT, env, ended });
+    const run = await runGuarded("vitest", [...base, ...files], {
+      stallMs: STALL_MS,
+      idle: { ms: IDLE_MS, share: IDLE_SHARE },
+      log: OUTPUT,
+      env,
+      ended,
+    });
     if (run.lingered)
       say(`vitest ran every test but had not exited ${LINGER_MS / 1000} s later: it was stopped, its results kept.`);
     if (!run.stalled) return run.status;
     const results = readResults(RESULTS);
     expected = all.filter((f) => unreported([f], results).length);
     files = expected.map((f) => f.file);
+    const why = run.idle
+      ? `vitest printed nothing and used no CPU for ${IDLE_MS / 1000} s`
+      : `vitest printed nothing for ${STALL_MS / 1000} s`;
     say(
-      `vitest printed nothing for ${STALL_MS / 1000} s: the test pool stalled and was stopped. ` +
+      `${why}: the test pool stalled and was stopped. ` +
         `${files.length} file(s) have no results yet${files.length ? `: ${files.join(", ")}` : ""}.`,
     );
     if (!files.length) return 0;

@@ -1,10 +1,10 @@
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { FileResult } from "../../scripts/test-results-reporter.ts";
-import { everyFileReported, runGuarded, unreported } from "../../scripts/test-run.ts";
+import { everyFileReported, runGuarded, treeCpuMs, unreported } from "../../scripts/test-run.ts";
 import { totals } from "../../scripts/test-summary.ts";
 
 const alive = (pid: number) => {
@@ -58,6 +58,65 @@ describe("the guard around the test run", () => {
     const run = await runGuarded(process.execPath, ["-e", script], { stallMs: 400, log, echo: false });
     expect(run).toEqual({ status: 3, stalled: false });
     expect(readFileSync(log, "utf8").match(/^file \d+$/gm)).toHaveLength(10);
+  });
+
+  it("stops a silent run as stalled once it and its children have been idle for the idle time", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "alms-run-"));
+    const log = join(dir, "output.log");
+    const pidFile = join(dir, "child.pid");
+    // A runner that prints once, then waits on a detached child that only sleeps: all idle.
+    const script = [
+      "const { spawn } = require('node:child_process');",
+      "const c = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore', detached: true });",
+      `require('node:fs').writeFileSync(${JSON.stringify(pidFile)}, String(c.pid));`,
+      "console.log('first file done');",
+      "setInterval(() => {}, 1000);",
+    ].join("\n");
+    const started = Date.now();
+    const run = await runGuarded(process.execPath, ["-e", script], {
+      stallMs: 60_000,
+      idle: { ms: 1_500, share: 0.05 },
+      log,
+      echo: false,
+    });
+    // The detached child is outside the group the guard stops.
+    process.kill(Number(readFileSync(pidFile, "utf8")), "SIGKILL");
+    expect(run).toMatchObject({ stalled: true, idle: true });
+    expect(Date.now() - started).toBeLessThan(15_000);
+  });
+
+  it("lets a silent run go on while a child it started keeps a core busy", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "alms-run-"));
+    const log = join(dir, "output.log");
+    // Silent for 4 s, three idle windows, while a detached child (another group and session) computes.
+    const busy = "const end = Date.now() + 4000; while (Date.now() < end) {}";
+    const script = [
+      "const { spawn } = require('node:child_process');",
+      `const c = spawn(process.execPath, ['-e', ${JSON.stringify(busy)}], { stdio: 'ignore', detached: true });`,
+      "c.on('exit', () => { console.log('done'); process.exitCode = 4; });",
+    ].join("\n");
+    const run = await runGuarded(process.execPath, ["-e", script], {
+      stallMs: 60_000,
+      idle: { ms: 1_200, share: 0.05 },
+      log,
+      echo: false,
+    });
+    expect(run).toEqual({ status: 4, stalled: false });
+    expect(readFileSync(log, "utf8")).toContain("done");
+  });
+
+  it("counts the CPU of a process and everything descended from it", () => {
+    // Off Linux there is no /proc, and the guard falls back to the stall time alone.
+    if (!existsSync("/proc/self/stat")) return expect(treeCpuMs(process.pid)).toBeUndefined();
+    const before = treeCpuMs(process.pid)!;
+    const end = Date.now() + 300;
+    while (Date.now() < end) {}
+    expect(treeCpuMs(process.pid)! - before).toBeGreaterThanOrEqual(150);
+    // A child's work counts once it has been reaped too (cutime).
+    const child = spawnSync(process.execPath, ["-e", "const e = Date.now() + 300; while (Date.now() < e) {}"]);
+    expect(child.status).toBe(0);
+    expect(treeCpuMs(process.pid)! - before).toBeGreaterThanOrEqual(350);
+    expect(treeCpuMs(2 ** 22 + 1)).toBeUndefined();
   });
 
   it("runs again exactly the files with no results, and keeps a failure already recorded", () => {
