@@ -1,8 +1,9 @@
+import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { startDev, stop } from "./dev-server";
+import { env, root, startDev, stop } from "./dev-server";
 
 /** `npm run dev` started three times over the same local state (see dev-server.ts). */
 const state = mkdtempSync(join(tmpdir(), "alms-dev-"));
@@ -19,6 +20,9 @@ const users = async (origin: string, key: string) => {
   const res = await fetch(`${origin}/api/v1/users?limit=1`, { headers: { "X-API-Key": key } });
   return { status: res.status, text: await res.text() };
 };
+
+/** The local D1 databases, one per shard, each carrying the full schema. */
+const SHARDS = ["DB", "SHARD_2"];
 
 /** A stack frame line, as Node prints them: what a clean start never shows. */
 const STACK_FRAME = /^\s+at \S.*(?:\(.*:\d+:\d+\)|:\d+:\d+)$/m;
@@ -38,9 +42,21 @@ describe("npm run dev", () => {
     const [listing] = ((await listed.json()) as { data: { public_url: string; listing_number: string }[] }).data;
     expect(listing?.public_url).toBe(`http://localhost:${port}/property/${listing?.listing_number}`);
     expect(firstOutput).toContain(`ALMS_URL=${running.origin} npm run ops -- --help`);
+    for (const binding of SHARDS) expect(firstOutput).toContain(`Applied local D1 migrations to ${binding}.`);
     await stop(running.dev.child);
+    // The migrations were recorded as wrangler records them: its own command finds none left to apply.
+    for (const binding of SHARDS) {
+      const migrate = spawnSync(
+        join(root, "node_modules", ".bin", "wrangler"),
+        ["d1", "migrations", "apply", binding, "--local", "--persist-to", state],
+        { cwd: root, env, encoding: "utf8" },
+      );
+      expect(migrate.status, migrate.stderr).toBe(0);
+      expect(migrate.stdout).toContain("No migrations to apply");
+    }
 
     running = await startDev(state, [], FAST_CRON);
+    for (const binding of SHARDS) expect(running.dev.output()).toContain(`Local database ${binding} is up to date.`);
     expect(running.key, running.dev.output()).toBe(first);
     expect(running.dev.output()).toContain("the same as last start");
     expect(running.dev.output(), running.dev.output()).not.toMatch(STACK_FRAME);
