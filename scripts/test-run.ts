@@ -9,7 +9,7 @@
 // started uses the CPU. So a run that has printed nothing for TEST_IDLE_SECONDS (90) while all
 // its processes together used under 2% of one core is stopped as stalled too, long before the
 // stall time (no test waits that long on a timer alone; Linux, where /proc tells the CPU). A
-// run that has run every test but does not exit within a minute is stopped too, its results
+// run that has run every test but does not exit within 15 s is stopped too, its results
 // kept: "every test has run" is either vitest's own end of run or, when the pool stalls
 // before vitest gets there, a result for every file it was given. Then the plain closing
 // line and the quiet-run check.
@@ -27,8 +27,12 @@ const RESULTS = `${DIR}/results.jsonl`;
 const OUTPUT = `${DIR}/output.log`;
 const LIST = `${DIR}/files.json`;
 const ENDED = `${DIR}/ended.json`;
-/** How long vitest may take to exit once every test has run; past it, the run is stopped as ended. */
-const LINGER_MS = 60_000;
+/**
+ * How long vitest may take to exit once every test has run; past it, the run is stopped as
+ * ended. A run that exits does so within a few seconds of its last file; one held by a shared
+ * runtime the pool never stops would wait for ever.
+ */
+const LINGER_MS = 15_000;
 const STALL_MS = Number(process.env.TEST_STALL_SECONDS ?? 480) * 1000;
 const IDLE_MS = Number(process.env.TEST_IDLE_SECONDS ?? 90) * 1000;
 /** The share of one core under which a silent run counts as idle. */
