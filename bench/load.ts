@@ -4,11 +4,13 @@
 // 30 s and its growth. Both print figures; no test asserts them. LOAD_SECONDS shortens a
 // run (never by default); LOAD_MIX=reads sends only the reads; LOAD_TARGET=floor sends the same
 // shape to the baseline Worker's floors instead, to compare the local runtime's own memory.
+
 import { randomBytes, randomUUID } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
 import autocannon from "autocannon";
+import { applyLocalMigrations } from "../scripts/local-migrations.ts";
 import { Api } from "./lib/api.ts";
-import { cleanupNow, freePorts, runChild, sleep, startServer, stateDir, stopChildren } from "./lib/processes.ts";
+import { cleanupNow, freePorts, sleep, startServer, stateDir, stopChildren } from "./lib/processes.ts";
 
 const soak = process.argv.includes("--soak");
 const SECONDS = Number(process.env.LOAD_SECONDS ?? (soak ? 300 : 60));
@@ -97,13 +99,7 @@ async function main() {
   const origin = `http://127.0.0.1:${port}`;
   const operatorToken = randomBytes(18).toString("base64url");
   const persist = ["--persist-to", stateDir];
-  await runChild("wrangler", ["d1", "migrations", "apply", "DB", "--local", ...persist], "migrate", 300_000);
-  await runChild(
-    "wrangler",
-    ["d1", "migrations", "apply", "SHARD_2", "--local", ...persist],
-    "migrate-shard-2",
-    300_000,
-  );
+  await applyLocalMigrations(stateDir);
   const floor = process.env.LOAD_TARGET === "floor";
   const server = await startServer(
     "wrangler",

@@ -18,9 +18,11 @@
 // BENCH_ROUNDS (3): the slices in which a route and its floor (or single key) are measured in turns.
 // BENCH_PROFILE=<dir> writes a CPU profile of each row's Worker and prints its heaviest functions.
 // BENCH_RUNNER=wrangler serves the measured Workers with `wrangler dev` instead.
+
 import { randomBytes, randomUUID } from "node:crypto";
 import { cpus, loadavg, totalmem } from "node:os";
 import { join } from "node:path";
+import { applyLocalMigrations } from "../scripts/local-migrations.ts";
 import { Api, type BenchKey } from "./lib/api.ts";
 import { measureGrowth } from "./lib/growth.ts";
 import { judgeRun } from "./lib/judge.ts";
@@ -102,13 +104,7 @@ async function main() {
       ? `· migrations and seed (${size(SMALL_ROWS)} and ${size(BIG_ROWS)} rows) in ${stateDir}\n`
       : `· migrations in ${stateDir}\n`,
   );
-  await runChild("wrangler", ["d1", "migrations", "apply", "DB", "--local", ...persist], "migrate", 300_000);
-  await runChild(
-    "wrangler",
-    ["d1", "migrations", "apply", "SHARD_2", "--local", ...persist],
-    "migrate-shard-2",
-    300_000,
-  );
+  await applyLocalMigrations(stateDir);
   const growth: GrowthAgency[] = [];
   for (const [rows, seed] of runs("growth")
     ? ([

@@ -9,10 +9,10 @@
 // The Cron triggers of wrangler.jsonc run on their schedules while it runs (scripts/local-cron.ts).
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
-import { createRequire } from "node:module";
-import { join, resolve } from "node:path";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { configuredCrons, runLocalCron } from "./local-cron.ts";
+import { applyLocalMigrations } from "./local-migrations.ts";
 import { type Api, seedDemo } from "./seed.ts";
 
 /**
@@ -94,80 +94,10 @@ function ensureDevVars(): string {
   return get("OPERATOR_TOKEN")!;
 }
 
-/** Wrangler's own Miniflare (the one `wrangler dev` runs), so the databases are stored as it stores them. */
-function wranglersMiniflare(): typeof import("miniflare") {
-  return createRequire(import.meta.resolve("wrangler"))("miniflare");
-}
-
-/**
- * Applies the migrations not yet applied to every local shard (src/db/shards.ts: each carries
- * the full schema), as `wrangler d1 migrations apply --local` would: the same files, the same
- * record in the same `d1_migrations` table, each migration with its record in one batch, so a
- * failing one leaves nothing half-applied. Unlike that command, which starts a local runtime
- * for each migration (about a second each), one runtime serves them all.
- */
+/** Applies what is pending to every local shard (each carries the full schema), saying what it did. */
 async function applyMigrations() {
-  const { unstable_readConfig, unstable_splitSqlQuery } = await import("wrangler");
-  const config = unstable_readConfig({ config: "wrangler.jsonc" });
-  const databases: {
-    binding: string;
-    database_id?: string;
-    preview_database_id?: string;
-    migrations_dir?: string;
-    migrations_table?: string;
-  }[] = config.d1_databases;
-  const { Miniflare, convertV4MiniflareOptions } = wranglersMiniflare();
-  const mf = new Miniflare(
-    convertV4MiniflareOptions({
-      modules: true,
-      script: "",
-      cf: false,
-      resourcePersistencePath: join(resolve(state), "v3"),
-      // wrangler's own choice of the local database's id: preview id, else id, else binding.
-      d1Databases: Object.fromEntries(
-        databases.map((d) => [d.binding, d.preview_database_id ?? d.database_id ?? d.binding]),
-      ),
-    }),
-  );
-  try {
-    for (const {
-      binding,
-      migrations_dir: dir = "migrations",
-      migrations_table: table = "d1_migrations",
-    } of databases) {
-      const db = await mf.getD1Database(binding);
-      const name = `"${table.replaceAll('"', '""')}"`;
-      await db
-        .prepare(
-          `CREATE TABLE IF NOT EXISTS ${name}(id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT UNIQUE, applied_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP NOT NULL)`,
-        )
-        .run();
-      const applied = new Set(
-        (await db.prepare(`SELECT name FROM ${name}`).all<{ name: string }>()).results.map(
-          (r: { name: string }) => r.name,
-        ),
-      );
-      const pending = readdirSync(dir)
-        .filter((f) => f.endsWith(".sql") && !applied.has(f))
-        .sort();
-      for (const file of pending) {
-        const queries = unstable_splitSqlQuery(readFileSync(join(dir, file), "utf8"));
-        try {
-          await db.batch([
-            ...queries.map((q) => db.prepare(q)),
-            db.prepare(`INSERT INTO ${name} (name) VALUES (?)`).bind(file),
-          ]);
-        } catch (error) {
-          throw new Error(`Applying the local D1 migration ${file} to ${binding} failed: ${(error as Error).message}`);
-        }
-      }
-      console.log(
-        pending.length ? `Applied local D1 migrations to ${binding}.` : `Local database ${binding} is up to date.`,
-      );
-    }
-  } finally {
-    await mf.dispose();
-  }
+  for (const { binding, applied } of await applyLocalMigrations(state))
+    console.log(applied ? `Applied local D1 migrations to ${binding}.` : `Local database ${binding} is up to date.`);
 }
 
 async function waitUntilReady(timeoutMs = 90_000) {

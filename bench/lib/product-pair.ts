@@ -1,11 +1,13 @@
 // Product Workers that differ in one thing, each on fresh state of its own, measured in
 // turns: what that one thing costs a route. The observability phase sets variables on
 // them; the sequence phase changes one Worker's local database after its migrations.
+
 import { randomBytes, randomUUID } from "node:crypto";
 import { join } from "node:path";
+import { applyLocalMigrations } from "../../scripts/local-migrations.ts";
 import { Api } from "./api.ts";
 import { type Figure, measureAlternating, type Spec } from "./load.ts";
-import { runChild, stateDir, stopServer } from "./processes.ts";
+import { stateDir, stopServer } from "./processes.ts";
 import { serveWorker } from "./workers.ts";
 
 /** One side of a pair: its label in the row names, its variables, and what to run on its state before it starts. */
@@ -28,13 +30,7 @@ export interface RunningProduct {
 async function startProduct(side: Side, token: string, readyMs: number) {
   const name = `pair-${side.label.replace(/[^a-z0-9]+/gi, "-")}`;
   const persist = ["--persist-to", join(stateDir, name)];
-  await runChild("wrangler", ["d1", "migrations", "apply", "DB", "--local", ...persist], `migrate-${name}`, 300_000);
-  await runChild(
-    "wrangler",
-    ["d1", "migrations", "apply", "SHARD_2", "--local", ...persist],
-    `migrate-shard-2-${name}`,
-    300_000,
-  );
+  await applyLocalMigrations(persist[1]!);
   await side.prepare?.(persist);
   const vars = { SECRET_KEY: randomBytes(32).toString("base64url"), OPERATOR_TOKEN: token, ...side.vars };
   const { child, origin } = await serveWorker({
