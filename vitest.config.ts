@@ -51,8 +51,8 @@ function withoutDanglingSourceMaps(): Plugin {
  * meet: no media destination or calendar, no sweep, Cron run, master-key rotation or count over
  * every agency, no webhook delivery they wait for in the background (what they leave pending is
  * ended after each file, see test/support/shared-runtime.ts). They run one after another in one
- * runtime per worker, which saves starting a runtime per file. Every other file gets a runtime,
- * and storage, of its own.
+ * runtime, which saves starting a runtime per file. Every other file gets a runtime, and storage,
+ * of its own.
  */
 const SHARED_RUNTIME = [
   "test/client/client.test.ts",
@@ -102,10 +102,7 @@ const SHARED_RUNTIME = [
 ];
 
 /** A project of tests in the Workers runtime; `isolate` gives each file a runtime of its own. */
-async function workersProject(
-  name: string,
-  files: { include?: string[]; exclude?: string[]; isolate: boolean; shared?: { groupOrder: number } },
-) {
+async function workersProject(name: string, files: { include?: string[]; exclude?: string[]; isolate: boolean }) {
   return {
     plugins: [
       withoutDanglingSourceMaps(),
@@ -133,8 +130,8 @@ async function workersProject(
       isolate: files.isolate,
       // The shared files run in one runtime, in a group of their own after the others: with two
       // shared runtimes at once the pool sometimes never tells one its run has ended, and the
-      // run waits on it, idle (runs of the shared project alone: 3 of 8 hung with two runtimes, 0 of 5 with one).
-      ...(files.shared ? { maxWorkers: 1, sequence: { groupOrder: files.shared.groupOrder } } : {}),
+      // run waits on it, idle (the shared project alone: 3 of 8 runs hung with two, 0 of 5 with one).
+      ...(files.isolate ? {} : { maxWorkers: 1, sequence: { groupOrder: 1 } }),
       setupFiles: [
         "./test/support/apply-migrations.ts",
         ...(files.isolate ? [] : ["./test/support/shared-runtime.ts"]),
@@ -156,7 +153,7 @@ export default defineConfig(async () => ({
     projects: [
       // Integration tests inside the Workers runtime, against real D1, Durable Objects, Queues and R2.
       await workersProject("workers", { exclude: SHARED_RUNTIME, isolate: true }),
-      await workersProject("workers-shared", { include: SHARED_RUNTIME, isolate: false, shared: { groupOrder: 1 } }),
+      await workersProject("workers-shared", { include: SHARED_RUNTIME, isolate: false }),
       {
         // Checks that need Node: the OpenAPI 3.1 schema validator reads its schemas from
         // disk and compiles them with code generation, which workerd does not allow.

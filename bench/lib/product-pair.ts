@@ -29,12 +29,13 @@ export interface RunningProduct {
 /** A product Worker on state of its own, with an agency, its owner, a key for reads and one for writes. */
 async function startProduct(side: Side, token: string, readyMs: number) {
   const name = `pair-${side.label.replace(/[^a-z0-9]+/gi, "-")}`;
-  const persist = ["--persist-to", join(stateDir, name)];
-  await applyLocalMigrations(persist[1]!);
+  const dir = join(stateDir, name);
+  const persist = ["--persist-to", dir];
+  await applyLocalMigrations(dir);
   await side.prepare?.(persist);
   const vars = { SECRET_KEY: randomBytes(32).toString("base64url"), OPERATOR_TOKEN: token, ...side.vars };
   const { child, origin } = await serveWorker({
-    persist: persist[1]!,
+    persist: dir,
     vars,
     logName: name,
     readyPath: "/api/v1/openapi.json",
