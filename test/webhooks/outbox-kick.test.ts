@@ -43,23 +43,39 @@ describe("the coalescer behind the outbox kick", () => {
     expect(t.started()).toBe(2);
   });
 
-  it("serves a demand made during a chain's last run with a chain of its own", async () => {
+  it("serves a demand made during a run that does not cover it with a run of its own, made by that demand", async () => {
     const t = steppedTask();
     const c = new Coalescer(t.task, { spacingMs: 0, maxRuns: 2, onError: () => undefined });
     let served = false;
     const first = c.demand();
-    const second = c.demand(); // during run 1: the chain runs a second, last time
-    await t.finishRun();
     const late = c.demand().then(() => {
       served = true;
-    }); // during run 2, the chain's last
+    }); // during run 1, which began before it
     await t.finishRun();
-    await Promise.all([first, second]);
+    await first;
     expect(served).toBe(false);
-    expect(t.started()).toBe(3);
     await t.finishRun();
     await late;
     expect(served).toBe(true);
+    expect(t.started()).toBe(2);
+  });
+
+  it("never has a demand await a promise another demand made", async () => {
+    // Each demand runs or waits in its own invocation: a demand whose own run is done resolves
+    // even while a later demand's run is still under way, and never waits for that run.
+    const t = steppedTask();
+    const c = new Coalescer(t.task, { spacingMs: 0, maxRuns: 4, onError: () => undefined });
+    let firstDone = false;
+    const first = c.demand().then(() => {
+      firstDone = true;
+    });
+    const second = c.demand();
+    await t.finishRun();
+    await first;
+    expect(firstDone).toBe(true);
+    await t.finishRun(); // the second demand's own run, which the first never waited for
+    await second;
+    expect(t.started()).toBe(2);
   });
 
   it("runs again while a run reports a full page, within the bound, then hands the rest on", async () => {

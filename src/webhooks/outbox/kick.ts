@@ -6,9 +6,9 @@ import type { MediaJob } from "../../media/jobs";
 import { drainOutbox } from "./drain";
 
 /**
- * Drains one kick may run back to back: every change that kicked while they ran, and a
- * burst of full pages, are served within it, yet a steady stream of writes cannot hold one
- * invocation open. A kick that lands during the last of them starts the next chain itself.
+ * Drains one kick may run back to back while each finds a full page: a burst is sent within
+ * the invocation, yet a steady stream of writes cannot hold one invocation open (each runs
+ * only the drain that covers its own change; a kick during another's drain runs the next).
  */
 const KICK_MAX_DRAINS = 8;
 /**
@@ -43,7 +43,7 @@ function drainsOf(env: Env): ShardDrains {
       spacingMs: DRAIN_SPACING_MS,
       maxRuns: KICK_MAX_DRAINS,
       onError: (err) => logFailure("outbox drain failed", { job: "outbox_drain" }, err),
-      // A burst larger than one chain's drains continues in the media queue's next batch, which
+      // A burst larger than one kick's drains continues in the media queue's next batch, which
       // drains the outbox after its messages: no event waits for a later write or the sweep.
       onBound: async () => {
         try {
