@@ -23,7 +23,7 @@ interface ReferenceScript {
   etag: string;
 }
 
-let script: Promise<ReferenceScript> | undefined;
+let script: ReferenceScript | undefined;
 
 /**
  * The library shows a demo token of its own as the placeholder of the key field; ours
@@ -48,20 +48,21 @@ const CUSTOM_CSS = `
 /** Where the script lies among the static assets (scripts/static-assets.mjs puts it there). */
 const SCRIPT_ASSET = "https://assets.example/docs/reference.js";
 
-/** Read, encoded and hashed once per isolate, on first use; a failed read is tried again next time. */
-function loadScript(assets: Fetcher): Promise<ReferenceScript> {
-  script ??= (async () => {
-    const res = await assets.fetch(SCRIPT_ASSET);
-    if (!res.ok) throw new Error(`the reference script is not among the static assets (${res.status})`);
-    const text = (await res.text()).replaceAll(DEMO_TOKEN_PLACEHOLDER, KEY_PLACEHOLDER);
-    const body = new Blob([text], { type: "text/javascript; charset=utf-8" });
-    const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", await body.arrayBuffer()));
-    const version = hex(digest.subarray(0, 8));
-    return { body, version, etag: `"${version}"` };
-  })();
-  script.catch(() => {
-    script = undefined;
-  });
+/**
+ * Read, encoded and hashed once per isolate, on first use; a failed read is tried again next time.
+ * The value is kept, never the promise: a request must not await a promise another request made,
+ * which the runtime cancels as hanging once that request is gone. Requests that race at first use
+ * each read the asset.
+ */
+async function loadScript(assets: Fetcher): Promise<ReferenceScript> {
+  if (script) return script;
+  const res = await assets.fetch(SCRIPT_ASSET);
+  if (!res.ok) throw new Error(`the reference script is not among the static assets (${res.status})`);
+  const text = (await res.text()).replaceAll(DEMO_TOKEN_PLACEHOLDER, KEY_PLACEHOLDER);
+  const body = new Blob([text], { type: "text/javascript; charset=utf-8" });
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", await body.arrayBuffer()));
+  const version = hex(digest.subarray(0, 8));
+  script = { body, version, etag: `"${version}"` };
   return script;
 }
 
