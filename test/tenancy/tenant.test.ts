@@ -3,23 +3,15 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { mintKey } from "../../src/domain/api-keys";
 import { call, db, expectError, internal, makePlatformKey, makeTenant, outbox } from "../support/harness";
+import { type Signal, signal } from "../support/signal";
 
 const users = (key: string) => call("/api/v1/users", { key });
 
-/** A promise with its resolver outside, to hold an operation at a chosen point. */
-function deferred() {
-  let resolve!: () => void;
-  const promise = new Promise<void>((r) => {
-    resolve = r;
-  });
-  return { promise, resolve };
-}
-
 /**
  * Wraps a D1 binding so that the next read of `api_keys` runs at once but answers only
- * when `release` resolves: a load that began before a change and ends after it.
+ * once `release` is raised: a load that began before a change and ends after it.
  */
-function slowNextKeyRead(real: D1Database, started: () => void, release: Promise<void>): D1Database {
+function slowNextKeyRead(real: D1Database, started: Signal, release: Signal): D1Database {
   let armed = true;
   const pass = (target: object, prop: string | symbol) => {
     const value = Reflect.get(target, prop, target);
@@ -32,9 +24,9 @@ function slowNextKeyRead(real: D1Database, started: () => void, release: Promise
         if (prop === "all" || prop === "raw" || prop === "first" || prop === "run") {
           return async (...args: unknown[]) => {
             const answer = (target[prop] as (...a: unknown[]) => Promise<unknown>)(...args);
-            started();
+            started.raise();
             const result = await answer;
-            await release;
+            await release.wait();
             return result;
           };
         }
@@ -56,14 +48,14 @@ function slowNextKeyRead(real: D1Database, started: () => void, release: Promise
 
 /** Makes the key's gate load its state slowly once; answers when that load has started. */
 async function slowGateLoad(keyId: string) {
-  const started = deferred();
-  const release = deferred();
+  const started = signal("the gate's load started");
+  const release = signal("the gate's load released");
   const gate = env.KEY_GATE.getByName(keyId);
   await runInDurableObject(gate, (instance) => {
     const target = instance as unknown as { env: Env };
-    target.env = { ...target.env, DB: slowNextKeyRead(target.env.DB, started.resolve, release.promise) };
+    target.env = { ...target.env, DB: slowNextKeyRead(target.env.DB, started, release) };
   });
-  return { started: started.promise, release: release.resolve };
+  return { started: started.wait(), release: release.raise };
 }
 
 describe("a key follows the user who minted it", () => {

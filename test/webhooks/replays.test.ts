@@ -6,6 +6,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { events, webhookDeliveries, webhookReplays } from "../../src/db/schema";
 import { setAgencyQuotas } from "../../src/domain/quotas";
 import { call, db, expectError, internal, makeListing, makeTenant, type Tenant } from "../support/harness";
+import { type Signal, signal } from "../support/signal";
 import { consume, cron, drained, WEBHOOK_QUEUE } from "../support/webhook-harness";
 
 const URL = "http://localhost:9999/replays";
@@ -30,9 +31,9 @@ function receiver() {
     down: false,
     receipts: [] as Receipt[],
     sent: [] as string[],
-    held: undefined as Promise<void> | undefined,
+    held: undefined as Signal | undefined,
     release: () => {},
-    replayStarted: undefined as (() => void) | undefined,
+    replayStarted: undefined as Signal | undefined,
   };
   vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
     const req = new Request(input, init);
@@ -40,8 +41,8 @@ function receiver() {
     const envelope = JSON.parse(body);
     const header = req.headers.get("X-Webhook-Replay");
     if (header && state.held) {
-      state.replayStarted?.();
-      await state.held;
+      state.replayStarted?.raise();
+      await state.held.wait(15_000);
     }
     const status = state.down ? 503 : 200;
     state.receipts.push({
@@ -64,15 +65,14 @@ function receiver() {
     state,
     /** Holds every replay delivery until release(); resolves once the first is held. */
     hold() {
-      state.held = new Promise<void>((resolve) => {
-        state.release = () => {
-          state.held = undefined;
-          resolve();
-        };
-      });
-      return new Promise<void>((resolve) => {
-        state.replayStarted = resolve;
-      });
+      const release = signal("the held replay deliveries released");
+      state.held = release;
+      state.release = () => {
+        state.held = undefined;
+        release.raise();
+      };
+      state.replayStarted = signal("a replay delivery held");
+      return state.replayStarted.wait();
     },
     /** Delivers what the outbox holds through the live consumer. */
     async deliverLive() {
