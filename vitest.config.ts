@@ -135,6 +135,7 @@ async function workersProject(name: string, files: { include?: string[]; exclude
       // every result is already in and scripts/test-run.ts ends the run after its linger.
       ...(files.isolate ? {} : { maxWorkers: 1, sequence: { groupOrder: 1 } }),
       setupFiles: [
+        "./test/support/info-lines.ts",
         "./test/support/apply-migrations.ts",
         ...(files.isolate ? [] : ["./test/support/shared-runtime.ts"]),
       ],
