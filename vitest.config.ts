@@ -128,11 +128,12 @@ async function workersProject(name: string, files: { include?: string[]; exclude
       include: files.include ?? ["test/**/*.test.ts"],
       exclude: ["test/node/**", "test/browser/**", "test/cli/**", ...(files.exclude ?? [])],
       isolate: files.isolate,
-      // The shared files run in one runtime, in a group of their own after the others: with two
-      // shared runtimes at once the pool sometimes never tells one its run has ended, and the
-      // run waits on it, idle (the shared project alone: 7 of 34 runs hung with two, 0 of 5 with
-      // one). One runtime is handed every file in one run, so should that run's end be lost,
-      // every result is already in and scripts/test-run.ts ends the run after its linger.
+      // The shared files run in one runtime, in a group of their own after the others. With two at
+      // once, the pool sometimes never learned that one had ended its run (7 of 34 runs of the
+      // shared project alone) until tests stopped awaiting promises and writing console lines
+      // for other requests' contexts (0 of 12 since). One runtime is handed every file in one
+      // run, so should that run's end still be lost, every result is already in and
+      // scripts/test-run.ts ends the run after its linger.
       ...(files.isolate ? {} : { maxWorkers: 1, sequence: { groupOrder: 1 } }),
       setupFiles: [
         "./test/support/info-lines.ts",
