@@ -12,8 +12,6 @@
 export interface Signal {
   /** Raises the flag; any context may call it. */
   raise(): void;
-  /** Whether the flag is up. */
-  readonly raised: boolean;
   /** Answers once the flag is up, polling on the caller's own timers; throws after `ms`. */
   wait(ms?: number): Promise<void>;
 }
@@ -25,9 +23,6 @@ export function signal(label: string): Signal {
   return {
     raise() {
       up = true;
-    },
-    get raised() {
-      return up;
     },
     async wait(ms = 10_000) {
       const deadline = Date.now() + ms;
