@@ -72,6 +72,9 @@ export async function measureColdStarts(times: number, secretKey: string, readyM
           "--log-level",
           "warn",
           "--show-interactive-dev-session=false",
+          // As `npm run dev` starts the product: its Cron triggers fired on request, so wrangler
+          // skips the warning that they are not (formatting it costs its start about 0.1 s).
+          "--test-scheduled",
           "--persist-to",
           join(stateDir, `cold-${w}-${i}`),
           "--var",

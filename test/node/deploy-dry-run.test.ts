@@ -28,9 +28,10 @@ function dryRun(environment: "sandbox" | "live") {
     env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true" },
   });
   const files = readdirSync(outdir).filter((f) => f.endsWith(".js"));
+  const code = files.map((f) => readFileSync(join(outdir, f), "utf8")).join("\n");
   const bytes = files.reduce((n, f) => n + readFileSync(join(outdir, f)).length, 0);
   const compressed = files.reduce((n, f) => n + gzipSync(readFileSync(join(outdir, f))).length, 0);
-  return { report, files, bytes, compressed };
+  return { report, files, code, bytes, compressed };
 }
 
 describe("the deployed environments build", () => {
@@ -46,6 +47,11 @@ describe("the deployed environments build", () => {
       expect(built.report).toMatch(/Read \d+ files? from the assets directory .*[\\/]assets\b/);
       expect(built.report).toMatch(/env\.ASSETS\s+Assets/);
       expect(built.bytes).toBeLessThan(ASSET_FREE_LIMIT);
+      // zod's messages in English only: the alias in wrangler.jsonc leaves its other locales out.
+      expect(built.code).toContain("Invalid input: expected");
+      // (Messages in plain ASCII: the minified bundle escapes other characters.)
+      expect(built.code).not.toContain("Ongeldige invoer");
+      expect(built.code).not.toContain("Eingabe");
       console.log(
         `${environment}: ${(built.bytes / 1024 / 1024).toFixed(2)} MiB, ` +
           `${(built.compressed / 1024 / 1024).toFixed(2)} MiB gzipped`,
