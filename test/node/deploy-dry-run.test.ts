@@ -21,7 +21,9 @@ const ASSET_FREE_LIMIT = 2_000_000;
  */
 function dryRun(environment: "sandbox" | "live") {
   const outdir = join(scratch, environment);
-  const report = execFileSync(wrangler, ["deploy", "--dry-run", "--env", environment, "--outdir", outdir], {
+  const metafile = join(scratch, `${environment}-meta.json`);
+  const args = ["deploy", "--dry-run", "--env", environment, "--outdir", outdir, "--metafile", metafile];
+  const report = execFileSync(wrangler, args, {
     cwd: root,
     encoding: "utf8",
     stdio: "pipe",
@@ -31,7 +33,10 @@ function dryRun(environment: "sandbox" | "live") {
   const code = files.map((f) => readFileSync(join(outdir, f), "utf8")).join("\n");
   const bytes = files.reduce((n, f) => n + readFileSync(join(outdir, f)).length, 0);
   const compressed = files.reduce((n, f) => n + gzipSync(readFileSync(join(outdir, f))).length, 0);
-  return { report, files, code, bytes, compressed };
+  const meta = JSON.parse(readFileSync(metafile, "utf8")) as {
+    inputs: Record<string, { imports: { path: string; original?: string }[] }>;
+  };
+  return { report, files, code, bytes, compressed, meta };
 }
 
 describe("the deployed environments build", () => {
@@ -52,6 +57,16 @@ describe("the deployed environments build", () => {
       // (Messages in plain ASCII: the minified bundle escapes other characters.)
       expect(built.code).not.toContain("Ongeldige invoer");
       expect(built.code).not.toContain("Eingabe");
+      // The alias matches an import's exact text, so it must reach zod's two imports of its
+      // locale index and nothing else: another package importing "../locales/index.js"
+      // would otherwise be handed zod's English without a word.
+      const aliased = Object.entries(built.meta.inputs).flatMap(([file, input]) =>
+        input.imports.filter((i) => i.original === "../locales/index.js").map((i) => `${file} -> ${i.path}`),
+      );
+      expect(aliased.sort()).toEqual([
+        "node_modules/zod/v4/classic/external.js -> src/http/openapi/zod-locales.ts",
+        "node_modules/zod/v4/core/index.js -> src/http/openapi/zod-locales.ts",
+      ]);
       console.log(
         `${environment}: ${(built.bytes / 1024 / 1024).toFixed(2)} MiB, ` +
           `${(built.compressed / 1024 / 1024).toFixed(2)} MiB gzipped`,
