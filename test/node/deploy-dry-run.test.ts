@@ -30,9 +30,10 @@ function dryRun(environment: "sandbox" | "live") {
     env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true" },
   });
   const files = readdirSync(outdir).filter((f) => f.endsWith(".js"));
-  const code = files.map((f) => readFileSync(join(outdir, f), "utf8")).join("\n");
-  const bytes = files.reduce((n, f) => n + readFileSync(join(outdir, f)).length, 0);
-  const compressed = files.reduce((n, f) => n + gzipSync(readFileSync(join(outdir, f))).length, 0);
+  const contents = files.map((f) => readFileSync(join(outdir, f)));
+  const code = contents.map((c) => c.toString("utf8")).join("\n");
+  const bytes = contents.reduce((n, c) => n + c.length, 0);
+  const compressed = contents.reduce((n, c) => n + gzipSync(c).length, 0);
   const meta = JSON.parse(readFileSync(metafile, "utf8")) as {
     inputs: Record<string, { imports: { path: string; original?: string }[] }>;
   };
