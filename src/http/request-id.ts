@@ -20,24 +20,36 @@ export const TRACE_ID_HEADER = "X-Trace-Id";
 export function requestId(): MiddlewareHandler<AppEnv> {
   return async function requestId(c, next) {
     const id = newId("req");
+    c.set("requestId", id);
     if (c.env?.OBSERVABILITY === "off") {
-      c.set("requestId", id);
-      await untraced(next);
       c.header("X-Request-Id", id);
+      await untraced(next);
+      stamp(c, "X-Request-Id", id);
       logFailure(c, id, undefined);
       return;
     }
     const event = newRequestEvent(withinSamplingBudget(continueTrace(c.req.header("traceparent"))));
-    c.set("requestId", id);
     c.set("event", event);
-    await inTrace(event.trace, next);
     c.header("X-Request-Id", id);
     c.header(TRACE_ID_HEADER, event.trace.traceId);
+    await inTrace(event.trace, next);
+    stamp(c, "X-Request-Id", id);
+    stamp(c, TRACE_ID_HEADER, event.trace.traceId);
     logFailure(c, id, event.trace.traceId);
     // A body refused before it was read (a 429, a 401) counts at its declared length.
     event.bodyBytes ??= Number(c.req.header("content-length")) || 0;
     writeWideEvent(event, { requestId: id, method: c.req.method, status: c.res.status, env: c.env });
   };
+}
+
+/**
+ * Makes sure the answer carries `name: value`. Set before the handler, a header is part of
+ * every answer built through the context; an answer made some other way (a replay, a
+ * fetched asset) gets it here. Setting a header on a finished answer copies the answer, so
+ * it is done only when the header is missing or says something else.
+ */
+function stamp(c: Context<AppEnv>, name: string, value: string): void {
+  if (c.res.headers.get(name) !== value) c.header(name, value);
 }
 
 /** The stack of a failure that reached no error envelope, in its own line. */

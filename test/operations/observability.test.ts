@@ -78,6 +78,32 @@ describe("W3C trace context", () => {
     expect(none.headers.get("X-Trace-Id")).toMatch(HEX32);
   });
 
+  it("gives answers made outside the handler's context this request's ids: a replay, an asset", async () => {
+    const t = await makeTenant();
+    const other = `00-${"ab".repeat(16)}-00f067aa0ba902b7-01`;
+    const body = { address: `${unique("addr")} Replay Lane`, owner_user_id: t.owner.id, agent_one_id: t.agent.id };
+    const first = await call("/api/v1/listings", {
+      key: t.key,
+      body,
+      idempotencyKey: "replayed",
+      headers: { traceparent: SAMPLED },
+    });
+    const again = await call("/api/v1/listings", {
+      key: t.key,
+      body,
+      idempotencyKey: "replayed",
+      headers: { traceparent: other },
+    });
+    expect(again.headers.get("X-Idempotent-Replay"), again.text).toBe("true");
+    expect(again.headers.get("X-Trace-Id")).toBe("ab".repeat(16));
+    expect(again.headers.get("X-Request-Id")).toMatch(/^req_/);
+    expect(again.headers.get("X-Request-Id")).not.toBe(first.headers.get("X-Request-Id"));
+    const script = await call("/api/v1/docs/reference.js", { headers: { traceparent: SAMPLED } });
+    expect(script.status).toBe(200);
+    expect(script.headers.get("X-Trace-Id")).toBe(TRACE_ID);
+    expect(script.headers.get("X-Request-Id")).toMatch(/^req_/);
+  });
+
   describe("end to end", () => {
     let receivers: Receivers;
     beforeEach(() => {
