@@ -2,11 +2,11 @@
 // that would leave this machine refused: the page must render the operations anyway.
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Browser, chromium } from "playwright-core";
 import { afterAll, describe, expect, it } from "vitest";
+import { freePorts } from "../cli/dev-server";
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const SCREENSHOT = ".vitest/docs-page.png";
@@ -30,17 +30,6 @@ interface PageGlobals {
 
 /** The longest path of the sandbox description: the page must show it whole. */
 const LONG_PATH = "/api/v1/test_helpers/listings/{listing_number}/appointments/{appointment_id}/reschedule";
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 const isLocal = (url: string) => {
   const { protocol, hostname } = new URL(url);
@@ -151,7 +140,7 @@ describe("the API reference page in a browser", () => {
         "or point CHROMIUM_PATH at a Chromium binary.",
     ).toBe(true);
     stateDir = mkdtempSync(join(tmpdir(), "alms-browser-"));
-    const [port, inspectorPort] = [await freePort(), await freePort()];
+    const [port, inspectorPort] = (await freePorts(2)) as [number, number];
     server = new DevServer(`http://127.0.0.1:${port}`, stateDir);
     await server.start(port, inspectorPort);
     browser = await chromium.launch({

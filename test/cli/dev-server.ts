@@ -24,12 +24,18 @@ export const READY_MS = 150_000;
  */
 export const PRINTED_KEY = /(?<![A-Za-z0-9_-])(sk_test_[A-Za-z0-9_-]{43})(?![A-Za-z0-9_-])/;
 
-async function freePort(): Promise<number> {
-  const server = createNetServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
+/**
+ * `n` free ports, all held open until each is known, so no two are the same: a port closed
+ * and asked for again can come straight back.
+ */
+export async function freePorts(n: number): Promise<number[]> {
+  const servers = Array.from({ length: n }, () => createNetServer());
+  try {
+    for (const server of servers) await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    return servers.map((server) => (server.address() as AddressInfo).port);
+  } finally {
+    await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
+  }
 }
 
 /** A child process with everything it printed so far; `waitFor` resolves on a match, bounded. */
@@ -80,12 +86,11 @@ export async function stop(child: ChildProcess | undefined) {
 
 /** `npm run dev` on free ports over `state`, once it has printed its key. */
 export async function startDev(state: string, extraArgs: string[] = [], extraEnv: Record<string, string> = {}) {
-  const port = await freePort();
+  const [port, inspector] = (await freePorts(2)).map(String) as [string, string];
   const origin = `http://127.0.0.1:${port}`;
-  const inspector = String(await freePort());
   const dev = started(
     "npm",
-    ["run", "dev", "--", "--port", String(port), "--persist-to", state, "--inspector-port", inspector, ...extraArgs],
+    ["run", "dev", "--", "--port", port, "--persist-to", state, "--inspector-port", inspector, ...extraArgs],
     extraEnv,
   );
   await dev.waitFor(new RegExp(`local sandbox on ${origin.replaceAll(".", "\\.")}`), READY_MS);
