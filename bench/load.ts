@@ -8,9 +8,10 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
 import autocannon from "autocannon";
+import { freePorts } from "../scripts/free-ports.ts";
 import { applyLocalMigrations } from "../scripts/local-migrations.ts";
 import { Api } from "./lib/api.ts";
-import { cleanupNow, freePorts, sleep, startServer, stateDir, stopChildren } from "./lib/processes.ts";
+import { cleanupNow, sleep, startServer, stateDir, stopChildren } from "./lib/processes.ts";
 
 const soak = process.argv.includes("--soak");
 const SECONDS = Number(process.env.LOAD_SECONDS ?? (soak ? 300 : 60));

@@ -3,7 +3,6 @@
 // running when the bench exits, for any reason, is killed, and the state directory goes.
 import { type ChildProcess, spawn } from "node:child_process";
 import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, statSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -133,28 +132,6 @@ export function cleanupNow() {
 }
 
 process.on("exit", cleanupNow);
-
-/** `n` distinct loopback ports that were free a moment ago (all held open at once, then released). */
-export async function freePorts(n: number): Promise<number[]> {
-  const servers = Array.from({ length: n }, () => createServer());
-  try {
-    return await Promise.all(
-      servers.map(
-        (server) =>
-          new Promise<number>((resolve, reject) => {
-            server.on("error", reject);
-            server.listen(0, "127.0.0.1", () => {
-              const address = server.address();
-              if (typeof address === "object" && address) resolve(address.port);
-              else reject(new Error("no port"));
-            });
-          }),
-      ),
-    );
-  } finally {
-    await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
-  }
-}
 
 const exited = (child: ChildProcess) => child.exitCode !== null || child.signalCode !== null;
 

@@ -4,7 +4,8 @@
 import { mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
-import { freePorts, runChild, startServer, stateDir, stopServer } from "./processes.ts";
+import { freePorts } from "../../scripts/free-ports.ts";
+import { runChild, startServer, stateDir, stopServer } from "./processes.ts";
 import { type Goal, verdict } from "./report.ts";
 
 export interface BundleFile {

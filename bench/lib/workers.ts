@@ -7,9 +7,10 @@ import type { ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { freePorts } from "../../scripts/free-ports.ts";
 import { pidListeningOn } from "./cpu.ts";
 import { registerServer, type Server } from "./load.ts";
-import { freePorts, startServer, stateDir } from "./processes.ts";
+import { startServer, stateDir } from "./processes.ts";
 import { PROFILE_DIR } from "./profile.ts";
 
 const RUNNERS = ["direct", "wrangler"] as const;

@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { type AddressInfo, createServer as createNetServer } from "node:net";
 import { join } from "node:path";
+import { freePorts } from "../../scripts/free-ports.ts";
 
 /**
  * `npm run dev` for the CLI tests: on a port of its own and with local state of its own
@@ -23,20 +23,6 @@ export const READY_MS = 150_000;
  * no boundary, so the key is bounded by characters that cannot be part of it.
  */
 export const PRINTED_KEY = /(?<![A-Za-z0-9_-])(sk_test_[A-Za-z0-9_-]{43})(?![A-Za-z0-9_-])/;
-
-/**
- * `n` free ports, all held open until each is known, so no two are the same: a port closed
- * and asked for again can come straight back.
- */
-export async function freePorts(n: number): Promise<number[]> {
-  const servers = Array.from({ length: n }, () => createNetServer());
-  try {
-    for (const server of servers) await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    return servers.map((server) => (server.address() as AddressInfo).port);
-  } finally {
-    await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
-  }
-}
 
 /** A child process with everything it printed so far; `waitFor` resolves on a match, bounded. */
 export function started(command: string, args: string[], extraEnv: Record<string, string> = {}) {
