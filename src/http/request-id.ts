@@ -21,8 +21,8 @@ export function requestId(): MiddlewareHandler<AppEnv> {
   return async function requestId(c, next) {
     const id = newId("req");
     c.set("requestId", id);
+    c.header("X-Request-Id", id);
     if (c.env?.OBSERVABILITY === "off") {
-      c.header("X-Request-Id", id);
       await untraced(next);
       stamp(c, "X-Request-Id", id);
       logFailure(c, id, undefined);
@@ -30,7 +30,6 @@ export function requestId(): MiddlewareHandler<AppEnv> {
     }
     const event = newRequestEvent(withinSamplingBudget(continueTrace(c.req.header("traceparent"))));
     c.set("event", event);
-    c.header("X-Request-Id", id);
     c.header(TRACE_ID_HEADER, event.trace.traceId);
     await inTrace(event.trace, next);
     stamp(c, "X-Request-Id", id);
