@@ -36,12 +36,25 @@ export interface ColdStarts {
 /** Poll interval while a fresh server starts: the resolution of a cold start figure. */
 const POLL_MS = 20;
 
+/** Builds a Worker as `wrangler deploy` would upload it (`config` names its configuration) and answers its script's path. */
+async function prebuilt(name: string, config: string[]): Promise<string> {
+  const outdir = join(stateDir, `prebuilt-${name}`);
+  mkdirSync(outdir, { recursive: true });
+  await runChild("wrangler", ["deploy", "--dry-run", ...config, "--outdir", outdir], `prebuilt-${name}`, 300_000);
+  const script = readdirSync(outdir).find((file) => file.endsWith(".js"));
+  if (!script) throw new Error(`wrangler deploy --dry-run wrote no script for ${name}`);
+  return join(outdir, script);
+}
+
 /**
  * `times` fresh starts of each Worker, taken in turns, each on state of its own and
  * stopped before the next: the product answering an unauthenticated read (a 401, no
  * storage touched), the baseline its bare route, and the product's configuration started
  * with a stub of no code in place of the product's, which separates what the bindings add
- * to a start from what the code adds (its bundling by wrangler and its evaluation).
+ * to a start from what the code adds (its bundling by wrangler and its evaluation). Then
+ * the product and the baseline again, each started from the script `wrangler deploy` would
+ * upload (built before, and started with `--no-bundle`): a deployed cold start bundles
+ * nothing, so these two tell wrangler's bundling apart from the script's own start.
  */
 export async function measureColdStarts(times: number, secretKey: string, readyMs: number): Promise<ColdStarts[]> {
   const workers = [
@@ -52,6 +65,21 @@ export async function measureColdStarts(times: number, secretKey: string, readyM
       name: "the product's bindings, none of its code (bench/baseline/bindings-only.ts)",
       config: ["bench/baseline/bindings-only.ts", "--config", "wrangler.jsonc"],
       path: "/api/v1/users",
+    },
+    {
+      name: "product Worker as uploaded, not bundled on start",
+      config: [await prebuilt("product", []), "--no-bundle", "--config", "wrangler.jsonc"],
+      path: "/api/v1/users",
+    },
+    {
+      name: "baseline Worker as uploaded, not bundled on start",
+      config: [
+        await prebuilt("baseline", ["--config", "bench/baseline/wrangler.jsonc"]),
+        "--no-bundle",
+        "--config",
+        "bench/baseline/wrangler.jsonc",
+      ],
+      path: "/bare",
     },
   ];
   const out: ColdStarts[] = workers.map((w) => ({ name: w.name, ms: [] }));
@@ -120,6 +148,20 @@ export function printStartup(bundles: Map<string, BundleFile[]>, coldStarts: Col
     console.log(
       `  against the baseline: the bindings alone ${(o / b).toFixed(2)}×, the product ${(p / b).toFixed(2)}×; ` +
         `the product's code adds ${((p - o) / 1000).toFixed(2)} s to its bindings' start`,
+    );
+  }
+  const [, , , productUploaded, baselineUploaded] = coldStarts;
+  if (product && baseline && productUploaded && baselineUploaded) {
+    const [p, b, pu, bu] = [product, baseline, productUploaded, baselineUploaded].map((c) => median(c.ms)) as [
+      number,
+      number,
+      number,
+      number,
+    ];
+    console.log(
+      `  as uploaded (nothing bundled on start): the product ${(pu / bu).toFixed(2)}× the baseline; wrangler's ` +
+        `bundling on start adds ${((p - pu) / 1000).toFixed(2)} s to the product, ${((b - bu) / 1000).toFixed(2)} s ` +
+        "to the baseline",
     );
   }
 }
