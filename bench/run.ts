@@ -14,7 +14,9 @@
 // BENCH_HOOK_RATE (20 creates/s), BENCH_HOOK_RUNS (5 runs in a row at 10 endpoints), BENCH_LAYERS=1 adds the
 // guard-layer rows, BENCH_PHASES (a comma-separated
 // list of core, tenants, post, sequence, observability, shards, growth, webhooks, replay, startup; every phase
-// when unset) runs only those phases. BENCH_REPLAY_EVENTS (10000): the events the replay phase replays. BENCH_COLD_STARTS (3): fresh starts of each Worker in the startup phase.
+// when unset) runs only those phases. BENCH_REPLAY_EVENTS (10000): the events the replay phase replays.
+// BENCH_COLD_STARTS (3): fresh starts of each Worker in the startup phase. BENCH_OBS_REPEATS (3): fresh starts
+// of the observability phase's three Workers.
 // BENCH_ROUNDS (3): the slices in which a route and its floor (or single key) are measured in turns.
 // BENCH_PROFILE=<dir> writes a CPU profile of each row's Worker and prints its heaviest functions.
 // BENCH_RUNNER=wrangler serves the measured Workers with `wrangler dev` instead.
@@ -37,7 +39,7 @@ import {
   ROUNDS,
   WARMUP,
 } from "./lib/load.ts";
-import { measureObservability } from "./lib/observability.ts";
+import { measureObservability, observabilityStarts } from "./lib/observability.ts";
 import { cleanupNow, errorLines, runChild, stateDir, stopChildren } from "./lib/processes.ts";
 import { PROFILE_DIR, startProfile } from "./lib/profile.ts";
 import { measureReplay, printReplay, type ReplayRun, replayVerdict } from "./lib/replay.ts";
@@ -168,6 +170,8 @@ async function main() {
 
   // Core rows: the bare route, the two primitives, the floors and the product routes.
   const figures = new Map<string, Figure>();
+  /** Lines printed under the table. */
+  const notes: string[] = [];
   const keep = (id: string, f: Figure) => {
     figures.set(id, f);
     return f;
@@ -299,6 +303,7 @@ async function main() {
       keep("obsPostOn", o.postOn);
       keep("obsPostSampled", o.postSampled);
       keep("obsPostOff", o.postOff);
+      notes.push(observabilityStarts(o.starts));
     },
     runs("observability"),
   );
@@ -315,7 +320,6 @@ async function main() {
   if (process.env.BENCH_LAYERS) await phase("guard layers", () => layers(api, appOrigin, agency.id, owner.id, figures));
 
   const growthRows: Row[] = [];
-  const notes: string[] = [];
   await phase(
     "data growth",
     async () => {

@@ -1,6 +1,6 @@
 // The goals, judged from a run's own figures, and the rows of its table in reading order.
 import type { Figure } from "./load.ts";
-import { OBSERVABILITY_GOAL } from "./observability.ts";
+import { OBSERVABILITY_GOAL, observabilityCost } from "./observability.ts";
 import { type Goal, type Row, type Verdict, verdict } from "./report.ts";
 import type { PipelineRun } from "./webhooks.ts";
 
@@ -58,8 +58,8 @@ export function judgeRun(
   const observed = (on: Figure | undefined, off: Figure | undefined) =>
     on && off
       ? verdict(
-          on.rps >= (1 - OBSERVABILITY_GOAL) * off.rps,
-          `${(100 * (1 - on.rps / off.rps)).toFixed(1)}% (≤ ${100 * OBSERVABILITY_GOAL}%); ` +
+          observabilityCost(on, off) <= 100 * OBSERVABILITY_GOAL,
+          `${observabilityCost(on, off).toFixed(1)}% (≤ ${100 * OBSERVABILITY_GOAL}%); ` +
             `cpu ms ${cpu(on)} on, ${cpu(off)} off`,
         )
       : undefined;

@@ -110,6 +110,35 @@ const median = (values: number[]) => {
   return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 };
 
+/**
+ * One figure from the same row measured several times for equal durations (on fresh Workers
+ * each time, say): req/s their mean, CPU per request over all their requests, p50 and p99 the
+ * runs' medians.
+ */
+export function mergeFigures(figures: Figure[]): Figure {
+  const [first] = figures;
+  if (!first) throw new Error("mergeFigures: no figure to merge");
+  const rpsSum = figures.reduce((n, f) => n + f.rps, 0);
+  const statuses: Record<string, number> = {};
+  for (const f of figures)
+    for (const [code, n] of Object.entries(f.statuses)) statuses[code] = (statuses[code] ?? 0) + n;
+  // Equal durations: each run's requests are in proportion to its req/s.
+  const perRequest = (of: (f: Figure) => number | undefined) =>
+    figures.every((f) => of(f) !== undefined) && rpsSum > 0
+      ? figures.reduce((n, f) => n + of(f)! * f.rps, 0) / rpsSum
+      : undefined;
+  return {
+    name: first.name,
+    rps: rpsSum / figures.length,
+    p50: median(figures.map((f) => f.p50)),
+    p99: median(figures.map((f) => f.p99)),
+    unexpected: figures.reduce((n, f) => n + f.unexpected, 0),
+    statuses,
+    cpuMs: perRequest((f) => f.cpuMs),
+    workerdMs: perRequest((f) => f.workerdMs),
+  };
+}
+
 /** One figure from a row's slices: req/s and CPU over all of them, p50 and p99 as the slices' medians. */
 function figureOf(name: string, slices: Slice[]): Figure {
   const requests = slices.reduce((n, s) => n + s.requests, 0);

@@ -27,8 +27,8 @@ export interface RunningProduct {
 }
 
 /** A product Worker on state of its own, with an agency, its owner, a key for reads and one for writes. */
-async function startProduct(side: Side, token: string, readyMs: number) {
-  const name = `pair-${side.label.replace(/[^a-z0-9]+/gi, "-")}`;
+async function startProduct(side: Side, token: string, readyMs: number, instance: string) {
+  const name = `pair-${instance}${side.label.replace(/[^a-z0-9]+/gi, "-")}`;
   const dir = join(stateDir, name);
   const persist = ["--persist-to", dir];
   await applyLocalMigrations(dir);
@@ -91,17 +91,19 @@ export const createListingSpec = (p: RunningProduct, name: string): Spec => ({
 
 /**
  * Starts every side, then measures each group of specs in turns (one spec per side, in
- * the order of `sides`), and stops every Worker whatever happened.
+ * the order of `sides`), and stops every Worker whatever happened. `instance` sets this
+ * start's state and logs apart from another start of the same sides.
  */
 export async function measureSides(
   sides: Side[],
   token: string,
   readyMs: number,
   groups: ((p: RunningProduct) => Spec)[],
+  instance = "",
 ): Promise<Figure[][]> {
   const started: Awaited<ReturnType<typeof startProduct>>[] = [];
   try {
-    for (const side of sides) started.push(await startProduct(side, token, readyMs));
+    for (const side of sides) started.push(await startProduct(side, token, readyMs, instance));
     const out: Figure[][] = [];
     for (const spec of groups) out.push(await measureAlternating(started.map((s) => spec(s.product))));
     return out;
