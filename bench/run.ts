@@ -303,7 +303,9 @@ async function main() {
       keep("obsPostOn", o.postOn);
       keep("obsPostSampled", o.postSampled);
       keep("obsPostOff", o.postOff);
-      notes.push(observabilityStarts(o.starts));
+      keep("obsGetAgain", o.getAgain);
+      keep("obsPostAgain", o.postAgain);
+      notes.push(...observabilityStarts(o.starts));
     },
     runs("observability"),
   );

@@ -7,7 +7,7 @@ import type { PipelineRun } from "./webhooks.ts";
 /**
  * `figures` holds the core rows by id (bare, bareLogged, do, d1, 401, floorGet, floorGetLogged, get, single, tenants,
  * floorPost, post, the sequence rows seqWith and seqWithout, the observability rows
- * obsGetOn, obsGetSampled, obsGetOff, obsPostOn, obsPostSampled, obsPostOff and the
+ * obsGetOn, obsGetSampled, obsGetOff, obsGetAgain, obsPostOn, obsPostSampled, obsPostOff, obsPostAgain and the
  * optional layer rows); `growthRows` come judged already.
  */
 const cpu = (f: Figure) => (f.cpuMs === undefined ? "?" : f.cpuMs.toFixed(2));
@@ -55,16 +55,17 @@ export function judgeRun(
     tenants && single
       ? verdict(tenants.rps >= 0.95 * single.rps, `${(tenants.rps / single.rps).toFixed(3)}× single key (≥ 0.95)`)
       : undefined;
-  const observed = (on: Figure | undefined, off: Figure | undefined) =>
+  const observed = (on: Figure | undefined, off: Figure | undefined, again: Figure | undefined) =>
     on && off
       ? verdict(
           observabilityCost(on, off) <= 100 * OBSERVABILITY_GOAL,
           `${observabilityCost(on, off).toFixed(1)}% (≤ ${100 * OBSERVABILITY_GOAL}%); ` +
-            `cpu ms ${cpu(on)} on, ${cpu(off)} off`,
+            `cpu ms ${cpu(on)} on, ${cpu(off)} off` +
+            (again ? `; the control (a second default Worker) ${observabilityCost(again, on).toFixed(1)}%` : ""),
         )
       : undefined;
-  const getObserved = observed(f("obsGetOn"), f("obsGetOff"));
-  const postObserved = observed(f("obsPostOn"), f("obsPostOff"));
+  const getObserved = observed(f("obsGetOn"), f("obsGetOff"), f("obsGetAgain"));
+  const postObserved = observed(f("obsPostOn"), f("obsPostOff"), f("obsPostAgain"));
 
   add("bare");
   add("bareLogged", { floor: f("bare") });
@@ -80,9 +81,11 @@ export function judgeRun(
   add("obsGetOff");
   add("obsGetSampled", { floor: f("obsGetOff") });
   add("obsGetOn", { floor: f("obsGetOff"), goal: getObserved });
+  add("obsGetAgain", { floor: f("obsGetOn") });
   add("obsPostOff");
   add("obsPostSampled", { floor: f("obsPostOff") });
   add("obsPostOn", { floor: f("obsPostOff"), goal: postObserved });
+  add("obsPostAgain", { floor: f("obsPostOn") });
   const shardAlone = f("shardAlone");
   const shardFar = f("shardFar");
   const shardVerdict =

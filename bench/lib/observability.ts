@@ -6,7 +6,9 @@
 // each on fresh state of its own. Three Workers of one configuration differ by several per
 // cent from one start to the next (2026-11-29 in bench/RESULTS.md), more than the goal's
 // margin, so the three are started afresh BENCH_OBS_REPEATS times, in another order each
-// time, and each configuration's figure is taken over all its starts.
+// time, and each configuration's figure is taken over all its starts. A fourth Worker, the
+// default again, is the control: how far two Workers of the same code land apart in this
+// run, the measurement's own noise beside the cost it judges.
 import { type Figure, mergeFigures } from "./load.ts";
 import { createListingSpec, getUserSpec, measureSides, type Side } from "./product-pair.ts";
 
@@ -23,8 +25,14 @@ export interface ObservabilityFigures {
   postOn: Figure;
   postSampled: Figure;
   postOff: Figure;
-  /** What each start measured: the cost of observability on (default) against off, in per cent of req/s. */
-  starts: { get: number; post: number }[];
+  /** The control: a second Worker of the default configuration. */
+  getAgain: Figure;
+  postAgain: Figure;
+  /**
+   * What each start measured, in per cent of req/s: the cost of observability on (default)
+   * against off, and the control's (the second default Worker against the first).
+   */
+  starts: { get: number; post: number; getAgain: number; postAgain: number }[];
 }
 
 const SIDES: Side[] = [
@@ -34,6 +42,7 @@ const SIDES: Side[] = [
     vars: { OBSERVABILITY: "on", WIDE_EVENT_SAMPLE_RATE: "0" },
   },
   { label: "observability off", vars: { OBSERVABILITY: "off" } },
+  { label: "observability on (default sampling), a second Worker", vars: { OBSERVABILITY: "on" } },
 ];
 
 /** The cost of `on` against `off`, in per cent of req/s: what the goal judges. */
@@ -43,7 +52,7 @@ export async function measureObservability(token: string, readyMs: number): Prom
   // By side, in the order of SIDES: its GET and POST figure from each start.
   const measured = SIDES.map(() => ({ get: [] as Figure[], post: [] as Figure[] }));
   for (let start = 0; start < REPEATS; start++) {
-    // Start `start` begins with side `start`: every side is first, second and third in turn.
+    // Start `start` begins with side `start`, the order rotated: no side always starts or runs first.
     const order = SIDES.map((_, i) => (i + start) % SIDES.length);
     const [gets = [], posts = []] = await measureSides(
       order.map((i) => SIDES[i]!),
@@ -60,7 +69,12 @@ export async function measureObservability(token: string, readyMs: number): Prom
       measured[side]!.post.push(posts[k]!);
     });
   }
-  const [on, sampled, off] = measured as [(typeof measured)[0], (typeof measured)[0], (typeof measured)[0]];
+  const [on, sampled, off, again] = measured as [
+    (typeof measured)[0],
+    (typeof measured)[0],
+    (typeof measured)[0],
+    (typeof measured)[0],
+  ];
   return {
     getOn: mergeFigures(on.get),
     getSampled: mergeFigures(sampled.get),
@@ -68,14 +82,25 @@ export async function measureObservability(token: string, readyMs: number): Prom
     postOn: mergeFigures(on.post),
     postSampled: mergeFigures(sampled.post),
     postOff: mergeFigures(off.post),
+    getAgain: mergeFigures(again.get),
+    postAgain: mergeFigures(again.post),
     starts: on.get.map((_, i) => ({
       get: observabilityCost(on.get[i]!, off.get[i]!),
       post: observabilityCost(on.post[i]!, off.post[i]!),
+      getAgain: observabilityCost(again.get[i]!, on.get[i]!),
+      postAgain: observabilityCost(again.post[i]!, on.post[i]!),
     })),
   };
 }
 
-/** Each start's cost, for the lines under the table. */
-export const observabilityStarts = (starts: ObservabilityFigures["starts"]) =>
-  `observability on against off, each of ${starts.length} fresh start(s) of the three Workers: ` +
-  `GET ${starts.map((s) => `${s.get.toFixed(1)}%`).join(", ")}; POST ${starts.map((s) => `${s.post.toFixed(1)}%`).join(", ")}`;
+/** Each start's figures, for the lines under the table. */
+export function observabilityStarts(starts: ObservabilityFigures["starts"]): string[] {
+  const each = (of: (s: ObservabilityFigures["starts"][0]) => number) =>
+    starts.map((s) => `${of(s).toFixed(1)}%`).join(", ");
+  return [
+    `observability on against off, in each of ${starts.length} fresh start(s) of the Workers: ` +
+      `GET ${each((s) => s.get)}; POST ${each((s) => s.post)}`,
+    "the control, the default's second Worker against its first (the same code), in each start: " +
+      `GET ${each((s) => s.getAgain)}; POST ${each((s) => s.postAgain)}`,
+  ];
+}
