@@ -43,6 +43,10 @@ describe("the gate's window", () => {
       expect(v.ok && v.rate?.remaining).toBe(299 - i);
     }
     expect(await runInDurableObject(gate, async (_, state) => rows(state))).toEqual([]);
+    // Its alarm writes them within five seconds of the first, the most a restart can forget.
+    const alarm = await runInDurableObject(gate, async (_, state) => state.storage.getAlarm());
+    expect(alarm).not.toBeNull();
+    expect(alarm!).toBeLessThanOrEqual(now + 5_000);
     await flushWindow(gate);
     expect(await runInDurableObject(gate, async (_, state) => rows(state))).toEqual([
       { endpoint: "read_users_list", n: 20 },

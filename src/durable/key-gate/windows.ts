@@ -4,9 +4,11 @@ import type { RateDecision } from "./verdict";
 
 /**
  * Admitted requests are written as per-second counts at most this long after they were
- * counted: a restart of the object forgets at most the requests of the last interval.
+ * counted: a restart of the object forgets at most the requests of the last interval. Each
+ * write is an alarm of the key's gate, so the interval is what every active key costs in
+ * alarms; five seconds is also the length of a budget lease, whose end needs an alarm anyway.
  */
-const WINDOW_FLUSH_MS = 1_000;
+const WINDOW_FLUSH_MS = 5_000;
 
 /**
  * An exact 60-second sliding window per endpoint name, in memory, written to the object's
