@@ -112,31 +112,27 @@ const median = (values: number[]) => {
 
 /**
  * One figure from the same row measured several times for equal durations (on fresh Workers
- * each time, say): req/s their mean, CPU per request over all their requests, p50 and p99 the
- * runs' medians.
+ * each time, say): each run taken as a slice of one second, so req/s is their mean, CPU is per
+ * request over all their requests, and p50 and p99 are the runs' medians.
  */
 export function mergeFigures(figures: Figure[]): Figure {
   const [first] = figures;
   if (!first) throw new Error("mergeFigures: no figure to merge");
-  const rpsSum = figures.reduce((n, f) => n + f.rps, 0);
-  const statuses: Record<string, number> = {};
-  for (const f of figures)
-    for (const [code, n] of Object.entries(f.statuses)) statuses[code] = (statuses[code] ?? 0) + n;
-  // Equal durations: each run's requests are in proportion to its req/s.
-  const perRequest = (of: (f: Figure) => number | undefined) =>
-    figures.every((f) => of(f) !== undefined) && rpsSum > 0
-      ? figures.reduce((n, f) => n + of(f)! * f.rps, 0) / rpsSum
-      : undefined;
-  return {
-    name: first.name,
-    rps: rpsSum / figures.length,
-    p50: median(figures.map((f) => f.p50)),
-    p99: median(figures.map((f) => f.p99)),
-    unexpected: figures.reduce((n, f) => n + f.unexpected, 0),
-    statuses,
-    cpuMs: perRequest((f) => f.cpuMs),
-    workerdMs: perRequest((f) => f.workerdMs),
-  };
+  const total = (perRequest: number | undefined, requests: number) =>
+    perRequest === undefined ? undefined : perRequest * requests;
+  return figureOf(
+    first.name,
+    figures.map((f) => ({
+      seconds: 1,
+      requests: f.rps,
+      p50: f.p50,
+      p99: f.p99,
+      unexpected: f.unexpected,
+      statuses: f.statuses,
+      cpuMs: total(f.cpuMs, f.rps),
+      workerdMs: total(f.workerdMs, f.rps),
+    })),
+  );
 }
 
 /** One figure from a row's slices: req/s and CPU over all of them, p50 and p99 as the slices' medians. */
