@@ -16,7 +16,7 @@
 // list of core, tenants, post, sequence, observability, shards, growth, webhooks, replay, startup; every phase
 // when unset) runs only those phases. BENCH_REPLAY_EVENTS (10000): the events the replay phase replays.
 // BENCH_COLD_STARTS (3): fresh starts of each Worker in the startup phase. BENCH_OBS_REPEATS (3): fresh starts
-// of the observability phase's three Workers.
+// of the observability phase's Workers.
 // BENCH_ROUNDS (3): the slices in which a route and its floor (or single key) are measured in turns.
 // BENCH_PROFILE=<dir> writes a CPU profile of each row's Worker and prints its heaviest functions.
 // BENCH_RUNNER=wrangler serves the measured Workers with `wrangler dev` instead.

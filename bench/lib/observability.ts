@@ -5,7 +5,7 @@
 // out (WIDE_EVENT_SAMPLE_RATE=0): a write still writes its line. The three start alike,
 // each on fresh state of its own. Three Workers of one configuration differ by several per
 // cent from one start to the next (2026-11-29 in bench/RESULTS.md), more than the goal's
-// margin, so the three are started afresh BENCH_OBS_REPEATS times, in another order each
+// margin, so the Workers are started afresh BENCH_OBS_REPEATS times, in another order each
 // time, and each configuration's figure is taken over all its starts. A fourth Worker, the
 // default again, is the control: how far two Workers of the same code land apart in this
 // run, the measurement's own noise beside the cost it judges.
@@ -15,7 +15,7 @@ import { createListingSpec, getUserSpec, measureSides, type Side } from "./produ
 /** Throughput observability may cost a route: on ≥ (1 − this) × off. */
 export const OBSERVABILITY_GOAL = 0.03;
 
-/** Fresh starts of the three Workers, each in another order. */
+/** Fresh starts of the phase's Workers, each in another order. */
 const REPEATS = Math.max(1, Number(process.env.BENCH_OBS_REPEATS ?? 3));
 
 export interface ObservabilityFigures {
