@@ -8,6 +8,12 @@
 // costs the Worker what workerd's own console costs (formatting it and writing it to
 // stdout, which this process reads and drops unless it is a warning or an error).
 //
+// Nor does it run wrangler's other local-only tooling: its trace collector (a streaming
+// tail from every invocation, each Durable Object call's included, to a collector Worker
+// in the same workerd: about 40% of a POST's CPU here, and half of one RPC's) and its data
+// explorer (a wrapper around each SQLite-backed Durable Object class). The startup phase
+// does not use this server: it times `wrangler dev` as a developer starts it.
+//
 // Started by bench/lib/processes.ts with one JSON argument: { config?, persist, vars,
 // readyFile, inspectorPort? }. Once the Worker answers, it writes { origin } (the
 // workerd's own address) to readyFile; SIGINT or SIGTERM disposes of it.
@@ -24,6 +30,8 @@ interface ServeOptions {
 }
 
 const options = JSON.parse(process.argv[2] ?? "{}") as ServeOptions;
+process.env.X_LOCAL_OBSERVABILITY = "false";
+process.env.X_LOCAL_EXPLORER = "false";
 const devEnv = new unstable_DevEnv();
 const direct = new Promise<string>((resolve) => {
   devEnv.on("reloadComplete", (event: { proxyData: { userWorkerUrl: { hostname?: string; port?: string } } }) => {
