@@ -1,5 +1,6 @@
 // npm run load: 60 s of mixed traffic at 32 connections against the product Worker under
-// `wrangler dev` (fresh local state), reporting socket errors and unexpected statuses.
+// `wrangler dev` (fresh local state, without its local tooling: bench/lib/local-tooling.ts),
+// reporting socket errors and unexpected statuses.
 // npm run soak: the same mix for 5 minutes, printing the workerd processes' memory every
 // 30 s and its growth. Both print figures; no test asserts them. LOAD_SECONDS shortens a
 // run (never by default); LOAD_MIX=reads sends only the reads; LOAD_TARGET=floor sends the same
@@ -11,6 +12,7 @@ import autocannon from "autocannon";
 import { freePorts } from "../scripts/free-ports.ts";
 import { applyLocalMigrations } from "../scripts/local-migrations.ts";
 import { Api } from "./lib/api.ts";
+import { WITHOUT_LOCAL_TOOLING } from "./lib/local-tooling.ts";
 import { cleanupNow, sleep, startServer, stateDir, stopChildren } from "./lib/processes.ts";
 
 const soak = process.argv.includes("--soak");
@@ -124,6 +126,8 @@ async function main() {
     floor ? "baseline" : "product",
     floor ? `${origin}/bare` : `${origin}/api/v1/openapi.json`,
     120_000,
+    undefined,
+    WITHOUT_LOCAL_TOOLING,
   );
   const all = floor ? await floorMix(origin) : await productMix(origin, operatorToken);
   // LOAD_MIX=reads leaves the writes out, so memory is watched over data that does not grow.

@@ -19,6 +19,7 @@
 // workerd's own address) to readyFile; SIGINT or SIGTERM disposes of it.
 import { writeFileSync } from "node:fs";
 import { unstable_DevEnv } from "wrangler";
+import { WITHOUT_LOCAL_TOOLING } from "./lib/local-tooling.ts";
 
 interface ServeOptions {
   config?: string;
@@ -30,8 +31,7 @@ interface ServeOptions {
 }
 
 const options = JSON.parse(process.argv[2] ?? "{}") as ServeOptions;
-process.env.X_LOCAL_OBSERVABILITY = "false";
-process.env.X_LOCAL_EXPLORER = "false";
+Object.assign(process.env, WITHOUT_LOCAL_TOOLING);
 const devEnv = new unstable_DevEnv();
 const direct = new Promise<string>((resolve) => {
   devEnv.on("reloadComplete", (event: { proxyData: { userWorkerUrl: { hostname?: string; port?: string } } }) => {

@@ -30,9 +30,9 @@ function signalGroup(child: ChildProcess, signal: NodeJS.Signals) {
 }
 
 /** Starts `command` in its own process group, its output going to a log file in the state directory. */
-function startChild(command: string, args: string[], logName: string): ChildProcess {
+function startChild(command: string, args: string[], logName: string, env: Record<string, string> = {}): ChildProcess {
   const log = openSync(logFile(logName), "a");
-  const child = spawn(command, args, { env: childEnv, stdio: ["ignore", log, log], detached: true });
+  const child = spawn(command, args, { env: { ...childEnv, ...env }, stdio: ["ignore", log, log], detached: true });
   closeSync(log);
   children.add(child);
   child.on("exit", () => children.delete(child));
@@ -182,9 +182,10 @@ export async function startServer(
   url: string | (() => string | undefined),
   timeoutMs: number,
   pollMs?: number,
+  env?: Record<string, string>,
 ) {
   for (let attempt = 1; ; attempt++) {
-    const child = startChild(command, args, logName);
+    const child = startChild(command, args, logName, env);
     try {
       await waitForHttp(url, timeoutMs, child, logName, pollMs);
       return child;
