@@ -10,7 +10,7 @@
 //
 // Nor does it run wrangler's other local-only tooling: its trace collector (a streaming
 // tail from every invocation, each Durable Object call's included, to a collector Worker
-// in the same workerd: about 40% of a POST's CPU here, and half of one RPC's) and its data
+// in the same workerd: about 40% of a POST's CPU here, and most of an RPC's) and its data
 // explorer (a wrapper around each SQLite-backed Durable Object class). The startup phase
 // does not use this server: it times `wrangler dev` as a developer starts it.
 //
