@@ -8,11 +8,8 @@
 // costs the Worker what workerd's own console costs (formatting it and writing it to
 // stdout, which this process reads and drops unless it is a warning or an error).
 //
-// Nor does it run wrangler's other local-only tooling: its trace collector (a streaming
-// tail from every invocation, each Durable Object call's included, to a collector Worker
-// in the same workerd: about 40% of a POST's CPU here, and most of an RPC's) and its data
-// explorer (a wrapper around each SQLite-backed Durable Object class). The startup phase
-// does not use this server: it times `wrangler dev` as a developer starts it.
+// Nor does it run wrangler's other local-only tooling, its trace collector and its data
+// explorer (bench/lib/local-tooling.ts says what they are and cost).
 //
 // Started by bench/lib/processes.ts with one JSON argument: { config?, persist, vars,
 // readyFile, inspectorPort? }. Once the Worker answers, it writes { origin } (the
