@@ -18,7 +18,7 @@
 // BENCH_COLD_STARTS (3): fresh starts of each Worker in the startup phase. BENCH_OBS_REPEATS (3): fresh starts
 // of the observability phase's Workers.
 // BENCH_ROUNDS (3): the slices in which a route and its floor (or single key) are measured in turns.
-// BENCH_PROFILE=<dir> writes a CPU profile of each row's Worker and prints its heaviest functions.
+// BENCH_PROFILE=<dir> writes a CPU and an allocation profile of each row's Worker and prints their heaviest functions.
 // BENCH_RUNNER=wrangler serves the measured Workers with `wrangler dev` instead.
 
 import { randomBytes, randomUUID } from "node:crypto";

@@ -1,8 +1,9 @@
-// BENCH_PROFILE=<dir>: a CPU profile of the product Worker during each measured product
-// row, taken through the inspector port of its dev server (bench/serve.ts opens one only
-// then). Each profile is written as `<dir>/<row>.cpuprofile` (open it in Chrome DevTools),
-// and its heaviest functions by self time are printed, so a slow row says where its
-// JavaScript time goes.
+// BENCH_PROFILE=<dir>: a CPU profile and an allocation profile of the product Worker during
+// each measured product row, taken through the inspector port of its dev server
+// (bench/serve.ts opens one only then). Each is written as `<dir>/<row>.cpuprofile` and
+// `<dir>/<row>.heapprofile` (open them in Chrome DevTools); the heaviest functions by self
+// time and by bytes allocated are printed, so a slow row says where its JavaScript time
+// goes, and what its garbage collector is given to do.
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
@@ -11,6 +12,19 @@ interface ProfileNode {
   callFrame: { functionName: string; url: string; lineNumber: number };
   hitCount?: number;
 }
+interface HeapNode {
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  selfSize: number;
+  children: HeapNode[];
+}
+
+/** Sampling every 16 KiB allocated on average, objects the collector has freed included: what a row allocates. */
+const HEAP_SAMPLING = {
+  samplingInterval: 16_384,
+  includeObjectsCollectedByMajorGC: true,
+  includeObjectsCollectedByMinorGC: true,
+};
+
 interface Profile {
   nodes: ProfileNode[];
   samples?: number[];
@@ -30,16 +44,20 @@ export async function startProfile(port: number, name: string): Promise<() => Pr
     await s.send("Profiler.enable");
     await s.send("Profiler.setSamplingInterval", { interval: 200 });
     await s.send("Profiler.start");
+    await s.send("HeapProfiler.startSampling", HEAP_SAMPLING);
   }
   return async () => {
     const dir = PROFILE_DIR ?? ".";
     mkdirSync(dir, { recursive: true });
     for (const [i, s] of sessions.entries()) {
       const { profile } = (await s.send("Profiler.stop")) as { profile: Profile };
+      const { profile: heap } = (await s.send("HeapProfiler.stopSampling")) as { profile: { head: HeapNode } };
       s.close();
-      const file = join(dir, `${name.replace(/[^a-z0-9]+/gi, "-").slice(0, 60)}-${i}.cpuprofile`);
-      writeFileSync(file, JSON.stringify(profile));
-      report(profile, file);
+      const base = join(dir, `${name.replace(/[^a-z0-9]+/gi, "-").slice(0, 60)}-${i}`);
+      writeFileSync(`${base}.cpuprofile`, JSON.stringify(profile));
+      writeFileSync(`${base}.heapprofile`, JSON.stringify(heap));
+      report(profile, `${base}.cpuprofile`);
+      reportAllocations(heap.head, `${base}.heapprofile`);
     }
   };
 }
@@ -62,6 +80,24 @@ function report(profile: Profile, file: string) {
   );
   for (const [where, n] of [...byFn].sort((a, b) => b[1] - a[1]).slice(0, 30))
     process.stderr.write(`  ${((n / Math.max(total, 1)) * 100).toFixed(1).padStart(5)}%  ${where}\n`);
+}
+
+/** The functions that allocated the most bytes themselves, with the row's total. */
+function reportAllocations(head: HeapNode, file: string) {
+  const bySite = new Map<string, number>();
+  let total = 0;
+  const pending = [head];
+  for (let node = pending.pop(); node; node = pending.pop()) {
+    total += node.selfSize;
+    if (node.selfSize) {
+      const where = `${node.callFrame.functionName || "(anonymous)"} ${node.callFrame.url.split("/").slice(-2).join("/")}:${node.callFrame.lineNumber + 1}`;
+      bySite.set(where, (bySite.get(where) ?? 0) + node.selfSize);
+    }
+    pending.push(...node.children);
+  }
+  process.stderr.write(`\n  allocations ${file}: ${(total / 2 ** 20).toFixed(1)} MiB sampled\n`);
+  for (const [where, bytes] of [...bySite].sort((a, b) => b[1] - a[1]).slice(0, 15))
+    process.stderr.write(`  ${((bytes / Math.max(total, 1)) * 100).toFixed(1).padStart(5)}%  ${where}\n`);
 }
 
 function connect(url: string): Promise<{ send: (method: string, params?: object) => Promise<unknown>; close(): void }> {
